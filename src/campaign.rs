@@ -1,0 +1,521 @@
+//! The campaign spec (TOML): parsing, validation with errors that name the
+//! file, line and field, and the resolved form the daemon stores.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use toml::Spanned;
+
+/// What a campaign is asked to achieve and how it is measured, as written
+/// by the user. Unknown keys are rejected so that a typo is an error, not a
+/// silently ignored setting.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSpec {
+    name: Spanned<String>,
+    workspace: Spanned<String>,
+    #[serde(default)]
+    goal: String,
+    #[serde(default)]
+    architecture: Option<Spanned<String>>,
+    #[serde(default)]
+    comparison: Option<String>,
+    #[serde(default)]
+    domains: Vec<String>,
+    harness: RawHarness,
+    #[serde(default)]
+    constraints: RawConstraints,
+    #[serde(default)]
+    predicate: RawPredicate,
+    #[serde(default)]
+    moments: Option<toml::Table>,
+    #[serde(default)]
+    agent: Option<toml::Table>,
+    #[serde(default)]
+    beam: Option<toml::Table>,
+    #[serde(default)]
+    questions: RawQuestions,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHarness {
+    #[serde(default)]
+    build: Option<String>,
+    run: Spanned<String>,
+    #[serde(default = "default_timeout")]
+    timeout_s: Spanned<i64>,
+    scenarios: Spanned<Vec<Spanned<String>>>,
+    #[serde(default)]
+    protected: Vec<Spanned<String>>,
+}
+
+fn default_timeout() -> Spanned<i64> {
+    Spanned::new(0..0, 600)
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConstraints {
+    #[serde(default)]
+    binary: Option<Spanned<String>>,
+    #[serde(default)]
+    banned_symbols: Vec<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPredicate {
+    #[serde(default = "yes")]
+    correct: bool,
+    #[serde(default = "one")]
+    min_speedup: Spanned<f64>,
+    #[serde(default)]
+    min_geomean_speedup: Option<Spanned<f64>>,
+}
+
+impl Default for RawPredicate {
+    fn default() -> Self {
+        RawPredicate {
+            correct: true,
+            min_speedup: one(),
+            min_geomean_speedup: None,
+        }
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+fn one() -> Spanned<f64> {
+    Spanned::new(0..0, 1.0)
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawQuestions {
+    #[serde(default)]
+    mode: Option<Spanned<String>>,
+}
+
+/// How gadfly behaves at a stop attempt and when it picks questions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// gadfly detects moments and delivers bank questions itself.
+    Autonomous,
+    /// a person picks questions; gadfly offers suggestions.
+    Human,
+    /// observe and record every stop attempt; never block.
+    Audit,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Autonomous => "autonomous",
+            Mode::Human => "human",
+            Mode::Audit => "audit",
+        }
+    }
+}
+
+/// The validated, resolved campaign spec. `workspace` is absolute.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CampaignSpec {
+    pub name: String,
+    pub workspace: PathBuf,
+    pub goal: String,
+    pub architecture: Option<String>,
+    pub comparison: Option<String>,
+    /// Kinds of kernel this campaign is about (e.g. `qr`, `attention`):
+    /// bank entries tied to a domain apply only when it is listed here.
+    #[serde(default)]
+    pub domains: Vec<String>,
+    pub harness: HarnessSpec,
+    pub constraints: ConstraintsSpec,
+    pub predicate: PredicateSpec,
+    pub mode: Mode,
+    /// Sections later issues own (moments, agent, beam), kept as written.
+    #[serde(default)]
+    pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct HarnessSpec {
+    pub build: Option<String>,
+    pub run: String,
+    pub timeout_s: u64,
+    pub scenarios: Vec<String>,
+    pub protected: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ConstraintsSpec {
+    pub binary: Option<String>,
+    pub banned_symbols: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PredicateSpec {
+    pub correct: bool,
+    pub min_speedup: f64,
+    pub min_geomean_speedup: Option<f64>,
+}
+
+/// A spec error located in its file: `file:line:column: field: message`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpecError {
+    pub file: String,
+    pub line: usize,
+    pub column: usize,
+    pub field: String,
+    pub message: String,
+}
+
+impl fmt::Display for SpecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.field.is_empty() {
+            write!(f, "{}:{}:{}: {}", self.file, self.line, self.column, self.message)
+        } else {
+            write!(
+                f,
+                "{}:{}:{}: field `{}`: {}",
+                self.file, self.line, self.column, self.field, self.message
+            )
+        }
+    }
+}
+
+impl std::error::Error for SpecError {}
+
+/// Every problem found in one spec, so the user fixes them in one pass.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpecErrors(pub Vec<SpecError>);
+
+impl fmt::Display for SpecErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let lines: Vec<String> = self.0.iter().map(|e| e.to_string()).collect();
+        write!(f, "{}", lines.join("\n"))
+    }
+}
+
+impl std::error::Error for SpecErrors {}
+
+struct Locator<'a> {
+    file: &'a str,
+    text: &'a str,
+    errors: Vec<SpecError>,
+}
+
+impl<'a> Locator<'a> {
+    fn position(&self, offset: usize) -> (usize, usize) {
+        let offset = offset.min(self.text.len());
+        let before = &self.text[..offset];
+        let line = before.matches('\n').count() + 1;
+        let column = before.rfind('\n').map_or(offset, |nl| offset - nl - 1) + 1;
+        (line, column)
+    }
+
+    fn push(&mut self, span: std::ops::Range<usize>, field: &str, message: impl Into<String>) {
+        let (line, column) = if span == (0..0) { (1, 1) } else { self.position(span.start) };
+        self.errors.push(SpecError {
+            file: self.file.to_string(),
+            line,
+            column,
+            field: field.to_string(),
+            message: message.into(),
+        });
+    }
+}
+
+/// Reads and validates a spec file; the workspace is resolved against the
+/// file's folder.
+pub fn load(path: &Path) -> anyhow::Result<CampaignSpec> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| anyhow::anyhow!("cannot read campaign spec {}: {e}", path.display()))?;
+    let folder = path
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."));
+    let folder = if folder.as_os_str().is_empty() { PathBuf::from(".") } else { folder };
+    let folder = std::fs::canonicalize(&folder)
+        .map_err(|e| anyhow::anyhow!("cannot resolve folder of {}: {e}", path.display()))?;
+    Ok(parse(&text, &path.display().to_string(), &folder)?)
+}
+
+/// Parses and validates spec text. `file` names the source in errors;
+/// `base` is the folder the workspace is relative to.
+pub fn parse(text: &str, file: &str, base: &Path) -> Result<CampaignSpec, SpecErrors> {
+    let mut loc = Locator { file, text, errors: Vec::new() };
+    let raw: RawSpec = match toml::from_str(text) {
+        Ok(raw) => raw,
+        Err(e) => {
+            let span = e.span().unwrap_or(0..0);
+            let message = e.message().to_string();
+            let field = field_from_message(&message).unwrap_or_default();
+            loc.push(span, &field, message);
+            return Err(SpecErrors(loc.errors));
+        }
+    };
+
+    if raw.name.get_ref().trim().is_empty() {
+        loc.push(raw.name.span(), "name", "must not be empty");
+    }
+    if raw.workspace.get_ref().trim().is_empty() {
+        loc.push(raw.workspace.span(), "workspace", "must not be empty");
+    }
+    let workspace = base.join(raw.workspace.get_ref());
+    let workspace = std::fs::canonicalize(&workspace).unwrap_or(workspace);
+    if !workspace.is_dir() {
+        loc.push(
+            raw.workspace.span(),
+            "workspace",
+            format!("{} is not a directory", workspace.display()),
+        );
+    } else if !is_git_work_tree(&workspace) {
+        loc.push(
+            raw.workspace.span(),
+            "workspace",
+            format!(
+                "{} is not a git repository (run `git init` there first: gadfly evaluates snapshots of its tree)",
+                workspace.display()
+            ),
+        );
+    }
+
+    let run = raw.harness.run.get_ref();
+    if run.trim().is_empty() {
+        loc.push(raw.harness.run.span(), "harness.run", "must not be empty");
+    } else if !run.contains("{results}") {
+        loc.push(
+            raw.harness.run.span(),
+            "harness.run",
+            "must contain `{results}`, the path where the harness writes its JSON lines",
+        );
+    }
+    let timeout = *raw.harness.timeout_s.get_ref();
+    if !(1..=86_400).contains(&timeout) {
+        loc.push(raw.harness.timeout_s.span(), "harness.timeout_s", "must be between 1 and 86400 seconds");
+    }
+    let scenarios: Vec<String> = raw
+        .harness
+        .scenarios
+        .get_ref()
+        .iter()
+        .map(|s| s.get_ref().clone())
+        .collect();
+    if scenarios.is_empty() {
+        loc.push(
+            raw.harness.scenarios.span(),
+            "harness.scenarios",
+            "must list at least one scenario: the predicate must hold on every one",
+        );
+    }
+    let mut seen = std::collections::HashSet::new();
+    for s in raw.harness.scenarios.get_ref() {
+        if s.get_ref().trim().is_empty() {
+            loc.push(s.span(), "harness.scenarios", "scenario names must not be empty");
+        } else if !seen.insert(s.get_ref().clone()) {
+            loc.push(s.span(), "harness.scenarios", format!("scenario `{}` is listed twice", s.get_ref()));
+        }
+    }
+    for g in &raw.harness.protected {
+        if let Err(e) = globset::Glob::new(g.get_ref()) {
+            loc.push(g.span(), "harness.protected", format!("invalid glob `{}`: {e}", g.get_ref()));
+        }
+    }
+    for b in &raw.constraints.banned_symbols {
+        if b.get_ref().trim().is_empty() {
+            loc.push(b.span(), "constraints.banned_symbols", "patterns must not be empty");
+        }
+    }
+    if !raw.constraints.banned_symbols.is_empty() && raw.constraints.binary.is_none() {
+        loc.push(
+            raw.constraints.banned_symbols[0].span(),
+            "constraints.binary",
+            "banned_symbols needs `binary`, the built file whose symbols are checked",
+        );
+    }
+    let min_speedup = *raw.predicate.min_speedup.get_ref();
+    if !(min_speedup.is_finite() && min_speedup > 0.0) {
+        loc.push(raw.predicate.min_speedup.span(), "predicate.min_speedup", "must be a positive number");
+    }
+    if let Some(g) = &raw.predicate.min_geomean_speedup {
+        if !(g.get_ref().is_finite() && *g.get_ref() > 0.0) {
+            loc.push(g.span(), "predicate.min_geomean_speedup", "must be a positive number");
+        }
+    }
+    let mode = match &raw.questions.mode {
+        None => Mode::Autonomous,
+        Some(m) => match m.get_ref().as_str() {
+            "autonomous" => Mode::Autonomous,
+            "human" => Mode::Human,
+            "audit" => Mode::Audit,
+            other => {
+                loc.push(
+                    m.span(),
+                    "questions.mode",
+                    format!("unknown mode `{other}`; expected autonomous, human or audit"),
+                );
+                Mode::Autonomous
+            }
+        },
+    };
+    if let Some(a) = &raw.architecture {
+        if a.get_ref().trim().is_empty() {
+            loc.push(a.span(), "architecture", "must not be empty when given");
+        }
+    }
+    if !loc.errors.is_empty() {
+        return Err(SpecErrors(loc.errors));
+    }
+
+    let mut extra = serde_json::Map::new();
+    for (key, table) in [("moments", raw.moments), ("agent", raw.agent), ("beam", raw.beam)] {
+        if let Some(t) = table {
+            if let Ok(v) = serde_json::to_value(t) {
+                extra.insert(key.to_string(), v);
+            }
+        }
+    }
+    Ok(CampaignSpec {
+        name: raw.name.into_inner(),
+        workspace,
+        goal: raw.goal,
+        architecture: raw.architecture.map(|a| a.into_inner()),
+        comparison: raw.comparison,
+        domains: raw.domains,
+        harness: HarnessSpec {
+            build: raw.harness.build.filter(|b| !b.trim().is_empty()),
+            run: raw.harness.run.into_inner(),
+            timeout_s: timeout as u64,
+            scenarios,
+            protected: raw.harness.protected.into_iter().map(Spanned::into_inner).collect(),
+        },
+        constraints: ConstraintsSpec {
+            binary: raw.constraints.binary.map(Spanned::into_inner),
+            banned_symbols: raw
+                .constraints
+                .banned_symbols
+                .into_iter()
+                .map(Spanned::into_inner)
+                .collect(),
+        },
+        predicate: PredicateSpec {
+            correct: raw.predicate.correct,
+            min_speedup,
+            min_geomean_speedup: raw.predicate.min_geomean_speedup.map(Spanned::into_inner),
+        },
+        mode,
+        extra,
+    })
+}
+
+/// Pulls a field name out of serde's messages ("missing field `run`",
+/// "unknown field `foo`, expected ...").
+fn field_from_message(message: &str) -> Option<String> {
+    let start = message.find('`')? + 1;
+    let end = start + message[start..].find('`')?;
+    Some(message[start..end].to_string())
+}
+
+fn is_git_work_tree(dir: &Path) -> bool {
+    std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["rev-parse", "--is-inside-work-tree"])
+        .output()
+        .map(|o| o.status.success() && String::from_utf8_lossy(&o.stdout).trim() == "true")
+        .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn git_dir() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let ok = std::process::Command::new("git")
+            .args(["init", "-q"])
+            .current_dir(dir.path())
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok);
+        dir
+    }
+
+    const GOOD: &str = r#"
+name = "t"
+workspace = "."
+[harness]
+run = "sh run.sh {results}"
+scenarios = ["a", "b"]
+protected = ["harness/**"]
+[constraints]
+binary = "libk.so"
+banned_symbols = ["cublas"]
+[predicate]
+min_speedup = 1.1
+min_geomean_speedup = 1.2
+[questions]
+mode = "audit"
+"#;
+
+    #[test]
+    fn parses_a_good_spec() {
+        let dir = git_dir();
+        let spec = parse(GOOD, "c.toml", dir.path()).unwrap();
+        assert_eq!(spec.harness.scenarios, vec!["a", "b"]);
+        assert_eq!(spec.mode, Mode::Audit);
+        assert_eq!(spec.predicate.min_geomean_speedup, Some(1.2));
+        assert_eq!(spec.harness.timeout_s, 600);
+        assert!(spec.workspace.is_absolute());
+    }
+
+    #[test]
+    fn errors_name_file_line_and_field() {
+        let dir = git_dir();
+        let bad = GOOD.replace("min_speedup = 1.1", "min_speedup = -2.0");
+        let err = parse(&bad, "c.toml", dir.path()).unwrap_err();
+        assert_eq!(err.0.len(), 1, "{err}");
+        let e = &err.0[0];
+        assert_eq!((e.file.as_str(), e.line, e.field.as_str()), ("c.toml", 13, "predicate.min_speedup"));
+        assert!(err.to_string().starts_with("c.toml:13:"), "{err}");
+    }
+
+    #[test]
+    fn unknown_and_missing_keys_are_located() {
+        let dir = git_dir();
+        let typo = GOOD.replace("min_speedup = 1.1", "min_sepedup = 1.1");
+        let err = parse(&typo, "c.toml", dir.path()).unwrap_err();
+        assert_eq!(err.0[0].line, 13, "{err}");
+        assert_eq!(err.0[0].field, "min_sepedup");
+        let missing = GOOD.replace("run = \"sh run.sh {results}\"\n", "");
+        let err = parse(&missing, "c.toml", dir.path()).unwrap_err();
+        assert!(err.to_string().contains("run"), "{err}");
+    }
+
+    #[test]
+    fn reports_every_problem_at_once() {
+        let dir = git_dir();
+        let bad = GOOD
+            .replace("{results}", "out.json")
+            .replace("\"audit\"", "\"lazy\"")
+            .replace("[\"a\", \"b\"]", "[\"a\", \"a\"]");
+        let err = parse(&bad, "c.toml", dir.path()).unwrap_err();
+        let fields: Vec<&str> = err.0.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(fields, vec!["harness.run", "harness.scenarios", "questions.mode"], "{err}");
+    }
+
+    #[test]
+    fn workspace_must_be_a_git_repository() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = parse(GOOD, "c.toml", dir.path()).unwrap_err();
+        assert_eq!(err.0[0].field, "workspace");
+        assert!(err.0[0].message.contains("not a git repository"));
+        assert_eq!(err.0[0].line, 3);
+    }
+}

@@ -1,0 +1,288 @@
+//! The command line: clap definitions and the client-side commands, each a
+//! call of the daemon's API plus rendering.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+use serde_json::{json, Value};
+
+use crate::client::Client;
+use crate::config::{self, ClientConfig, DaemonConfig};
+
+#[derive(Parser, Debug)]
+#[command(name = "gadfly", version, about = "Supervises coding agents through optimization campaigns: no stop until every scenario holds")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run the daemon (HTTP API, console, evaluations).
+    Serve(ServeArgs),
+    /// Create, list and show campaigns.
+    #[command(subcommand)]
+    Campaign(CampaignCommand),
+    /// Evaluate a campaign's workspace now and print the verdict.
+    Eval {
+        id: String,
+        #[arg(long)]
+        json: bool,
+        /// Run the harness even if this tree was evaluated before.
+        #[arg(long)]
+        force: bool,
+    },
+    /// The hook command an agent's configuration runs (stdin: the hook's JSON).
+    Hook {
+        /// The agent whose hook protocol is spoken (claude-code).
+        agent: HookAgent,
+        /// The hook event in kebab case (stop, post-tool-use, ...).
+        event: String,
+        #[arg(long)]
+        campaign: String,
+    },
+    /// Queue a question for the agent; it is delivered at its next stop.
+    Ask { id: String, text: String },
+    /// Stop attempts and their verdicts.
+    #[command(subcommand)]
+    Audit(AuditCommand),
+    /// Run the example campaign (batched QR on the CPU) with a replay agent through the Stop gate.
+    Demo(DemoArgs),
+}
+
+#[derive(clap::ValueEnum, Clone, Debug)]
+pub enum HookAgent {
+    ClaudeCode,
+}
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    #[arg(long, env = "GADFLY_LISTEN", default_value = config::DEFAULT_LISTEN)]
+    pub listen: String,
+    /// Default: $GADFLY_DATA_DIR, else the platform data dir.
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    /// sqlite:PATH or postgres://...; default: SQLite in the data dir.
+    #[arg(long, env = "GADFLY_DATABASE_URL")]
+    pub database_url: Option<String>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum CampaignCommand {
+    /// Create a campaign from a spec file; prints its id.
+    Create { file: PathBuf },
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    Show {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum AuditCommand {
+    /// Every stop attempt of a campaign with its verdict and decision.
+    Campaign {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Args, Debug)]
+pub struct DemoArgs {
+    /// Exit when the replay ends (status 0 only if the last stop was allowed after earlier blocks).
+    #[arg(long)]
+    pub exit: bool,
+    /// Where the demo's daemon keeps its data (default: a fresh temporary folder).
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    #[arg(long, default_value = config::DEFAULT_LISTEN)]
+    pub listen: String,
+}
+
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(match cli.command {
+            Command::Serve(_) | Command::Demo(_) => 4,
+            _ => 1,
+        })
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(dispatch(cli))
+}
+
+async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Serve(args) => {
+            let config = DaemonConfig {
+                listen: args.listen,
+                data_dir: args.data_dir.unwrap_or_else(config::default_data_dir),
+                database_url: args.database_url,
+            };
+            let token = tokio_util::sync::CancellationToken::new();
+            crate::daemon::cancel_on_signals(token.clone());
+            let daemon = crate::daemon::Daemon::build(config, token).await?;
+            eprintln!("gadfly serving on {} (console: {}/login?token=...)", daemon.url(), daemon.url());
+            daemon.run_until_stopped().await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Hook { agent: _, event, campaign } => {
+            let input = crate::hook::read_stdin().context("reading the hook payload from stdin")?;
+            let out = crate::hook::run("claude-code", &event, &campaign, &input).await;
+            if let Some(s) = &out.stdout {
+                println!("{s}");
+            }
+            if let Some(e) = &out.stderr {
+                eprintln!("{e}");
+            }
+            Ok(ExitCode::from(out.code))
+        }
+        Command::Demo(args) => crate::demo::run(args).await,
+        Command::Campaign(c) => campaign(c).await,
+        Command::Eval { id, json, force } => {
+            let client = client(Duration::from_secs(24 * 3600))?;
+            let e = client.post(&format!("/campaigns/{id}/evaluate?force={force}"), &json!({})).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&e)?);
+            } else {
+                print!("{}", render_evaluation(&e));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Ask { id, text } => {
+            let q = client(Duration::from_secs(30))?.post(&format!("/campaigns/{id}/questions"), &json!({"text": text})).await?;
+            println!("queued question {} for campaign {id}; it reaches the agent at its next stop", q["id"]);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Audit(AuditCommand::Campaign { id, json }) => {
+            let stops = client(Duration::from_secs(30))?.get(&format!("/campaigns/{id}/stops")).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&json!({"campaign": id, "stop_attempts": stops}))?);
+            } else {
+                for s in stops.as_array().into_iter().flatten() {
+                    println!(
+                        "#{} {} session {} -> {} (predicate {})",
+                        s["id"],
+                        s["created_at"].as_str().unwrap_or(""),
+                        s["session_id"].as_str().unwrap_or("-"),
+                        s["decision"].as_str().unwrap_or(""),
+                        if s["holds"].as_bool() == Some(true) { "holds" } else { "fails" }
+                    );
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn client(timeout: Duration) -> anyhow::Result<Client> {
+    Client::new(&ClientConfig::from_env(), timeout)
+}
+
+async fn campaign(c: CampaignCommand) -> anyhow::Result<ExitCode> {
+    match c {
+        CampaignCommand::Create { file } => {
+            // Validate here first: errors name this file, line and field.
+            let spec = crate::campaign::load(&file)?;
+            let path = std::fs::canonicalize(&file)?;
+            let text = std::fs::read_to_string(&path)?;
+            let created = client(Duration::from_secs(600))?
+                .post("/campaigns", &json!({"spec_toml": text, "spec_path": path.display().to_string()}))
+                .await?;
+            let id = created["id"].as_str().context("the daemon returned no campaign id")?;
+            eprintln!("created campaign {id} ({}, workspace {})", spec.name, spec.workspace.display());
+            println!("{id}");
+        }
+        CampaignCommand::List { json } => {
+            let list = client(Duration::from_secs(30))?.get("/campaigns").await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&list)?);
+            } else {
+                println!("{:<28} {:<10} {:<8} {:<10} {:>8}  worst", "id", "mode", "status", "predicate", "geomean");
+                for c in list.as_array().into_iter().flatten() {
+                    println!(
+                        "{:<28} {:<10} {:<8} {:<10} {:>8}  {}",
+                        c["id"].as_str().unwrap_or(""),
+                        c["mode"].as_str().unwrap_or(""),
+                        c["status"].as_str().unwrap_or(""),
+                        match c["holds"].as_bool() {
+                            Some(true) => "holds",
+                            Some(false) => "fails",
+                            None => "-",
+                        },
+                        c["geomean_speedup"].as_f64().map_or("-".into(), |g| format!("{g:.2}x")),
+                        match (c["worst_scenario"].as_str(), c["worst_speedup"].as_f64()) {
+                            (Some(s), Some(w)) => format!("{s} {w:.2}x"),
+                            _ => "-".into(),
+                        }
+                    );
+                }
+            }
+        }
+        CampaignCommand::Show { id, json } => {
+            let d = client(Duration::from_secs(30))?.get(&format!("/campaigns/{id}")).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&d)?);
+            } else {
+                println!("campaign {} ({}), mode {}, status {}", d["id"].as_str().unwrap_or(""), d["name"].as_str().unwrap_or(""), d["mode"].as_str().unwrap_or(""), d["status"].as_str().unwrap_or(""));
+                println!("workspace {}", d["spec"]["workspace"].as_str().unwrap_or(""));
+                println!("goal: {}", d["spec"]["goal"].as_str().unwrap_or(""));
+                println!("{} evaluations, {} stop attempts, {} events", d["evaluations"], d["stop_attempts"].as_array().map_or(0, Vec::len), d["events"]);
+                if d["latest_evaluation"].is_object() {
+                    print!("{}", render_evaluation(&d["latest_evaluation"]));
+                }
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A verdict as a table for a terminal.
+pub fn render_evaluation(e: &Value) -> String {
+    let mut out = String::new();
+    let scenarios = e["scenarios"].as_array().cloned().unwrap_or_default();
+    let width = scenarios.iter().filter_map(|s| s["scenario"].as_str()).map(str::len).max().unwrap_or(8).max(8);
+    out.push_str(&format!(
+        "tree {}{}: the predicate {}\n",
+        e["tree"].as_str().unwrap_or("?").chars().take(12).collect::<String>(),
+        if e["cached"].as_bool() == Some(true) { " (cached)" } else { "" },
+        if e["holds"].as_bool() == Some(true) { "HOLDS" } else { "FAILS" }
+    ));
+    out.push_str(&format!("{:<width$} {:>7} {:>10} {:>10} {:>11} {:>11} {:>8}  result\n", "scenario", "correct", "err ref", "err hi", "time us", "baseline us", "speedup"));
+    for s in &scenarios {
+        let m = &s["measured"];
+        let f = |v: &Value, p: usize| v.as_f64().map_or("-".to_string(), |x| format!("{x:.p$}"));
+        let e = |v: &Value| v.as_f64().map_or("-".to_string(), |x| format!("{x:.2e}"));
+        out.push_str(&format!(
+            "{:<width$} {:>7} {:>10} {:>10} {:>11} {:>11} {:>8}  {}\n",
+            s["scenario"].as_str().unwrap_or(""),
+            if s["present"].as_bool() == Some(false) { "-" } else if s["correct"].as_bool() == Some(true) { "yes" } else { "NO" },
+            e(&m["max_abs_err_ref"]),
+            e(&m["max_abs_err_hi"]),
+            f(&m["time_us"], 1),
+            f(&m["baseline_us"], 1),
+            s["speedup"].as_f64().map_or("-".into(), |x| format!("{x:.2}x")),
+            if s["passes"].as_bool() == Some(true) { "pass".to_string() } else { format!("FAIL: {}", s["reasons"].as_array().map(|r| r.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("; ")).unwrap_or_default()) }
+        ));
+    }
+    out.push_str(&format!(
+        "geometric mean {}; worst {}\n",
+        e["geomean_speedup"].as_f64().map_or("-".into(), |g| format!("{g:.2}x")),
+        match (e["worst_scenario"].as_str(), e["worst_speedup"].as_f64()) {
+            (Some(s), Some(w)) => format!("{s} {w:.2}x"),
+            _ => "-".into(),
+        }
+    ));
+    for f in e["failures"].as_array().into_iter().flatten() {
+        out.push_str(&format!("- {}\n", f.as_str().unwrap_or("")));
+    }
+    out
+}

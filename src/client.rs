@@ -1,0 +1,80 @@
+//! A typed client of the daemon's HTTP API, used by the CLI, the hook,
+//! the demo and the tests.
+
+use std::time::Duration;
+
+use anyhow::{anyhow, Context};
+use serde_json::Value;
+
+use crate::config::ClientConfig;
+
+#[derive(Clone)]
+pub struct Client {
+    http: reqwest::Client,
+    base: String,
+    token: Option<String>,
+}
+
+/// An answer of the API that is not a success, with its code and message.
+#[derive(Debug, thiserror::Error)]
+#[error("{message} (HTTP {status}, {code})")]
+pub struct ApiFailure {
+    pub status: u16,
+    pub code: String,
+    pub message: String,
+}
+
+impl Client {
+    pub fn new(config: &ClientConfig, timeout: Duration) -> anyhow::Result<Client> {
+        let http = reqwest::Client::builder()
+            .timeout(timeout)
+            .connect_timeout(Duration::from_secs(5))
+            .no_proxy()
+            .build()?;
+        Ok(Client { http, base: format!("{}/api/v1", config.url), token: config.token.clone() })
+    }
+
+    fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        let r = self.http.request(method, format!("{}{}", self.base, path));
+        match &self.token {
+            Some(t) => r.bearer_auth(t),
+            None => r,
+        }
+    }
+
+    async fn send(&self, req: reqwest::RequestBuilder) -> anyhow::Result<Value> {
+        let resp = req.send().await.map_err(|e| {
+            if e.is_connect() {
+                anyhow!("cannot reach the gadfly daemon at {} (is `gadfly serve` running? set GADFLY_URL): {e}", self.base)
+            } else {
+                anyhow!(e)
+            }
+        })?;
+        let status = resp.status();
+        let bytes = resp.bytes().await.context("reading the daemon's answer")?;
+        let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        if status.is_success() {
+            return Ok(body);
+        }
+        Err(ApiFailure {
+            status: status.as_u16(),
+            code: body["code"].as_str().unwrap_or("error").to_string(),
+            message: body["message"].as_str().map(str::to_string).unwrap_or_else(|| String::from_utf8_lossy(&bytes).into_owned()),
+        }
+        .into())
+    }
+
+    pub async fn get(&self, path: &str) -> anyhow::Result<Value> {
+        self.send(self.request(reqwest::Method::GET, path)).await
+    }
+
+    pub async fn post(&self, path: &str, body: &Value) -> anyhow::Result<Value> {
+        self.send(self.request(reqwest::Method::POST, path).json(body)).await
+    }
+
+    /// Posts raw bytes (a hook payload is forwarded as it came).
+    pub async fn post_raw(&self, path: &str, body: Vec<u8>) -> anyhow::Result<Value> {
+        self.send(self.request(reqwest::Method::POST, path).header("content-type", "application/json").body(body))
+            .await
+    }
+}

@@ -1,0 +1,167 @@
+//! Evaluates a campaign's candidate: snapshot the workspace tree, export it
+//! to a fresh folder, run the build and run commands there with a hard
+//! timeout, parse the results, check the constraints and the protected
+//! files, and judge the predicate. Anything that goes wrong is a failure
+//! with its reason, never a pass.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::campaign::CampaignSpec;
+use crate::predicate::{self, Verdict};
+use crate::process::{self, Outcome};
+use crate::{constraints, results, snapshot};
+
+/// One command of an evaluation and how it ended.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Step {
+    pub command: String,
+    pub ok: bool,
+    pub exit: String,
+    pub seconds: f64,
+    /// The last lines the command printed.
+    pub output_tail: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Evaluation {
+    /// The database id once stored.
+    #[serde(default)]
+    pub id: Option<i64>,
+    /// The git tree id of the snapshot that was evaluated.
+    pub tree: String,
+    #[serde(flatten)]
+    pub verdict: Verdict,
+    pub build: Option<Step>,
+    pub run: Option<Step>,
+    pub violations: Vec<String>,
+    pub duration_ms: u64,
+    pub created_at: String,
+    /// True when this answer came from the cache, not a new run.
+    #[serde(default)]
+    pub cached: bool,
+}
+
+/// Snapshots `spec.workspace` now. Separate from [`evaluate_tree`] so a
+/// caller can look the tree up in its cache first.
+pub async fn snapshot_tree(spec: &CampaignSpec) -> anyhow::Result<String> {
+    let ws = spec.workspace.clone();
+    tokio::task::spawn_blocking(move || snapshot::tree_hash(&ws)).await?
+}
+
+/// Evaluates `tree` of the campaign's workspace in a fresh folder under
+/// `scratch`. `protected` maps protected paths to the hashes recorded at
+/// campaign creation.
+pub async fn evaluate_tree(
+    spec: &CampaignSpec,
+    campaign_id: &str,
+    tree: &str,
+    protected: &BTreeMap<String, String>,
+    scratch: &Path,
+) -> anyhow::Result<Evaluation> {
+    let started = Instant::now();
+    let sandbox = snapshot::Sandbox::new(scratch)?;
+    let tree_dir = sandbox.tree();
+    {
+        let (ws, t, d) = (spec.workspace.clone(), tree.to_string(), tree_dir.clone());
+        tokio::task::spawn_blocking(move || snapshot::export(&ws, &t, &d)).await??;
+    }
+    let mut failures = Vec::new();
+    let mut violations = Vec::new();
+
+    let globs = spec.harness.protected.clone();
+    let d = tree_dir.clone();
+    let actual = tokio::task::spawn_blocking(move || snapshot::hash_matching(&d, &globs)).await??;
+    violations.extend(snapshot::protected_violations(protected, &actual));
+
+    let timeout = Duration::from_secs(spec.harness.timeout_s);
+    let results_path = sandbox.results();
+    let env = vec![
+        ("GADFLY_CAMPAIGN", campaign_id.to_string()),
+        ("GADFLY_TREE", tree.to_string()),
+        ("GADFLY_RESULTS", results_path.display().to_string()),
+    ];
+
+    let mut build_step = None;
+    let mut built = true;
+    if let Some(build) = &spec.harness.build {
+        let outcome = process::run_shell(build, &tree_dir, &env, timeout).await;
+        built = outcome.exit.success();
+        if !built {
+            failures.push(with_tail(outcome.exit.describe("build", timeout), &outcome));
+        }
+        build_step = Some(step(build, &outcome, timeout));
+    }
+
+    let mut run_step = None;
+    let mut measured = Vec::new();
+    if built {
+        let command = spec.harness.run.replace("{results}", &shell_quote(&results_path.display().to_string()));
+        let outcome = process::run_shell(&command, &tree_dir, &env, timeout).await;
+        if !outcome.exit.success() {
+            failures.push(with_tail(outcome.exit.describe("harness run", timeout), &outcome));
+        }
+        match std::fs::read(&results_path) {
+            Ok(bytes) => {
+                let parsed = results::parse(&String::from_utf8_lossy(&bytes));
+                failures.extend(parsed.problems);
+                measured = parsed.scenarios;
+            }
+            Err(_) if outcome.exit.success() => failures.push("the harness wrote no results file".into()),
+            Err(_) => {}
+        }
+        run_step = Some(step(&command, &outcome, timeout));
+
+        if let Some(binary) = &spec.constraints.binary {
+            if !spec.constraints.banned_symbols.is_empty() {
+                let path = tree_dir.join(binary);
+                let banned = spec.constraints.banned_symbols.clone();
+                match tokio::task::spawn_blocking(move || constraints::check_binary(&path, &banned)).await? {
+                    Ok(hits) => violations.extend(hits.iter().map(|h| h.to_string())),
+                    Err(e) => violations.push(e),
+                }
+            }
+        }
+    }
+
+    failures.extend(violations.iter().map(|v| format!("constraint violated: {v}")));
+    let verdict = predicate::judge(&spec.predicate, &spec.harness.scenarios, &measured, failures);
+    Ok(Evaluation {
+        id: None,
+        tree: tree.to_string(),
+        verdict,
+        build: build_step,
+        run: run_step,
+        violations,
+        duration_ms: started.elapsed().as_millis() as u64,
+        created_at: crate::store::now(),
+        cached: false,
+    })
+}
+
+fn step(command: &str, o: &Outcome, timeout: Duration) -> Step {
+    Step {
+        command: command.to_string(),
+        ok: o.exit.success(),
+        exit: o.exit.describe("command", timeout),
+        seconds: o.elapsed.as_secs_f64(),
+        output_tail: o.output_tail.clone(),
+    }
+}
+
+fn with_tail(message: String, o: &Outcome) -> String {
+    let tail: Vec<&str> = o.output_tail.lines().rev().take(6).collect();
+    if tail.is_empty() {
+        message
+    } else {
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        format!("{message}; last output: {}", tail.join(" | "))
+    }
+}
+
+fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}

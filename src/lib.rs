@@ -1,0 +1,24 @@
+//! gadfly: supervises coding agents through optimization campaigns. An
+//! agent may stop only when a measured predicate holds on every scenario;
+//! at the moments agents go wrong, gadfly asks one short, checkable question.
+
+pub mod bank;
+pub mod campaign;
+pub mod cli;
+pub mod client;
+pub mod config;
+pub mod console;
+pub mod constraints;
+pub mod daemon;
+pub mod demo;
+pub mod gate;
+pub mod harness;
+pub mod hook;
+pub mod predicate;
+pub mod process;
+pub mod results;
+pub mod server;
+pub mod snapshot;
+pub mod store;
+pub mod supervisor;
+pub mod telemetry;

@@ -1,0 +1,292 @@
+//! The HTTP API (under /api/v1, bearer token), the live event stream (SSE)
+//! and the console's pages, with the cookie login.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::{Path, Query, Request, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use futures::StreamExt;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::supervisor::{Supervisor, SupervisorError};
+
+#[derive(Clone)]
+pub struct AppState {
+    pub supervisor: Supervisor,
+    pub token: String,
+    pub shutdown: CancellationToken,
+}
+
+/// The one error shape of the API: `{"code", "message"}`.
+#[derive(Debug)]
+pub enum ApiError {
+    NotFound(String),
+    Invalid(String),
+    Unauthorized,
+    Internal(anyhow::Error),
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, code, message) = match self {
+            ApiError::NotFound(m) => (StatusCode::NOT_FOUND, "not_found", m),
+            ApiError::Invalid(m) => (StatusCode::BAD_REQUEST, "invalid", m),
+            ApiError::Unauthorized => (
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                "missing or wrong token: send `Authorization: Bearer TOKEN` (the token is in DATA_DIR/token)".to_string(),
+            ),
+            ApiError::Internal(e) => {
+                tracing::error!(error = %e, chain = ?e, "request failed");
+                (StatusCode::INTERNAL_SERVER_ERROR, "internal", format!("internal error: {e:#}"))
+            }
+        };
+        (status, Json(json!({"code": code, "message": message}))).into_response()
+    }
+}
+
+impl From<SupervisorError> for ApiError {
+    fn from(e: SupervisorError) -> Self {
+        match e {
+            SupervisorError::NotFound(id) => ApiError::NotFound(format!("campaign {id} not found")),
+            SupervisorError::Invalid(m) => ApiError::Invalid(m),
+            SupervisorError::Internal(e) => ApiError::Internal(e),
+        }
+    }
+}
+
+impl From<anyhow::Error> for ApiError {
+    fn from(e: anyhow::Error) -> Self {
+        ApiError::Internal(e)
+    }
+}
+
+type ApiResult<T> = Result<T, ApiError>;
+
+pub fn router(state: AppState) -> Router {
+    let api = Router::new()
+        .route("/campaigns", get(list_campaigns).post(create_campaign))
+        .route("/campaigns/{id}", get(show_campaign))
+        .route("/campaigns/{id}/evaluate", post(evaluate))
+        .route("/campaigns/{id}/evaluations", get(list_evaluations))
+        .route("/campaigns/{id}/hooks/{agent}/{event}", post(hook))
+        .route("/campaigns/{id}/questions", get(list_questions).post(ask))
+        .route("/campaigns/{id}/stops", get(list_stops))
+        .route("/campaigns/{id}/events", get(stream_events))
+        .route("/campaigns/{id}/log", get(list_events))
+        .route_layer(middleware::from_fn_with_state(state.clone(), require_token))
+        .route("/health", get(health));
+    let pages = Router::new()
+        .route("/", get(crate::console::campaigns_page))
+        .route("/campaigns/{id}", get(crate::console::campaign_page))
+        .route_layer(middleware::from_fn_with_state(state.clone(), require_cookie))
+        .route("/login", get(login));
+    Router::new()
+        .nest("/api/v1", api)
+        .merge(pages)
+        .layer(tower_http::limit::RequestBodyLimitLayer::new(16 * 1024 * 1024))
+        .layer(tower_http::trace::TraceLayer::new_for_http())
+        .with_state(state)
+}
+
+fn constant_time_eq(a: &str, b: &str) -> bool {
+    a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+pub const COOKIE: &str = "gadfly_session";
+
+fn cookie_token(headers: &HeaderMap) -> Option<String> {
+    headers.get_all(header::COOKIE).iter().filter_map(|v| v.to_str().ok()).find_map(|v| {
+        v.split(';').find_map(|kv| {
+            let (k, val) = kv.trim().split_once('=')?;
+            (k == COOKIE).then(|| val.to_string())
+        })
+    })
+}
+
+async fn require_token(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let bearer = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(|t| t.trim().to_string());
+    let presented = bearer.or_else(|| cookie_token(req.headers()));
+    match presented {
+        Some(t) if constant_time_eq(&t, &state.token) => next.run(req).await,
+        _ => ApiError::Unauthorized.into_response(),
+    }
+}
+
+async fn require_cookie(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    match cookie_token(req.headers()) {
+        Some(t) if constant_time_eq(&t, &state.token) => next.run(req).await,
+        _ => (StatusCode::UNAUTHORIZED, Html(crate::console::login_form(None))).into_response(),
+    }
+}
+
+#[derive(Deserialize)]
+struct LoginQuery {
+    token: Option<String>,
+}
+
+async fn login(State(state): State<AppState>, Query(q): Query<LoginQuery>) -> Response {
+    match q.token {
+        Some(t) if constant_time_eq(t.trim(), &state.token) => {
+            let cookie = format!("{COOKIE}={}; Path=/; HttpOnly; SameSite=Strict", state.token);
+            ([(header::SET_COOKIE, cookie)], Redirect::to("/")).into_response()
+        }
+        Some(_) => (StatusCode::UNAUTHORIZED, Html(crate::console::login_form(Some("That token is not valid.")))).into_response(),
+        None => Html(crate::console::login_form(None)).into_response(),
+    }
+}
+
+async fn health() -> Json<Value> {
+    Json(json!({"status": "ok", "version": env!("CARGO_PKG_VERSION")}))
+}
+
+async fn list_campaigns(State(state): State<AppState>) -> ApiResult<Json<Value>> {
+    Ok(Json(json!(crate::console::campaign_summaries(&state.supervisor).await?)))
+}
+
+#[derive(Deserialize)]
+struct CreateCampaign {
+    spec_toml: String,
+    spec_path: String,
+}
+
+async fn create_campaign(State(state): State<AppState>, body: Bytes) -> ApiResult<(StatusCode, Json<Value>)> {
+    let req: CreateCampaign = parse_body(&body)?;
+    let row = state.supervisor.create_campaign(&req.spec_toml, &req.spec_path).await?;
+    Ok((StatusCode::CREATED, Json(json!({"id": row.id, "name": row.name, "mode": row.mode}))))
+}
+
+fn parse_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> ApiResult<T> {
+    serde_json::from_slice(body).map_err(|e| ApiError::Invalid(format!("request body: {e}")))
+}
+
+async fn show_campaign(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+    Ok(Json(crate::console::campaign_detail(&state.supervisor, &id).await?))
+}
+
+#[derive(Deserialize)]
+struct EvalQuery {
+    #[serde(default)]
+    force: bool,
+}
+
+async fn evaluate(State(state): State<AppState>, Path(id): Path<String>, Query(q): Query<EvalQuery>) -> ApiResult<Json<Value>> {
+    let e = state.supervisor.evaluate(&id, q.force).await?;
+    Ok(Json(serde_json::to_value(e).map_err(anyhow::Error::from)?))
+}
+
+async fn list_evaluations(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+    state.supervisor.campaign(&id).await?;
+    let rows = state.supervisor.store().list_evaluations(&id).await?;
+    let list: Vec<Value> = rows
+        .into_iter()
+        .filter_map(|(eid, body)| {
+            let mut v: Value = serde_json::from_str(&body).ok()?;
+            v["id"] = json!(eid);
+            Some(v)
+        })
+        .collect();
+    Ok(Json(json!(list)))
+}
+
+async fn hook(
+    State(state): State<AppState>,
+    Path((id, agent, event)): Path<(String, String, String)>,
+    body: Bytes,
+) -> ApiResult<Json<Value>> {
+    let payload: Value = serde_json::from_slice(&body).map_err(|e| ApiError::Invalid(format!("hook payload is not JSON: {e}")))?;
+    let reply = state.supervisor.handle_hook(&id, &agent, &event, payload).await?;
+    Ok(Json(serde_json::to_value(reply).map_err(anyhow::Error::from)?))
+}
+
+#[derive(Deserialize)]
+struct Ask {
+    text: String,
+}
+
+async fn ask(State(state): State<AppState>, Path(id): Path<String>, body: Bytes) -> ApiResult<(StatusCode, Json<Value>)> {
+    let req: Ask = parse_body(&body)?;
+    let q = state.supervisor.ask(&id, &req.text).await?;
+    Ok((StatusCode::CREATED, Json(json!(q))))
+}
+
+async fn list_questions(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+    state.supervisor.campaign(&id).await?;
+    Ok(Json(json!(state.supervisor.store().list_questions(&id, false).await?)))
+}
+
+async fn list_stops(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+    state.supervisor.campaign(&id).await?;
+    Ok(Json(json!(state.supervisor.store().list_stop_attempts(&id).await?)))
+}
+
+#[derive(Deserialize)]
+struct After {
+    #[serde(default)]
+    after: i64,
+    #[serde(default)]
+    limit: Option<i64>,
+}
+
+async fn list_events(State(state): State<AppState>, Path(id): Path<String>, Query(q): Query<After>) -> ApiResult<Json<Value>> {
+    state.supervisor.campaign(&id).await?;
+    let limit = q.limit.unwrap_or(1000).clamp(1, 10_000);
+    Ok(Json(json!(state.supervisor.store().events_after(&id, q.after, limit).await?)))
+}
+
+/// Live events: replays what is stored after `Last-Event-ID` (or
+/// `?after=`), then follows the bus. Ends when the daemon shuts down.
+async fn stream_events(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(q): Query<After>,
+    headers: HeaderMap,
+) -> ApiResult<Sse<impl futures::Stream<Item = Result<Event, Infallible>>>> {
+    state.supervisor.campaign(&id).await?;
+    let after = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<i64>().ok())
+        .unwrap_or(q.after);
+    // Subscribe before reading the backlog, so nothing falls between the two.
+    let live = tokio_stream::wrappers::BroadcastStream::new(state.supervisor.subscribe());
+    let backlog = state.supervisor.store().events_after(&id, after, 10_000).await?;
+    let last = backlog.last().map_or(after, |e| e.id);
+    let campaign = id.clone();
+    let replay = futures::stream::iter(backlog.into_iter().map(|e| Ok(to_sse(&e))));
+    let follow = live.filter_map(move |item| {
+        let campaign = campaign.clone();
+        async move {
+            match item {
+                Ok(e) if e.campaign_id == campaign && e.id > last => Some(Ok(to_sse(&e))),
+                Ok(_) => None,
+                Err(tokio_stream::wrappers::errors::BroadcastStreamRecvError::Lagged(n)) => {
+                    Some(Ok(Event::default().event("resync").data(json!({"skipped": n}).to_string())))
+                }
+            }
+        }
+    });
+    let stream = replay.chain(follow).take_until(state.shutdown.clone().cancelled_owned());
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
+}
+
+fn to_sse(e: &crate::store::EventRow) -> Event {
+    Event::default()
+        .id(e.id.to_string())
+        .event(e.kind.clone())
+        .data(serde_json::to_string(e).unwrap_or_default())
+}

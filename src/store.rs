@@ -1,0 +1,519 @@
+//! Persistence: the only module that writes SQL. SQLite (WAL, FULL sync)
+//! in the data dir by default; PostgreSQL when the URL says so. One code
+//! path through sqlx's `Any` driver with portable SQL; the migrations are
+//! kept per backend in migrations/sqlite and migrations/postgres.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use serde::{Deserialize, Serialize};
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
+use sqlx::{AnyPool, Row};
+
+static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/sqlite");
+static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/postgres");
+
+#[derive(Clone)]
+pub struct Store {
+    pool: AnyPool,
+    pub backend: Backend,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+pub fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CampaignRow {
+    pub id: String,
+    pub name: String,
+    pub mode: String,
+    pub status: String,
+    pub spec_path: String,
+    pub spec_toml: String,
+    pub spec_json: String,
+    pub protected_json: String,
+    pub created_at: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct EventRow {
+    pub id: i64,
+    pub campaign_id: String,
+    pub session_id: Option<String>,
+    pub kind: String,
+    pub payload: serde_json::Value,
+    pub created_at: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct QuestionRow {
+    pub id: i64,
+    pub campaign_id: String,
+    pub source: String,
+    pub bank_id: Option<String>,
+    pub moment: Option<String>,
+    pub text: String,
+    pub status: String,
+    pub created_at: String,
+    pub delivered_at: Option<String>,
+    pub delivered_via: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StopAttemptRow {
+    pub id: i64,
+    pub campaign_id: String,
+    pub event_id: i64,
+    pub session_id: Option<String>,
+    pub agent: String,
+    pub claim: Option<String>,
+    pub stop_hook_active: bool,
+    pub evaluation_id: Option<i64>,
+    pub holds: bool,
+    pub decision: String,
+    pub reason: Option<String>,
+    pub question_id: Option<i64>,
+    pub created_at: String,
+}
+
+pub struct NewStopAttempt<'a> {
+    pub campaign_id: &'a str,
+    pub event_id: i64,
+    pub session_id: Option<&'a str>,
+    pub agent: &'a str,
+    pub claim: Option<&'a str>,
+    pub stop_hook_active: bool,
+    pub evaluation_id: Option<i64>,
+    pub holds: bool,
+    pub decision: &'a str,
+    pub reason: Option<&'a str>,
+    pub question_id: Option<i64>,
+}
+
+impl Store {
+    /// Connects by URL (`sqlite:PATH` or `postgres://...`) and applies the
+    /// backend's migrations.
+    pub async fn connect(url: &str) -> anyhow::Result<Store> {
+        sqlx::any::install_default_drivers();
+        let backend = if url.starts_with("sqlite:") {
+            Backend::Sqlite
+        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Backend::Postgres
+        } else {
+            bail!("unsupported database URL `{}`: expected sqlite:PATH or postgres://...", redact(url));
+        };
+        if backend == Backend::Sqlite {
+            // Create the file and switch it to WAL once; the mode is persistent.
+            use sqlx::{ConnectOptions, Connection};
+            let opts = sqlx::sqlite::SqliteConnectOptions::from_str(url)?
+                .create_if_missing(true)
+                .journal_mode(sqlx::sqlite::SqliteJournalMode::Wal);
+            let conn = opts.connect().await.with_context(|| format!("opening {}", redact(url)))?;
+            conn.close().await?;
+        }
+        let options = AnyConnectOptions::from_str(url)?;
+        let pool = AnyPoolOptions::new()
+            .max_connections(if backend == Backend::Sqlite { 8 } else { 16 })
+            .acquire_timeout(Duration::from_secs(30))
+            .after_connect(move |conn, _meta| {
+                Box::pin(async move {
+                    if backend == Backend::Sqlite {
+                        // Every acknowledged event must survive a crash: FULL, not NORMAL.
+                        sqlx::query("pragma synchronous = full").execute(&mut *conn).await?;
+                        sqlx::query("pragma busy_timeout = 10000").execute(&mut *conn).await?;
+                        sqlx::query("pragma foreign_keys = on").execute(&mut *conn).await?;
+                    }
+                    Ok(())
+                })
+            })
+            .connect_with(options)
+            .await
+            .with_context(|| format!("connecting to {}", redact(url)))?;
+        let migrator = match backend {
+            Backend::Sqlite => &SQLITE_MIGRATIONS,
+            Backend::Postgres => &POSTGRES_MIGRATIONS,
+        };
+        migrator.run(&pool).await.context("applying database migrations")?;
+        Ok(Store { pool, backend })
+    }
+
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    pub async fn insert_campaign(&self, c: &CampaignRow) -> anyhow::Result<()> {
+        sqlx::query(
+            "insert into campaigns (id, name, mode, status, spec_path, spec_toml, spec_json, protected_json, created_at)
+             values ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        )
+        .bind(&c.id)
+        .bind(&c.name)
+        .bind(&c.mode)
+        .bind(&c.status)
+        .bind(&c.spec_path)
+        .bind(&c.spec_toml)
+        .bind(&c.spec_json)
+        .bind(&c.protected_json)
+        .bind(&c.created_at)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    pub async fn list_campaigns(&self) -> anyhow::Result<Vec<CampaignRow>> {
+        let rows = sqlx::query(&format!("{CAMPAIGN_SELECT} order by created_at, id")).fetch_all(&self.pool).await?;
+        rows.iter().map(campaign_from_row).collect()
+    }
+
+    pub async fn get_campaign(&self, id: &str) -> anyhow::Result<Option<CampaignRow>> {
+        let row = sqlx::query(&format!("{CAMPAIGN_SELECT} where id = $1"))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.as_ref().map(campaign_from_row).transpose()
+    }
+
+    /// Appends an event. With an idempotency key, a second call with the
+    /// same key records nothing and returns the first event's id.
+    pub async fn append_event(
+        &self,
+        campaign_id: &str,
+        session_id: Option<&str>,
+        kind: &str,
+        key: Option<&str>,
+        payload: &serde_json::Value,
+    ) -> anyhow::Result<(i64, bool)> {
+        let row = sqlx::query(
+            "insert into events (campaign_id, session_id, kind, idempotency_key, payload, created_at)
+             values ($1, $2, $3, $4, $5, $6)
+             on conflict (idempotency_key) do nothing
+             returning id",
+        )
+        .bind(campaign_id)
+        .bind(session_id)
+        .bind(kind)
+        .bind(key)
+        .bind(payload.to_string())
+        .bind(now())
+        .fetch_optional(&self.pool)
+        .await?;
+        if let Some(row) = row {
+            return Ok((row.try_get::<i64, _>(0)?, true));
+        }
+        let existing = sqlx::query("select id from events where idempotency_key = $1")
+            .bind(key)
+            .fetch_one(&self.pool)
+            .await?;
+        Ok((existing.try_get::<i64, _>(0)?, false))
+    }
+
+    pub async fn events_after(&self, campaign_id: &str, after: i64, limit: i64) -> anyhow::Result<Vec<EventRow>> {
+        let rows = sqlx::query(
+            "select id, campaign_id, session_id, kind, payload, created_at from events
+             where campaign_id = $1 and id > $2 order by id limit $3",
+        )
+        .bind(campaign_id)
+        .bind(after)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                let payload: String = r.try_get("payload")?;
+                Ok(EventRow {
+                    id: r.try_get("id")?,
+                    campaign_id: r.try_get("campaign_id")?,
+                    session_id: r.try_get("session_id")?,
+                    kind: r.try_get("kind")?,
+                    payload: serde_json::from_str(&payload).unwrap_or(serde_json::Value::String(payload)),
+                    created_at: r.try_get("created_at")?,
+                })
+            })
+            .collect()
+    }
+
+    pub async fn count_events(&self, campaign_id: &str) -> anyhow::Result<i64> {
+        let row = sqlx::query("select count(*) from events where campaign_id = $1")
+            .bind(campaign_id)
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(row.try_get::<i64, _>(0)?)
+    }
+
+    /// The stored evaluation of a tree, as its JSON body, with its id.
+    pub async fn find_evaluation(&self, campaign_id: &str, tree: &str) -> anyhow::Result<Option<(i64, String)>> {
+        let row = sqlx::query("select id, body from evaluations where campaign_id = $1 and tree = $2")
+            .bind(campaign_id)
+            .bind(tree)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.map(|r| Ok((r.try_get("id")?, r.try_get("body")?))).transpose()
+    }
+
+    pub async fn insert_evaluation(&self, campaign_id: &str, e: &crate::harness::Evaluation) -> anyhow::Result<i64> {
+        let mut tx = self.pool.begin().await?;
+        let body = serde_json::to_string(e)?;
+        let row = sqlx::query(
+            "insert into evaluations (campaign_id, tree, holds, geomean, worst_scenario, worst_speedup, failing_count, body, duration_ms, created_at)
+             values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) returning id",
+        )
+        .bind(campaign_id)
+        .bind(&e.tree)
+        .bind(e.verdict.holds as i64)
+        .bind(e.verdict.geomean_speedup)
+        .bind(e.verdict.worst_scenario.as_deref())
+        .bind(e.verdict.worst_speedup)
+        .bind(e.verdict.failing_count as i64)
+        .bind(body)
+        .bind(e.duration_ms as i64)
+        .bind(&e.created_at)
+        .fetch_one(&mut *tx)
+        .await?;
+        let id: i64 = row.try_get(0)?;
+        for s in &e.verdict.scenarios {
+            sqlx::query(
+                "insert into scenario_results (evaluation_id, scenario, present, correct, passes, speedup, time_us, baseline_us, max_abs_err_ref, max_abs_err_hi, reasons)
+                 values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+            )
+            .bind(id)
+            .bind(&s.scenario)
+            .bind(s.present as i64)
+            .bind(s.correct as i64)
+            .bind(s.passes as i64)
+            .bind(s.speedup)
+            .bind(s.measured.as_ref().map(|m| m.time_us))
+            .bind(s.measured.as_ref().map(|m| m.baseline_us))
+            .bind(s.measured.as_ref().and_then(|m| m.max_abs_err_ref))
+            .bind(s.measured.as_ref().and_then(|m| m.max_abs_err_hi))
+            .bind(serde_json::to_string(&s.reasons)?)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(id)
+    }
+
+    /// Evaluations of a campaign, oldest first, as (id, JSON body).
+    pub async fn list_evaluations(&self, campaign_id: &str) -> anyhow::Result<Vec<(i64, String)>> {
+        let rows = sqlx::query("select id, body from evaluations where campaign_id = $1 order by id")
+            .bind(campaign_id)
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter().map(|r| Ok((r.try_get("id")?, r.try_get("body")?))).collect()
+    }
+
+    pub async fn count_evaluations(&self, campaign_id: &str) -> anyhow::Result<i64> {
+        let row = sqlx::query("select count(*) from evaluations where campaign_id = $1")
+            .bind(campaign_id)
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(row.try_get::<i64, _>(0)?)
+    }
+
+    pub async fn insert_stop_attempt(&self, s: &NewStopAttempt<'_>) -> anyhow::Result<i64> {
+        let row = sqlx::query(
+            "insert into stop_attempts (campaign_id, event_id, session_id, agent, claim, stop_hook_active, evaluation_id, holds, decision, reason, question_id, created_at)
+             values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+             on conflict (event_id) do update set decision = stop_attempts.decision
+             returning id",
+        )
+        .bind(s.campaign_id)
+        .bind(s.event_id)
+        .bind(s.session_id)
+        .bind(s.agent)
+        .bind(s.claim)
+        .bind(s.stop_hook_active as i64)
+        .bind(s.evaluation_id)
+        .bind(s.holds as i64)
+        .bind(s.decision)
+        .bind(s.reason)
+        .bind(s.question_id)
+        .bind(now())
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(row.try_get::<i64, _>(0)?)
+    }
+
+    pub async fn stop_attempt_for_event(&self, event_id: i64) -> anyhow::Result<Option<StopAttemptRow>> {
+        let row = sqlx::query(&format!("{STOP_SELECT} where event_id = $1"))
+            .bind(event_id)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.as_ref().map(stop_from_row).transpose()
+    }
+
+    pub async fn list_stop_attempts(&self, campaign_id: &str) -> anyhow::Result<Vec<StopAttemptRow>> {
+        let rows = sqlx::query(&format!("{STOP_SELECT} where campaign_id = $1 order by id"))
+            .bind(campaign_id)
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter().map(stop_from_row).collect()
+    }
+
+    pub async fn queue_question(
+        &self,
+        campaign_id: &str,
+        source: &str,
+        bank_id: Option<&str>,
+        moment: Option<&str>,
+        text: &str,
+    ) -> anyhow::Result<i64> {
+        let row = sqlx::query(
+            "insert into questions (campaign_id, source, bank_id, moment, text, status, created_at)
+             values ($1, $2, $3, $4, $5, 'queued', $6) returning id",
+        )
+        .bind(campaign_id)
+        .bind(source)
+        .bind(bank_id)
+        .bind(moment)
+        .bind(text)
+        .bind(now())
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(row.try_get::<i64, _>(0)?)
+    }
+
+    pub async fn list_questions(&self, campaign_id: &str, only_queued: bool) -> anyhow::Result<Vec<QuestionRow>> {
+        let filter = if only_queued { "and status = 'queued'" } else { "" };
+        let rows = sqlx::query(&format!(
+            "select id, campaign_id, source, bank_id, moment, text, status, created_at, delivered_at, delivered_via
+             from questions where campaign_id = $1 {filter} order by id"
+        ))
+        .bind(campaign_id)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(QuestionRow {
+                    id: r.try_get("id")?,
+                    campaign_id: r.try_get("campaign_id")?,
+                    source: r.try_get("source")?,
+                    bank_id: r.try_get("bank_id")?,
+                    moment: r.try_get("moment")?,
+                    text: r.try_get("text")?,
+                    status: r.try_get("status")?,
+                    created_at: r.try_get("created_at")?,
+                    delivered_at: r.try_get("delivered_at")?,
+                    delivered_via: r.try_get("delivered_via")?,
+                })
+            })
+            .collect()
+    }
+
+    /// Marks a queued question delivered; false when it was already.
+    pub async fn mark_delivered(&self, question_id: i64, via: &str, objective_before: Option<f64>) -> anyhow::Result<bool> {
+        let done = sqlx::query(
+            "update questions set status = 'delivered', delivered_at = $1, delivered_via = $2, objective_before = $3
+             where id = $4 and status = 'queued'",
+        )
+        .bind(now())
+        .bind(via)
+        .bind(objective_before)
+        .bind(question_id)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+}
+
+const CAMPAIGN_SELECT: &str =
+    "select id, name, mode, status, spec_path, spec_toml, spec_json, protected_json, created_at from campaigns";
+const STOP_SELECT: &str = "select id, campaign_id, event_id, session_id, agent, claim, stop_hook_active, evaluation_id, holds, decision, reason, question_id, created_at from stop_attempts";
+
+fn campaign_from_row(r: &sqlx::any::AnyRow) -> anyhow::Result<CampaignRow> {
+    Ok(CampaignRow {
+        id: r.try_get("id")?,
+        name: r.try_get("name")?,
+        mode: r.try_get("mode")?,
+        status: r.try_get("status")?,
+        spec_path: r.try_get("spec_path")?,
+        spec_toml: r.try_get("spec_toml")?,
+        spec_json: r.try_get("spec_json")?,
+        protected_json: r.try_get("protected_json")?,
+        created_at: r.try_get("created_at")?,
+    })
+}
+
+fn stop_from_row(r: &sqlx::any::AnyRow) -> anyhow::Result<StopAttemptRow> {
+    Ok(StopAttemptRow {
+        id: r.try_get("id")?,
+        campaign_id: r.try_get("campaign_id")?,
+        event_id: r.try_get("event_id")?,
+        session_id: r.try_get("session_id")?,
+        agent: r.try_get("agent")?,
+        claim: r.try_get("claim")?,
+        stop_hook_active: r.try_get::<i64, _>("stop_hook_active")? != 0,
+        evaluation_id: r.try_get("evaluation_id")?,
+        holds: r.try_get::<i64, _>("holds")? != 0,
+        decision: r.try_get("decision")?,
+        reason: r.try_get("reason")?,
+        question_id: r.try_get("question_id")?,
+        created_at: r.try_get("created_at")?,
+    })
+}
+
+/// Hides a password in a database URL.
+pub fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(s), Some(at)) if at > s => {
+            let creds = &url[s + 3..at];
+            match creds.find(':') {
+                Some(c) => format!("{}{}:***{}", &url[..s + 3], &creds[..c], &url[at..]),
+                None => url.to_string(),
+            }
+        }
+        _ => url.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redacts_passwords() {
+        assert_eq!(redact("postgres://u:secret@h/db"), "postgres://u:***@h/db");
+        assert_eq!(redact("sqlite:/x/y.db"), "sqlite:/x/y.db");
+    }
+
+    #[tokio::test]
+    async fn sqlite_round_trip_with_idempotent_events() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite:{}", dir.path().join("g.db").display());
+        let store = Store::connect(&url).await.unwrap();
+        let c = CampaignRow {
+            id: "c1".into(),
+            name: "n".into(),
+            mode: "autonomous".into(),
+            status: "active".into(),
+            spec_path: "/x".into(),
+            spec_toml: "".into(),
+            spec_json: "{}".into(),
+            protected_json: "{}".into(),
+            created_at: now(),
+        };
+        store.insert_campaign(&c).await.unwrap();
+        let p = serde_json::json!({"a": 1});
+        let (a, fresh) = store.append_event("c1", Some("s"), "hook.stop", Some("k1"), &p).await.unwrap();
+        assert!(fresh);
+        let (b, fresh) = store.append_event("c1", Some("s"), "hook.stop", Some("k1"), &p).await.unwrap();
+        assert_eq!((a, fresh), (b, false));
+        store.append_event("c1", None, "note", None, &p).await.unwrap();
+        store.append_event("c1", None, "note", None, &p).await.unwrap();
+        assert_eq!(store.count_events("c1").await.unwrap(), 3);
+        let mode: String = sqlx::query("pragma journal_mode").fetch_one(&store.pool).await.unwrap().try_get(0).unwrap();
+        assert_eq!(mode, "wal");
+        store.close().await;
+        let again = Store::connect(&url).await.unwrap();
+        assert_eq!(again.list_campaigns().await.unwrap().len(), 1);
+        assert_eq!(again.events_after("c1", 0, 10).await.unwrap()[0].payload, p);
+    }
+}

@@ -1,0 +1,384 @@
+//! The orchestration: creates campaigns, records every event before it is
+//! answered, evaluates candidates (once per tree), decides at stop
+//! attempts and carries questions to the agent.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use anyhow::{anyhow, Context};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use tokio::sync::broadcast;
+
+use crate::campaign::{self, CampaignSpec, Mode};
+use crate::gate::{self, Decision, Question};
+use crate::harness::{self, Evaluation};
+use crate::store::{CampaignRow, EventRow, NewStopAttempt, Store};
+
+/// Errors a client can act on, kept apart from internal failures.
+#[derive(Debug, thiserror::Error)]
+pub enum SupervisorError {
+    #[error("campaign {0} not found")]
+    NotFound(String),
+    #[error("{0}")]
+    Invalid(String),
+    #[error(transparent)]
+    Internal(#[from] anyhow::Error),
+}
+
+pub type Result<T> = std::result::Result<T, SupervisorError>;
+
+#[derive(Clone)]
+pub struct Supervisor {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    store: Store,
+    scratch: PathBuf,
+    /// One evaluation at a time per campaign, so a tree is never evaluated twice.
+    eval_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    bus: broadcast::Sender<EventRow>,
+}
+
+/// What the hook client prints for the agent.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HookReply {
+    /// The JSON to print on stdout, or none (print nothing).
+    pub output: Option<Value>,
+    pub decision: Option<String>,
+    pub event_id: i64,
+}
+
+impl Supervisor {
+    pub fn new(store: Store, data_dir: &Path) -> Supervisor {
+        let (bus, _) = broadcast::channel(4096);
+        Supervisor {
+            inner: Arc::new(Inner {
+                store,
+                scratch: data_dir.join("evaluations"),
+                eval_locks: Mutex::new(HashMap::new()),
+                bus,
+            }),
+        }
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.inner.store
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<EventRow> {
+        self.inner.bus.subscribe()
+    }
+
+    /// Records an event and publishes it to live watchers.
+    pub async fn record(
+        &self,
+        campaign_id: &str,
+        session_id: Option<&str>,
+        kind: &str,
+        key: Option<&str>,
+        payload: Value,
+    ) -> anyhow::Result<(i64, bool)> {
+        let (id, fresh) = self.inner.store.append_event(campaign_id, session_id, kind, key, &payload).await?;
+        if fresh {
+            let _ = self.inner.bus.send(EventRow {
+                id,
+                campaign_id: campaign_id.to_string(),
+                session_id: session_id.map(str::to_string),
+                kind: kind.to_string(),
+                payload,
+                created_at: crate::store::now(),
+            });
+        }
+        Ok((id, fresh))
+    }
+
+    /// Creates a campaign from spec text. `spec_path` is absolute; the
+    /// workspace is resolved against its folder.
+    pub async fn create_campaign(&self, spec_toml: &str, spec_path: &str) -> Result<CampaignRow> {
+        let path = Path::new(spec_path);
+        if !path.is_absolute() {
+            return Err(SupervisorError::Invalid(format!("spec_path must be absolute, got {spec_path}")));
+        }
+        let base = path.parent().unwrap_or(Path::new("/"));
+        let spec = campaign::parse(spec_toml, spec_path, base).map_err(|e| SupervisorError::Invalid(e.to_string()))?;
+        let ws = spec.workspace.clone();
+        let globs = spec.harness.protected.clone();
+        let protected = tokio::task::spawn_blocking(move || crate::snapshot::hash_protected_in_tree(&ws, &globs))
+            .await
+            .map_err(|e| anyhow!(e))?
+            .context("hashing protected files")?;
+        let row = CampaignRow {
+            id: new_campaign_id(&spec.name),
+            name: spec.name.clone(),
+            mode: spec.mode.as_str().to_string(),
+            status: "active".into(),
+            spec_path: spec_path.to_string(),
+            spec_toml: spec_toml.to_string(),
+            spec_json: serde_json::to_string(&spec).map_err(|e| anyhow!(e))?,
+            protected_json: serde_json::to_string(&protected).map_err(|e| anyhow!(e))?,
+            created_at: crate::store::now(),
+        };
+        self.inner.store.insert_campaign(&row).await?;
+        self.record(
+            &row.id,
+            None,
+            "campaign.created",
+            None,
+            json!({"name": spec.name, "workspace": spec.workspace, "mode": row.mode, "scenarios": spec.harness.scenarios, "protected_files": protected.len()}),
+        )
+        .await?;
+        tracing::info!(campaign = %row.id, "campaign created");
+        Ok(row)
+    }
+
+    pub async fn campaign(&self, id: &str) -> Result<(CampaignRow, CampaignSpec)> {
+        let row = self
+            .inner
+            .store
+            .get_campaign(id)
+            .await?
+            .ok_or_else(|| SupervisorError::NotFound(id.to_string()))?;
+        let spec: CampaignSpec = serde_json::from_str(&row.spec_json).map_err(|e| anyhow!("stored spec of {id}: {e}"))?;
+        Ok((row, spec))
+    }
+
+    /// Evaluates the campaign's workspace as it is now. An unchanged tree
+    /// is answered from the store unless `force` is set.
+    pub async fn evaluate(&self, campaign_id: &str, force: bool) -> Result<Evaluation> {
+        let (row, spec) = self.campaign(campaign_id).await?;
+        let lock = {
+            let mut locks = self.inner.eval_locks.lock().expect("evaluation lock table poisoned");
+            locks.entry(campaign_id.to_string()).or_default().clone()
+        };
+        let _guard = lock.lock().await;
+        let tree = harness::snapshot_tree(&spec).await.context("taking a snapshot of the workspace")?;
+        if !force {
+            if let Some((id, body)) = self.inner.store.find_evaluation(campaign_id, &tree).await? {
+                let mut e: Evaluation = serde_json::from_str(&body).map_err(|e| anyhow!(e))?;
+                e.id = Some(id);
+                e.cached = true;
+                return Ok(e);
+            }
+        }
+        let protected: BTreeMap<String, String> = serde_json::from_str(&row.protected_json).map_err(|e| anyhow!(e))?;
+        self.record(campaign_id, None, "evaluation.started", None, json!({"tree": tree})).await?;
+        let mut eval = harness::evaluate_tree(&spec, campaign_id, &tree, &protected, &self.inner.scratch).await?;
+        if force {
+            // A forced re-run replaces nothing: it is stored under its own tree key suffix.
+            eval.tree = format!("{tree}+{}", self.inner.store.count_evaluations(campaign_id).await?);
+        }
+        let id = self.inner.store.insert_evaluation(campaign_id, &eval).await?;
+        eval.id = Some(id);
+        self.record(
+            campaign_id,
+            None,
+            "evaluation",
+            None,
+            json!({
+                "evaluation_id": id,
+                "tree": eval.tree,
+                "holds": eval.verdict.holds,
+                "geomean_speedup": eval.verdict.geomean_speedup,
+                "worst_scenario": eval.verdict.worst_scenario,
+                "worst_speedup": eval.verdict.worst_speedup,
+                "failing": eval.verdict.failing_count,
+                "failures": eval.verdict.failures,
+                "duration_ms": eval.duration_ms,
+            }),
+        )
+        .await?;
+        tracing::info!(campaign = %campaign_id, tree = %eval.tree, holds = eval.verdict.holds, ms = eval.duration_ms, "evaluated");
+        Ok(eval)
+    }
+
+    /// Queues a person's question; it reaches the agent at its next stop.
+    pub async fn ask(&self, campaign_id: &str, text: &str) -> Result<crate::store::QuestionRow> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Err(SupervisorError::Invalid("the question text is empty".into()));
+        }
+        if text.chars().count() > 4000 {
+            return Err(SupervisorError::Invalid("the question is longer than 4000 characters".into()));
+        }
+        self.campaign(campaign_id).await?;
+        let id = self.inner.store.queue_question(campaign_id, "human", None, None, text).await?;
+        self.record(campaign_id, None, "question.queued", None, json!({"question_id": id, "source": "human", "text": text}))
+            .await?;
+        let q = self
+            .inner
+            .store
+            .list_questions(campaign_id, false)
+            .await?
+            .into_iter()
+            .find(|q| q.id == id)
+            .ok_or_else(|| anyhow!("question {id} vanished"))?;
+        Ok(q)
+    }
+
+    /// Handles one hook call of an agent. The call is recorded before any
+    /// answer; a stop attempt is judged on a fresh (or cached) evaluation.
+    pub async fn handle_hook(&self, campaign_id: &str, agent: &str, event: &str, payload: Value) -> Result<HookReply> {
+        let (_row, spec) = self.campaign(campaign_id).await?;
+        if !payload.is_object() {
+            return Err(SupervisorError::Invalid("the hook payload must be a JSON object".into()));
+        }
+        let session = payload.get("session_id").and_then(Value::as_str).map(str::to_string);
+        let key = idempotency_key(campaign_id, agent, event, &payload);
+        let kind = format!("hook.{}", event.replace('-', "_"));
+        let (event_id, fresh) = self
+            .record(campaign_id, session.as_deref(), &kind, Some(&key), json!({"agent": agent, "event": event, "payload": payload}))
+            .await?;
+        if event != "stop" {
+            return Ok(HookReply { output: None, decision: None, event_id });
+        }
+        if !fresh {
+            // A retried call: answer exactly as the first time.
+            if let Some(prev) = self.inner.store.stop_attempt_for_event(event_id).await? {
+                return Ok(HookReply {
+                    output: prev.reason.as_ref().filter(|_| prev.decision == "block").map(|r| block_json(r)),
+                    decision: Some(prev.decision),
+                    event_id,
+                });
+            }
+        }
+        self.judge_stop(campaign_id, &spec, agent, event_id, session.as_deref(), &payload).await
+    }
+
+    async fn judge_stop(
+        &self,
+        campaign_id: &str,
+        spec: &CampaignSpec,
+        agent: &str,
+        event_id: i64,
+        session: Option<&str>,
+        payload: &Value,
+    ) -> Result<HookReply> {
+        let claim = payload.get("last_assistant_message").and_then(Value::as_str);
+        let stop_hook_active = payload.get("stop_hook_active").and_then(Value::as_bool).unwrap_or(false);
+        let evaluation = self.evaluate(campaign_id, false).await;
+        let (decision, reason, eval_id, holds, question_id) = match evaluation {
+            Err(SupervisorError::Internal(e)) => {
+                // The gate fails closed: no verdict, no stop (except in audit mode).
+                let reason = format!(
+                    "gadfly could not evaluate the candidate, so the stop predicate is not known to hold: {e:#}. Fix what this names (or ask the person supervising), then try to stop again."
+                );
+                let d = if spec.mode == Mode::Audit { Decision::Record } else { Decision::Block };
+                (d, Some(reason), None, false, None)
+            }
+            Err(other) => return Err(other),
+            Ok(eval) => {
+                let waiting = self.inner.store.list_questions(campaign_id, true).await?;
+                let human = waiting.iter().find(|q| q.source == "human");
+                let decision = gate::decide(spec.mode, eval.verdict.holds, human.is_some());
+                let mut question = None;
+                if decision == Decision::Block {
+                    question = Some(match human {
+                        Some(q) => Question { queued_id: Some(q.id), source: "human".into(), moment: "completion_claim".into(), text: q.text.clone() },
+                        None => self.pick_question(campaign_id, spec, "completion_claim").await?,
+                    });
+                }
+                let reason = (decision == Decision::Block).then(|| {
+                    gate::block_reason(&eval, spec.predicate.min_speedup, spec.predicate.min_geomean_speedup, question.as_ref())
+                });
+                let mut question_id = None;
+                if let Some(q) = &question {
+                    let id = match q.queued_id {
+                        Some(id) => id,
+                        None => self.inner.store.queue_question(campaign_id, "bank", Some(&q.source), Some(&q.moment), &q.text).await?,
+                    };
+                    self.inner.store.mark_delivered(id, "stop_hook_reason", eval.verdict.geomean_speedup).await?;
+                    self.record(
+                        campaign_id,
+                        session,
+                        "question.delivered",
+                        None,
+                        json!({"question_id": id, "source": q.source, "moment": q.moment, "text": q.text, "via": "stop_hook_reason"}),
+                    )
+                    .await?;
+                    question_id = Some(id);
+                }
+                (decision, reason, eval.id, eval.verdict.holds, question_id)
+            }
+        };
+        self.inner
+            .store
+            .insert_stop_attempt(&NewStopAttempt {
+                campaign_id,
+                event_id,
+                session_id: session,
+                agent,
+                claim,
+                stop_hook_active,
+                evaluation_id: eval_id,
+                holds,
+                decision: decision.as_str(),
+                reason: reason.as_deref(),
+                question_id,
+            })
+            .await?;
+        self.record(
+            campaign_id,
+            session,
+            "decision",
+            None,
+            json!({"decision": decision.as_str(), "holds": holds, "evaluation_id": eval_id, "stop_event_id": event_id, "question_id": question_id, "reason": reason}),
+        )
+        .await?;
+        tracing::info!(campaign = %campaign_id, decision = decision.as_str(), holds, "stop attempt judged");
+        Ok(HookReply {
+            output: match decision {
+                Decision::Block => reason.as_deref().map(block_json),
+                _ => None,
+            },
+            decision: Some(decision.as_str().to_string()),
+            event_id,
+        })
+    }
+
+    /// A question for `moment` that this campaign has not been asked yet
+    /// (or was asked longest ago).
+    async fn pick_question(&self, campaign_id: &str, spec: &CampaignSpec, moment: &str) -> anyhow::Result<Question> {
+        let asked = self.inner.store.list_questions(campaign_id, false).await?;
+        let asked_ids: Vec<String> = asked.iter().filter_map(|q| q.bank_id.clone()).collect();
+        let (id, text) = crate::bank::pick(moment, spec, &asked_ids);
+        Ok(Question { queued_id: None, source: id, moment: moment.to_string(), text })
+    }
+}
+
+fn block_json(reason: &str) -> Value {
+    json!({"decision": "block", "reason": reason})
+}
+
+/// The same hook call, retried, maps to the same key: built from the
+/// campaign, the agent, the event and the payload's identifying content.
+pub fn idempotency_key(campaign_id: &str, agent: &str, event: &str, payload: &Value) -> String {
+    let mut h = Sha256::new();
+    for part in [campaign_id, agent, event] {
+        h.update(part.as_bytes());
+        h.update([0]);
+    }
+    h.update(payload.to_string().as_bytes());
+    hex::encode(h.finalize())
+}
+
+fn new_campaign_id(name: &str) -> String {
+    let slug: String = name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' })
+        .collect::<String>()
+        .split('-')
+        .filter(|s| !s.is_empty())
+        .collect::<Vec<_>>()
+        .join("-");
+    let slug: String = slug.chars().take(32).collect();
+    let suffix: u32 = rand::random::<u32>() & 0xff_ffff;
+    if slug.is_empty() {
+        format!("c-{suffix:06x}")
+    } else {
+        format!("{slug}-{suffix:06x}")
+    }
+}
