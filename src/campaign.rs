@@ -254,7 +254,7 @@ pub fn parse(text: &str, file: &str, base: &Path) -> Result<CampaignSpec, SpecEr
         Err(e) => {
             let span = e.span().unwrap_or(0..0);
             let message = e.message().to_string();
-            let field = field_from_message(&message).unwrap_or_default();
+            let field = field_at(text, span.start, field_from_message(&message));
             loc.push(span, &field, message);
             return Err(SpecErrors(loc.errors));
         }
@@ -413,6 +413,35 @@ pub fn parse(text: &str, file: &str, base: &Path) -> Result<CampaignSpec, SpecEr
     })
 }
 
+/// The dotted name of the key at `offset` (`predicate.min_speedup`): the
+/// key written on that line under the nearest table header above it, or the
+/// header itself joined with `named` (the key serde's message names).
+fn field_at(text: &str, offset: usize, named: Option<String>) -> String {
+    let offset = offset.min(text.len());
+    let line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
+    let line_end = text[offset..].find('\n').map_or(text.len(), |i| offset + i);
+    let line = text[line_start..line_end].trim();
+    let header_of = |l: &str| {
+        let l = l.trim();
+        (l.starts_with('[') && !l.starts_with("[[")).then(|| l.trim_matches(|c| c == '[' || c == ']').trim().to_string())
+    };
+    if let Some(h) = header_of(line) {
+        return match named {
+            Some(n) => format!("{h}.{n}"),
+            None => h,
+        };
+    }
+    let key = match line.split_once('=') {
+        Some((k, _)) => k.trim().trim_matches('"').to_string(),
+        None => return named.unwrap_or_default(),
+    };
+    let table = text[..line_start].lines().rev().find_map(header_of);
+    match table {
+        Some(t) => format!("{t}.{key}"),
+        None => key,
+    }
+}
+
 /// Pulls a field name out of serde's messages ("missing field `run`",
 /// "unknown field `foo`, expected ...").
 fn field_from_message(message: &str) -> Option<String> {
@@ -482,8 +511,8 @@ mode = "audit"
         let err = parse(&bad, "c.toml", dir.path()).unwrap_err();
         assert_eq!(err.0.len(), 1, "{err}");
         let e = &err.0[0];
-        assert_eq!((e.file.as_str(), e.line, e.field.as_str()), ("c.toml", 13, "predicate.min_speedup"));
-        assert!(err.to_string().starts_with("c.toml:13:"), "{err}");
+        assert_eq!((e.file.as_str(), e.line, e.field.as_str()), ("c.toml", 12, "predicate.min_speedup"));
+        assert!(err.to_string().starts_with("c.toml:12:"), "{err}");
     }
 
     #[test]
@@ -491,11 +520,14 @@ mode = "audit"
         let dir = git_dir();
         let typo = GOOD.replace("min_speedup = 1.1", "min_sepedup = 1.1");
         let err = parse(&typo, "c.toml", dir.path()).unwrap_err();
-        assert_eq!(err.0[0].line, 13, "{err}");
-        assert_eq!(err.0[0].field, "min_sepedup");
+        assert_eq!(err.0[0].line, 12, "{err}");
+        assert_eq!(err.0[0].field, "predicate.min_sepedup");
         let missing = GOOD.replace("run = \"sh run.sh {results}\"\n", "");
         let err = parse(&missing, "c.toml", dir.path()).unwrap_err();
-        assert!(err.to_string().contains("run"), "{err}");
+        assert_eq!(err.0[0].field, "harness.run", "{err}");
+        let wrong_type = GOOD.replace("min_speedup = 1.1", "min_speedup = \"fast\"");
+        let err = parse(&wrong_type, "c.toml", dir.path()).unwrap_err();
+        assert_eq!((err.0[0].line, err.0[0].field.as_str()), (12, "predicate.min_speedup"), "{err}");
     }
 
     #[test]

@@ -73,8 +73,13 @@ impl Client {
     }
 
     /// Posts raw bytes (a hook payload is forwarded as it came).
-    pub async fn post_raw(&self, path: &str, body: Vec<u8>) -> anyhow::Result<Value> {
-        self.send(self.request(reqwest::Method::POST, path).header("content-type", "application/json").body(body))
-            .await
+    pub async fn post_raw(&self, path: &str, body: Vec<u8>, call_id: &str) -> anyhow::Result<Value> {
+        self.send(
+            self.request(reqwest::Method::POST, path)
+                .header("content-type", "application/json")
+                .header(crate::server::CALL_ID_HEADER, call_id)
+                .body(body),
+        )
+        .await
     }
 }

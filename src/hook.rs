@@ -95,10 +95,11 @@ pub async fn run(agent: &str, event: &str, campaign: &str, input: &[u8]) -> Hook
     };
     let path = format!("/campaigns/{campaign}/hooks/{agent}/{event}");
     let body = serde_json::to_vec(&payload).unwrap_or_default();
+    let call_id: String = (0..16).map(|_| format!("{:02x}", rand::random::<u8>())).collect();
     let started = Instant::now();
     let mut backoff = Duration::from_millis(100);
     loop {
-        match client.post_raw(&path, body.clone()).await {
+        match client.post_raw(&path, body.clone(), &call_id).await {
             Ok(reply) => {
                 let stdout = match &reply["output"] {
                     Value::Null => None,

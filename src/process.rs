@@ -29,6 +29,11 @@ impl Exit {
     pub fn describe(&self, what: &str, timeout: Duration) -> String {
         match self {
             Exit::Code(0) => format!("{what} succeeded"),
+            Exit::Code(c) if (129..=192).contains(c) => format!(
+                "{what} exited with status {c}: a process it ran crashed, killed by signal {} ({})",
+                c - 128,
+                signal_name(c - 128)
+            ),
             Exit::Code(c) => format!("{what} exited with status {c}"),
             Exit::Signal(s) => format!("{what} crashed: killed by signal {s} ({})", signal_name(*s)),
             Exit::TimedOut => format!(

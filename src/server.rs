@@ -103,6 +103,8 @@ fn constant_time_eq(a: &str, b: &str) -> bool {
 }
 
 pub const COOKIE: &str = "gadfly_session";
+/// One hook invocation's id; its retries send the same one.
+pub const CALL_ID_HEADER: &str = "x-gadfly-call-id";
 
 fn cookie_token(headers: &HeaderMap) -> Option<String> {
     headers.get_all(header::COOKIE).iter().filter_map(|v| v.to_str().ok()).find_map(|v| {
@@ -206,10 +208,12 @@ async fn list_evaluations(State(state): State<AppState>, Path(id): Path<String>)
 async fn hook(
     State(state): State<AppState>,
     Path((id, agent, event)): Path<(String, String, String)>,
+    headers: HeaderMap,
     body: Bytes,
 ) -> ApiResult<Json<Value>> {
     let payload: Value = serde_json::from_slice(&body).map_err(|e| ApiError::Invalid(format!("hook payload is not JSON: {e}")))?;
-    let reply = state.supervisor.handle_hook(&id, &agent, &event, payload).await?;
+    let call_id = headers.get(CALL_ID_HEADER).and_then(|v| v.to_str().ok());
+    let reply = state.supervisor.handle_hook(&id, &agent, &event, call_id, payload).await?;
     Ok(Json(serde_json::to_value(reply).map_err(anyhow::Error::from)?))
 }
 

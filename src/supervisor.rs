@@ -221,16 +221,25 @@ impl Supervisor {
 
     /// Handles one hook call of an agent. The call is recorded before any
     /// answer; a stop attempt is judged on a fresh (or cached) evaluation.
-    pub async fn handle_hook(&self, campaign_id: &str, agent: &str, event: &str, payload: Value) -> Result<HookReply> {
+    /// `call_id` identifies one invocation of the hook command (its retries
+    /// share it).
+    pub async fn handle_hook(
+        &self,
+        campaign_id: &str,
+        agent: &str,
+        event: &str,
+        call_id: Option<&str>,
+        payload: Value,
+    ) -> Result<HookReply> {
         let (_row, spec) = self.campaign(campaign_id).await?;
         if !payload.is_object() {
             return Err(SupervisorError::Invalid("the hook payload must be a JSON object".into()));
         }
         let session = payload.get("session_id").and_then(Value::as_str).map(str::to_string);
-        let key = idempotency_key(campaign_id, agent, event, &payload);
+        let key = idempotency_key(campaign_id, agent, event, call_id, &payload);
         let kind = format!("hook.{}", event.replace('-', "_"));
         let (event_id, fresh) = self
-            .record(campaign_id, session.as_deref(), &kind, Some(&key), json!({"agent": agent, "event": event, "payload": payload}))
+            .record(campaign_id, session.as_deref(), &kind, key.as_deref(), json!({"agent": agent, "event": event, "payload": payload}))
             .await?;
         if event != "stop" {
             return Ok(HookReply { output: None, decision: None, event_id });
@@ -353,16 +362,25 @@ fn block_json(reason: &str) -> Value {
     json!({"decision": "block", "reason": reason})
 }
 
-/// The same hook call, retried, maps to the same key: built from the
-/// campaign, the agent, the event and the payload's identifying content.
-pub fn idempotency_key(campaign_id: &str, agent: &str, event: &str, payload: &Value) -> String {
+/// The key that makes a retried hook call land once: built from the
+/// session, the event and the tool call's id when the payload has one (the
+/// agent may fire the same tool call's hook twice), else from the hook
+/// invocation's own call id (its retries share it). Without either, every
+/// call is recorded.
+pub fn idempotency_key(campaign_id: &str, agent: &str, event: &str, call_id: Option<&str>, payload: &Value) -> Option<String> {
+    let session = payload.get("session_id").and_then(Value::as_str).unwrap_or("");
+    let tool_use = payload.get("tool_use_id").and_then(Value::as_str).filter(|t| !t.is_empty());
+    let identity = match (tool_use, call_id.filter(|c| !c.is_empty())) {
+        (Some(t), _) => format!("tool:{t}"),
+        (None, Some(c)) => format!("call:{c}"),
+        (None, None) => return None,
+    };
     let mut h = Sha256::new();
-    for part in [campaign_id, agent, event] {
+    for part in [campaign_id, agent, event, session, &identity] {
         h.update(part.as_bytes());
         h.update([0]);
     }
-    h.update(payload.to_string().as_bytes());
-    hex::encode(h.finalize())
+    Some(hex::encode(h.finalize()))
 }
 
 fn new_campaign_id(name: &str) -> String {

@@ -1,0 +1,225 @@
+//! A daemon on an ephemeral port with a temporary data dir, driven through
+//! the real `gadfly` binary, plus fixture workspaces with a scripted harness.
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+pub fn gadfly() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_gadfly"))
+}
+
+pub struct Daemon {
+    pub child: Child,
+    pub data_dir: PathBuf,
+    pub url: String,
+    pub token: String,
+}
+
+impl Daemon {
+    pub fn start(data_dir: &Path) -> Daemon {
+        Self::start_with(data_dir, None)
+    }
+
+    pub fn start_with(data_dir: &Path, database_url: Option<&str>) -> Daemon {
+        let _ = std::fs::remove_file(data_dir.join("daemon.json"));
+        let mut cmd = gadfly();
+        cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"]).arg(data_dir);
+        if let Some(u) = database_url {
+            cmd.args(["--database-url", u]);
+        }
+        let log = std::fs::File::create(data_dir.parent().unwrap().join(format!(
+            "daemon-{}.log",
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
+        )))
+        .unwrap();
+        let child = cmd.stdout(Stdio::null()).stderr(log).spawn().expect("start gadfly serve");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let info: Value = loop {
+            if let Ok(text) = std::fs::read_to_string(data_dir.join("daemon.json")) {
+                if let Ok(v) = serde_json::from_str(&text) {
+                    break v;
+                }
+            }
+            assert!(Instant::now() < deadline, "daemon did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let token = std::fs::read_to_string(data_dir.join("token")).unwrap().trim().to_string();
+        Daemon { child, data_dir: data_dir.to_path_buf(), url: info["url"].as_str().unwrap().to_string(), token }
+    }
+
+    /// A `gadfly` command pointed at this daemon.
+    pub fn cmd(&self) -> Command {
+        let mut c = gadfly();
+        c.env("GADFLY_URL", &self.url).env("GADFLY_TOKEN", &self.token).env_remove("GADFLY_DATA_DIR");
+        c
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.cmd().args(args).output().unwrap()
+    }
+
+    pub fn create_campaign(&self, spec: &Path) -> String {
+        let out = self.cmd().args(["campaign", "create"]).arg(spec).output().unwrap();
+        assert!(out.status.success(), "campaign create failed: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    }
+
+    /// Runs the real hook command with `payload` on stdin.
+    pub fn hook(&self, event: &str, campaign: &str, payload: &str) -> Output {
+        let mut child = self
+            .cmd()
+            .args(["hook", "claude-code", event, "--campaign", campaign])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(payload.as_bytes()).unwrap();
+        child.wait_with_output().unwrap()
+    }
+
+    /// A stop attempt: returns the parsed stdout (None when it printed nothing).
+    pub fn stop(&self, campaign: &str, claim: &str) -> Option<Value> {
+        let payload = serde_json::json!({
+            "session_id": "sess-1",
+            "transcript_path": "/tmp/none.jsonl",
+            "cwd": "/tmp",
+            "hook_event_name": "Stop",
+            "stop_hook_active": false,
+            "last_assistant_message": claim,
+        });
+        let out = self.hook("stop", campaign, &payload.to_string());
+        assert_eq!(out.status.code(), Some(0), "hook failed: {}", String::from_utf8_lossy(&out.stderr));
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        if stdout.trim().is_empty() {
+            None
+        } else {
+            Some(serde_json::from_str(stdout.trim()).expect("hook stdout is JSON"))
+        }
+    }
+
+    pub fn api_get(&self, path: &str) -> Value {
+        let out = Command::new("curl")
+            .args(["-sf", "-H"])
+            .arg(format!("Authorization: Bearer {}", self.token))
+            .arg(format!("{}/api/v1{}", self.url, path))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "GET {path} failed");
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// SIGTERM and wait: the daemon shuts down gracefully.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status().unwrap();
+        self.child.wait().unwrap()
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A campaign folder: `campaign.toml` next to a git workspace `ws/` whose
+/// protected `harness/run.sh` turns `candidate.txt` into results lines.
+pub struct Fixture {
+    pub dir: tempfile::TempDir,
+}
+
+/// The scripted harness. Each line of candidate.txt is either
+/// `SCENARIO CORRECT TIME BASELINE` or a directive: CRASH, SLEEP, GARBAGE, FAIL.
+const RUN_SH: &str = r#"#!/bin/sh
+out="$1"
+: > "$out"
+while read -r name correct time base; do
+  case "$name" in
+    CRASH) kill -SEGV $$ ;;
+    SLEEP) sleep 60 ;;
+    GARBAGE) echo '{"scenario": "a", "correct": tru' >> "$out" ;;
+    FAIL) echo "harness: cannot load the kernel" >&2; exit 3 ;;
+    "") ;;
+    *) printf '{"scenario":"%s","correct":%s,"time_us":%s,"baseline_us":%s,"max_abs_err_ref":1e-15,"max_abs_err_hi":2e-15,"tolerance":1e-12}\n' "$name" "$correct" "$time" "$base" >> "$out" ;;
+  esac
+done < candidate.txt
+"#;
+
+pub const ALL_PASS: &str = "a true 50 100\nb true 40 100\nc true 80 100\n";
+
+impl Fixture {
+    pub fn new(extra_spec: &str) -> Fixture {
+        Self::with_run(extra_spec, "sh harness/run.sh {results}")
+    }
+
+    pub fn with_run(extra_spec: &str, run: &str) -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        std::fs::create_dir_all(ws.join("harness")).unwrap();
+        std::fs::write(ws.join("harness/run.sh"), RUN_SH).unwrap();
+        std::fs::write(ws.join("candidate.txt"), "a true 100 100\nb true 100 100\nc true 100 100\n").unwrap();
+        std::fs::write(ws.join(".gitignore"), "build/\n").unwrap();
+        git(&ws, &["init", "-q"]);
+        git(&ws, &["add", "-A"]);
+        git(&ws, &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "initial"]);
+        let spec = format!(
+            r#"name = "fixture"
+workspace = "ws"
+goal = "every scenario faster"
+{extra_spec}
+[harness]
+run = "{run}"
+timeout_s = 20
+scenarios = ["a", "b", "c"]
+protected = ["harness/**"]
+
+[predicate]
+correct = true
+min_speedup = 1.1
+min_geomean_speedup = 1.2
+"#
+        );
+        std::fs::write(dir.path().join("campaign.toml"), spec).unwrap();
+        Fixture { dir }
+    }
+
+    pub fn spec(&self) -> PathBuf {
+        self.dir.path().join("campaign.toml")
+    }
+
+    pub fn ws(&self) -> PathBuf {
+        self.dir.path().join("ws")
+    }
+
+    pub fn set_candidate(&self, text: &str) {
+        std::fs::write(self.ws().join("candidate.txt"), text).unwrap();
+    }
+
+    pub fn data_dir(&self) -> PathBuf {
+        let d = self.dir.path().join("data");
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+}
+
+pub fn git(dir: &Path, args: &[&str]) {
+    let ok = Command::new("git").args(args).current_dir(dir).status().unwrap().success();
+    assert!(ok, "git {args:?}");
+}
+
+/// The block reason of a stop answer, or a panic naming what came instead.
+pub fn reason(answer: &Option<Value>) -> String {
+    let a = answer.as_ref().expect("the stop was allowed, expected a block");
+    assert_eq!(a["decision"], "block", "{a}");
+    a["reason"].as_str().unwrap().to_string()
+}
