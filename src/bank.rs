@@ -56,12 +56,25 @@ impl Entry {
             return false;
         }
         if !self.applies.architectures.is_empty() {
-            let Some(arch) = &spec.architecture else { return false };
-            if !self.applies.architectures.iter().any(|a| a.eq_ignore_ascii_case(arch)) {
+            let Some(arch) = &spec.architecture else {
+                return false;
+            };
+            if !self
+                .applies
+                .architectures
+                .iter()
+                .any(|a| a.eq_ignore_ascii_case(arch))
+            {
                 return false;
             }
         }
-        if !self.applies.domains.is_empty() && !self.applies.domains.iter().any(|d| spec.domains.contains(d)) {
+        if !self.applies.domains.is_empty()
+            && !self
+                .applies
+                .domains
+                .iter()
+                .any(|d| spec.domains.contains(d))
+        {
             return false;
         }
         true
@@ -81,7 +94,8 @@ pub fn parse_files<'a>(files: impl IntoIterator<Item = (&'a str, &'a str)>) -> B
     for (name, text) in files {
         match toml::from_str::<BankFile>(text) {
             Ok(file) => {
-                bank.descriptions.push((file.group.clone(), file.description));
+                bank.descriptions
+                    .push((file.group.clone(), file.description));
                 for mut e in file.question {
                     e.group = file.group.clone();
                     bank.entries.push(e);
@@ -112,13 +126,25 @@ pub fn embedded() -> &'static Bank {
 }
 
 /// Picks a question for `moment`: applicable entries the campaign has not
-/// been asked, preferring a group that was used least, in bank order.
-/// `asked` lists the bank ids already asked in the campaign, oldest first.
-pub fn pick(moment: &str, spec: &CampaignSpec, asked: &[String]) -> (String, String) {
-    pick_from(&embedded().entries, moment, spec, asked)
+/// been asked, from the `prefer`red groups first (in their order), then
+/// the group used least, in bank order. `asked` lists the bank ids already
+/// asked in the campaign, oldest first.
+pub fn pick(
+    moment: &str,
+    spec: &CampaignSpec,
+    asked: &[String],
+    prefer: &[&str],
+) -> (String, String) {
+    pick_from(&embedded().entries, moment, spec, asked, prefer)
 }
 
-pub fn pick_from(entries: &[Entry], moment: &str, spec: &CampaignSpec, asked: &[String]) -> (String, String) {
+pub fn pick_from(
+    entries: &[Entry],
+    moment: &str,
+    spec: &CampaignSpec,
+    asked: &[String],
+    prefer: &[&str],
+) -> (String, String) {
     let candidates: Vec<&Entry> = entries
         .iter()
         .filter(|e| e.moments.iter().any(|m| m == moment) && e.applies_to(spec))
@@ -129,10 +155,11 @@ pub fn pick_from(entries: &[Entry], moment: &str, spec: &CampaignSpec, asked: &[
             .filter(|id| entries.iter().any(|e| &e.id == *id && e.group == g))
             .count()
     };
+    let rank = |g: &str| prefer.iter().position(|p| *p == g).unwrap_or(prefer.len());
     let fresh = candidates
         .iter()
         .filter(|e| !asked.contains(&e.id))
-        .min_by_key(|e| group_uses(&e.group));
+        .min_by_key(|e| (rank(&e.group), group_uses(&e.group)));
     if let Some(e) = fresh {
         return (e.id.clone(), e.text.clone());
     }
@@ -155,7 +182,11 @@ mod tests {
 
     fn spec() -> CampaignSpec {
         let dir = tempfile::tempdir().unwrap();
-        std::process::Command::new("git").args(["init", "-q"]).current_dir(dir.path()).status().unwrap();
+        std::process::Command::new("git")
+            .args(["init", "-q"])
+            .current_dir(dir.path())
+            .status()
+            .unwrap();
         crate::campaign::parse(
             "name='t'\nworkspace='.'\n[harness]\nrun='x {results}'\nscenarios=['a']\n",
             "t.toml",
@@ -218,13 +249,18 @@ rationale = "r"
         let mut asked = Vec::new();
         let mut order = Vec::new();
         for _ in 0..4 {
-            let (id, _) = pick_from(&bank.entries, "completion_claim", &s, &asked);
+            let (id, _) = pick_from(&bank.entries, "completion_claim", &s, &asked, &[]);
             order.push(id.clone());
             asked.push(id);
         }
         assert_eq!(order, vec!["a-001", "b-001", "a-002", "a-001"]);
-        let (id, _) = pick_from(&bank.entries, "plateau", &s, &[]);
-        assert!(id.starts_with("builtin-"), "no entry fits: built-in fallback");
+        let (id, _) = pick_from(&bank.entries, "plateau", &s, &[], &[]);
+        assert!(
+            id.starts_with("builtin-"),
+            "no entry fits: built-in fallback"
+        );
+        let (id, _) = pick_from(&bank.entries, "completion_claim", &s, &[], &["b"]);
+        assert_eq!(id, "b-001", "a preferred group comes first");
     }
 
     #[test]

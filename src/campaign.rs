@@ -177,7 +177,11 @@ pub struct SpecError {
 impl fmt::Display for SpecError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.field.is_empty() {
-            write!(f, "{}:{}:{}: {}", self.file, self.line, self.column, self.message)
+            write!(
+                f,
+                "{}:{}:{}: {}",
+                self.file, self.line, self.column, self.message
+            )
         } else {
             write!(
                 f,
@@ -219,7 +223,11 @@ impl<'a> Locator<'a> {
     }
 
     fn push(&mut self, span: std::ops::Range<usize>, field: &str, message: impl Into<String>) {
-        let (line, column) = if span == (0..0) { (1, 1) } else { self.position(span.start) };
+        let (line, column) = if span == (0..0) {
+            (1, 1)
+        } else {
+            self.position(span.start)
+        };
         self.errors.push(SpecError {
             file: self.file.to_string(),
             line,
@@ -239,7 +247,11 @@ pub fn load(path: &Path) -> anyhow::Result<CampaignSpec> {
         .parent()
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from("."));
-    let folder = if folder.as_os_str().is_empty() { PathBuf::from(".") } else { folder };
+    let folder = if folder.as_os_str().is_empty() {
+        PathBuf::from(".")
+    } else {
+        folder
+    };
     let folder = std::fs::canonicalize(&folder)
         .map_err(|e| anyhow::anyhow!("cannot resolve folder of {}: {e}", path.display()))?;
     Ok(parse(&text, &path.display().to_string(), &folder)?)
@@ -248,7 +260,11 @@ pub fn load(path: &Path) -> anyhow::Result<CampaignSpec> {
 /// Parses and validates spec text. `file` names the source in errors;
 /// `base` is the folder the workspace is relative to.
 pub fn parse(text: &str, file: &str, base: &Path) -> Result<CampaignSpec, SpecErrors> {
-    let mut loc = Locator { file, text, errors: Vec::new() };
+    let mut loc = Locator {
+        file,
+        text,
+        errors: Vec::new(),
+    };
     let raw: RawSpec = match toml::from_str(text) {
         Ok(raw) => raw,
         Err(e) => {
@@ -297,7 +313,11 @@ pub fn parse(text: &str, file: &str, base: &Path) -> Result<CampaignSpec, SpecEr
     }
     let timeout = *raw.harness.timeout_s.get_ref();
     if !(1..=86_400).contains(&timeout) {
-        loc.push(raw.harness.timeout_s.span(), "harness.timeout_s", "must be between 1 and 86400 seconds");
+        loc.push(
+            raw.harness.timeout_s.span(),
+            "harness.timeout_s",
+            "must be between 1 and 86400 seconds",
+        );
     }
     let scenarios: Vec<String> = raw
         .harness
@@ -316,19 +336,35 @@ pub fn parse(text: &str, file: &str, base: &Path) -> Result<CampaignSpec, SpecEr
     let mut seen = std::collections::HashSet::new();
     for s in raw.harness.scenarios.get_ref() {
         if s.get_ref().trim().is_empty() {
-            loc.push(s.span(), "harness.scenarios", "scenario names must not be empty");
+            loc.push(
+                s.span(),
+                "harness.scenarios",
+                "scenario names must not be empty",
+            );
         } else if !seen.insert(s.get_ref().clone()) {
-            loc.push(s.span(), "harness.scenarios", format!("scenario `{}` is listed twice", s.get_ref()));
+            loc.push(
+                s.span(),
+                "harness.scenarios",
+                format!("scenario `{}` is listed twice", s.get_ref()),
+            );
         }
     }
     for g in &raw.harness.protected {
         if let Err(e) = globset::Glob::new(g.get_ref()) {
-            loc.push(g.span(), "harness.protected", format!("invalid glob `{}`: {e}", g.get_ref()));
+            loc.push(
+                g.span(),
+                "harness.protected",
+                format!("invalid glob `{}`: {e}", g.get_ref()),
+            );
         }
     }
     for b in &raw.constraints.banned_symbols {
         if b.get_ref().trim().is_empty() {
-            loc.push(b.span(), "constraints.banned_symbols", "patterns must not be empty");
+            loc.push(
+                b.span(),
+                "constraints.banned_symbols",
+                "patterns must not be empty",
+            );
         }
     }
     if !raw.constraints.banned_symbols.is_empty() && raw.constraints.binary.is_none() {
@@ -340,11 +376,19 @@ pub fn parse(text: &str, file: &str, base: &Path) -> Result<CampaignSpec, SpecEr
     }
     let min_speedup = *raw.predicate.min_speedup.get_ref();
     if !(min_speedup.is_finite() && min_speedup > 0.0) {
-        loc.push(raw.predicate.min_speedup.span(), "predicate.min_speedup", "must be a positive number");
+        loc.push(
+            raw.predicate.min_speedup.span(),
+            "predicate.min_speedup",
+            "must be a positive number",
+        );
     }
     if let Some(g) = &raw.predicate.min_geomean_speedup {
         if !(g.get_ref().is_finite() && *g.get_ref() > 0.0) {
-            loc.push(g.span(), "predicate.min_geomean_speedup", "must be a positive number");
+            loc.push(
+                g.span(),
+                "predicate.min_geomean_speedup",
+                "must be a positive number",
+            );
         }
     }
     let mode = match &raw.questions.mode {
@@ -373,7 +417,11 @@ pub fn parse(text: &str, file: &str, base: &Path) -> Result<CampaignSpec, SpecEr
     }
 
     let mut extra = serde_json::Map::new();
-    for (key, table) in [("moments", raw.moments), ("agent", raw.agent), ("beam", raw.beam)] {
+    for (key, table) in [
+        ("moments", raw.moments),
+        ("agent", raw.agent),
+        ("beam", raw.beam),
+    ] {
         if let Some(t) = table {
             if let Ok(v) = serde_json::to_value(t) {
                 extra.insert(key.to_string(), v);
@@ -392,7 +440,12 @@ pub fn parse(text: &str, file: &str, base: &Path) -> Result<CampaignSpec, SpecEr
             run: raw.harness.run.into_inner(),
             timeout_s: timeout as u64,
             scenarios,
-            protected: raw.harness.protected.into_iter().map(Spanned::into_inner).collect(),
+            protected: raw
+                .harness
+                .protected
+                .into_iter()
+                .map(Spanned::into_inner)
+                .collect(),
         },
         constraints: ConstraintsSpec {
             binary: raw.constraints.binary.map(Spanned::into_inner),
@@ -423,7 +476,8 @@ fn field_at(text: &str, offset: usize, named: Option<String>) -> String {
     let line = text[line_start..line_end].trim();
     let header_of = |l: &str| {
         let l = l.trim();
-        (l.starts_with('[') && !l.starts_with("[[")).then(|| l.trim_matches(|c| c == '[' || c == ']').trim().to_string())
+        (l.starts_with('[') && !l.starts_with("[["))
+            .then(|| l.trim_matches(|c| c == '[' || c == ']').trim().to_string())
     };
     if let Some(h) = header_of(line) {
         return match named {
@@ -511,7 +565,10 @@ mode = "audit"
         let err = parse(&bad, "c.toml", dir.path()).unwrap_err();
         assert_eq!(err.0.len(), 1, "{err}");
         let e = &err.0[0];
-        assert_eq!((e.file.as_str(), e.line, e.field.as_str()), ("c.toml", 12, "predicate.min_speedup"));
+        assert_eq!(
+            (e.file.as_str(), e.line, e.field.as_str()),
+            ("c.toml", 12, "predicate.min_speedup")
+        );
         assert!(err.to_string().starts_with("c.toml:12:"), "{err}");
     }
 
@@ -527,7 +584,11 @@ mode = "audit"
         assert_eq!(err.0[0].field, "harness.run", "{err}");
         let wrong_type = GOOD.replace("min_speedup = 1.1", "min_speedup = \"fast\"");
         let err = parse(&wrong_type, "c.toml", dir.path()).unwrap_err();
-        assert_eq!((err.0[0].line, err.0[0].field.as_str()), (12, "predicate.min_speedup"), "{err}");
+        assert_eq!(
+            (err.0[0].line, err.0[0].field.as_str()),
+            (12, "predicate.min_speedup"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -539,7 +600,11 @@ mode = "audit"
             .replace("[\"a\", \"b\"]", "[\"a\", \"a\"]");
         let err = parse(&bad, "c.toml", dir.path()).unwrap_err();
         let fields: Vec<&str> = err.0.iter().map(|e| e.field.as_str()).collect();
-        assert_eq!(fields, vec!["harness.run", "harness.scenarios", "questions.mode"], "{err}");
+        assert_eq!(
+            fields,
+            vec!["harness.run", "harness.scenarios", "questions.mode"],
+            "{err}"
+        );
     }
 
     #[test]

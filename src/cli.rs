@@ -13,7 +13,11 @@ use crate::client::Client;
 use crate::config::{self, ClientConfig, DaemonConfig};
 
 #[derive(Parser, Debug)]
-#[command(name = "gadfly", version, about = "Supervises coding agents through optimization campaigns: no stop until every scenario holds")]
+#[command(
+    name = "gadfly",
+    version,
+    about = "Supervises coding agents through optimization campaigns: no stop until every scenario holds"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -130,11 +134,19 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             let token = tokio_util::sync::CancellationToken::new();
             crate::daemon::cancel_on_signals(token.clone());
             let daemon = crate::daemon::Daemon::build(config, token).await?;
-            eprintln!("gadfly serving on {} (console: {}/login?token=...)", daemon.url(), daemon.url());
+            eprintln!(
+                "gadfly serving on {} (console: {}/login?token=...)",
+                daemon.url(),
+                daemon.url()
+            );
             daemon.run_until_stopped().await?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Hook { agent: _, event, campaign } => {
+        Command::Hook {
+            agent: _,
+            event,
+            campaign,
+        } => {
             let input = crate::hook::read_stdin().context("reading the hook payload from stdin")?;
             let out = crate::hook::run("claude-code", &event, &campaign, &input).await;
             if let Some(s) = &out.stdout {
@@ -149,7 +161,12 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Campaign(c) => campaign(c).await,
         Command::Eval { id, json, force } => {
             let client = client(Duration::from_secs(24 * 3600))?;
-            let e = client.post(&format!("/campaigns/{id}/evaluate?force={force}"), &json!({})).await?;
+            let e = client
+                .post(
+                    &format!("/campaigns/{id}/evaluate?force={force}"),
+                    &json!({}),
+                )
+                .await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&e)?);
             } else {
@@ -158,14 +175,27 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Ask { id, text } => {
-            let q = client(Duration::from_secs(30))?.post(&format!("/campaigns/{id}/questions"), &json!({"text": text})).await?;
-            println!("queued question {} for campaign {id}; it reaches the agent at its next stop", q["id"]);
+            let q = client(Duration::from_secs(30))?
+                .post(
+                    &format!("/campaigns/{id}/questions"),
+                    &json!({"text": text}),
+                )
+                .await?;
+            println!(
+                "queued question {} for campaign {id}; it reaches the agent at its next stop",
+                q["id"]
+            );
             Ok(ExitCode::SUCCESS)
         }
         Command::Audit(AuditCommand::Campaign { id, json }) => {
-            let stops = client(Duration::from_secs(30))?.get(&format!("/campaigns/{id}/stops")).await?;
+            let stops = client(Duration::from_secs(30))?
+                .get(&format!("/campaigns/{id}/stops"))
+                .await?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&json!({"campaign": id, "stop_attempts": stops}))?);
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&json!({"campaign": id, "stop_attempts": stops}))?
+                );
             } else {
                 for s in stops.as_array().into_iter().flatten() {
                     println!(
@@ -174,7 +204,11 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
                         s["created_at"].as_str().unwrap_or(""),
                         s["session_id"].as_str().unwrap_or("-"),
                         s["decision"].as_str().unwrap_or(""),
-                        if s["holds"].as_bool() == Some(true) { "holds" } else { "fails" }
+                        if s["holds"].as_bool() == Some(true) {
+                            "holds"
+                        } else {
+                            "fails"
+                        }
                     );
                 }
             }
@@ -195,10 +229,19 @@ async fn campaign(c: CampaignCommand) -> anyhow::Result<ExitCode> {
             let path = std::fs::canonicalize(&file)?;
             let text = std::fs::read_to_string(&path)?;
             let created = client(Duration::from_secs(600))?
-                .post("/campaigns", &json!({"spec_toml": text, "spec_path": path.display().to_string()}))
+                .post(
+                    "/campaigns",
+                    &json!({"spec_toml": text, "spec_path": path.display().to_string()}),
+                )
                 .await?;
-            let id = created["id"].as_str().context("the daemon returned no campaign id")?;
-            eprintln!("created campaign {id} ({}, workspace {})", spec.name, spec.workspace.display());
+            let id = created["id"]
+                .as_str()
+                .context("the daemon returned no campaign id")?;
+            eprintln!(
+                "created campaign {id} ({}, workspace {})",
+                spec.name,
+                spec.workspace.display()
+            );
             println!("{id}");
         }
         CampaignCommand::List { json } => {
@@ -206,7 +249,10 @@ async fn campaign(c: CampaignCommand) -> anyhow::Result<ExitCode> {
             if json {
                 println!("{}", serde_json::to_string_pretty(&list)?);
             } else {
-                println!("{:<28} {:<10} {:<8} {:<10} {:>8}  worst", "id", "mode", "status", "predicate", "geomean");
+                println!(
+                    "{:<28} {:<10} {:<8} {:<10} {:>8}  worst",
+                    "id", "mode", "status", "predicate", "geomean"
+                );
                 for c in list.as_array().into_iter().flatten() {
                     println!(
                         "{:<28} {:<10} {:<8} {:<10} {:>8}  {}",
@@ -218,7 +264,9 @@ async fn campaign(c: CampaignCommand) -> anyhow::Result<ExitCode> {
                             Some(false) => "fails",
                             None => "-",
                         },
-                        c["geomean_speedup"].as_f64().map_or("-".into(), |g| format!("{g:.2}x")),
+                        c["geomean_speedup"]
+                            .as_f64()
+                            .map_or("-".into(), |g| format!("{g:.2}x")),
                         match (c["worst_scenario"].as_str(), c["worst_speedup"].as_f64()) {
                             (Some(s), Some(w)) => format!("{s} {w:.2}x"),
                             _ => "-".into(),
@@ -228,14 +276,30 @@ async fn campaign(c: CampaignCommand) -> anyhow::Result<ExitCode> {
             }
         }
         CampaignCommand::Show { id, json } => {
-            let d = client(Duration::from_secs(30))?.get(&format!("/campaigns/{id}")).await?;
+            let d = client(Duration::from_secs(30))?
+                .get(&format!("/campaigns/{id}"))
+                .await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&d)?);
             } else {
-                println!("campaign {} ({}), mode {}, status {}", d["id"].as_str().unwrap_or(""), d["name"].as_str().unwrap_or(""), d["mode"].as_str().unwrap_or(""), d["status"].as_str().unwrap_or(""));
-                println!("workspace {}", d["spec"]["workspace"].as_str().unwrap_or(""));
+                println!(
+                    "campaign {} ({}), mode {}, status {}",
+                    d["id"].as_str().unwrap_or(""),
+                    d["name"].as_str().unwrap_or(""),
+                    d["mode"].as_str().unwrap_or(""),
+                    d["status"].as_str().unwrap_or("")
+                );
+                println!(
+                    "workspace {}",
+                    d["spec"]["workspace"].as_str().unwrap_or("")
+                );
                 println!("goal: {}", d["spec"]["goal"].as_str().unwrap_or(""));
-                println!("{} evaluations, {} stop attempts, {} events", d["evaluations"], d["stop_attempts"].as_array().map_or(0, Vec::len), d["events"]);
+                println!(
+                    "{} evaluations, {} stop attempts, {} events",
+                    d["evaluations"],
+                    d["stop_attempts"].as_array().map_or(0, Vec::len),
+                    d["events"]
+                );
                 if d["latest_evaluation"].is_object() {
                     print!("{}", render_evaluation(&d["latest_evaluation"]));
                 }
@@ -249,14 +313,36 @@ async fn campaign(c: CampaignCommand) -> anyhow::Result<ExitCode> {
 pub fn render_evaluation(e: &Value) -> String {
     let mut out = String::new();
     let scenarios = e["scenarios"].as_array().cloned().unwrap_or_default();
-    let width = scenarios.iter().filter_map(|s| s["scenario"].as_str()).map(str::len).max().unwrap_or(8).max(8);
+    let width = scenarios
+        .iter()
+        .filter_map(|s| s["scenario"].as_str())
+        .map(str::len)
+        .max()
+        .unwrap_or(8)
+        .max(8);
     out.push_str(&format!(
         "tree {}{}: the predicate {}\n",
-        e["tree"].as_str().unwrap_or("?").chars().take(12).collect::<String>(),
-        if e["cached"].as_bool() == Some(true) { " (cached)" } else { "" },
-        if e["holds"].as_bool() == Some(true) { "HOLDS" } else { "FAILS" }
+        e["tree"]
+            .as_str()
+            .unwrap_or("?")
+            .chars()
+            .take(12)
+            .collect::<String>(),
+        if e["cached"].as_bool() == Some(true) {
+            " (cached)"
+        } else {
+            ""
+        },
+        if e["holds"].as_bool() == Some(true) {
+            "HOLDS"
+        } else {
+            "FAILS"
+        }
     ));
-    out.push_str(&format!("{:<width$} {:>7} {:>10} {:>10} {:>11} {:>11} {:>8}  result\n", "scenario", "correct", "err ref", "err hi", "time us", "baseline us", "speedup"));
+    out.push_str(&format!(
+        "{:<width$} {:>7} {:>10} {:>10} {:>11} {:>11} {:>8}  result\n",
+        "scenario", "correct", "err ref", "err hi", "time us", "baseline us", "speedup"
+    ));
     for s in &scenarios {
         let m = &s["measured"];
         let f = |v: &Value, p: usize| v.as_f64().map_or("-".to_string(), |x| format!("{x:.p$}"));
@@ -264,18 +350,42 @@ pub fn render_evaluation(e: &Value) -> String {
         out.push_str(&format!(
             "{:<width$} {:>7} {:>10} {:>10} {:>11} {:>11} {:>8}  {}\n",
             s["scenario"].as_str().unwrap_or(""),
-            if s["present"].as_bool() == Some(false) { "-" } else if s["correct"].as_bool() == Some(true) { "yes" } else { "NO" },
+            if s["present"].as_bool() == Some(false) {
+                "-"
+            } else if s["correct"].as_bool() == Some(true) {
+                "yes"
+            } else {
+                "NO"
+            },
             e(&m["max_abs_err_ref"]),
             e(&m["max_abs_err_hi"]),
             f(&m["time_us"], 1),
             f(&m["baseline_us"], 1),
-            s["speedup"].as_f64().map_or("-".into(), |x| format!("{x:.2}x")),
-            if s["passes"].as_bool() == Some(true) { "pass".to_string() } else { format!("FAIL: {}", s["reasons"].as_array().map(|r| r.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("; ")).unwrap_or_default()) }
+            s["speedup"]
+                .as_f64()
+                .map_or("-".into(), |x| format!("{x:.2}x")),
+            if s["passes"].as_bool() == Some(true) {
+                "pass".to_string()
+            } else {
+                format!(
+                    "FAIL: {}",
+                    s["reasons"]
+                        .as_array()
+                        .map(|r| r
+                            .iter()
+                            .filter_map(Value::as_str)
+                            .collect::<Vec<_>>()
+                            .join("; "))
+                        .unwrap_or_default()
+                )
+            }
         ));
     }
     out.push_str(&format!(
         "geometric mean {}; worst {}\n",
-        e["geomean_speedup"].as_f64().map_or("-".into(), |g| format!("{g:.2}x")),
+        e["geomean_speedup"]
+            .as_f64()
+            .map_or("-".into(), |g| format!("{g:.2}x")),
         match (e["worst_scenario"].as_str(), e["worst_speedup"].as_f64()) {
             (Some(s), Some(w)) => format!("{s} {w:.2}x"),
             _ => "-".into(),

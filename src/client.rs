@@ -31,7 +31,11 @@ impl Client {
             .connect_timeout(Duration::from_secs(5))
             .no_proxy()
             .build()?;
-        Ok(Client { http, base: format!("{}/api/v1", config.url), token: config.token.clone() })
+        Ok(Client {
+            http,
+            base: format!("{}/api/v1", config.url),
+            token: config.token.clone(),
+        })
     }
 
     fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
@@ -59,7 +63,10 @@ impl Client {
         Err(ApiFailure {
             status: status.as_u16(),
             code: body["code"].as_str().unwrap_or("error").to_string(),
-            message: body["message"].as_str().map(str::to_string).unwrap_or_else(|| String::from_utf8_lossy(&bytes).into_owned()),
+            message: body["message"]
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| String::from_utf8_lossy(&bytes).into_owned()),
         }
         .into())
     }
@@ -69,11 +76,17 @@ impl Client {
     }
 
     pub async fn post(&self, path: &str, body: &Value) -> anyhow::Result<Value> {
-        self.send(self.request(reqwest::Method::POST, path).json(body)).await
+        self.send(self.request(reqwest::Method::POST, path).json(body))
+            .await
     }
 
     /// Posts raw bytes (a hook payload is forwarded as it came).
-    pub async fn post_raw(&self, path: &str, body: Vec<u8>, call_id: &str) -> anyhow::Result<Value> {
+    pub async fn post_raw(
+        &self,
+        path: &str,
+        body: Vec<u8>,
+        call_id: &str,
+    ) -> anyhow::Result<Value> {
         self.send(
             self.request(reqwest::Method::POST, path)
                 .header("content-type", "application/json")

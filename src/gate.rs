@@ -50,7 +50,12 @@ pub fn decide(mode: Mode, holds: bool, human_question_waiting: bool) -> Decision
 /// The reason shown to the agent when a stop is blocked: every failing
 /// scenario in a compact table, the aggregate, evaluation-level failures
 /// and one question.
-pub fn block_reason(eval: &Evaluation, min_speedup: f64, min_geomean: Option<f64>, question: Option<&Question>) -> String {
+pub fn block_reason(
+    eval: &Evaluation,
+    min_speedup: f64,
+    min_geomean: Option<f64>,
+    question: Option<&Question>,
+) -> String {
     let v = &eval.verdict;
     let mut out = String::new();
     let short_tree: String = eval.tree.chars().take(10).collect();
@@ -67,10 +72,24 @@ pub fn block_reason(eval: &Evaluation, min_speedup: f64, min_geomean: Option<f64
         ));
         let failing: Vec<_> = v.scenarios.iter().filter(|s| !s.passes).collect();
         if !failing.is_empty() {
-            let width = failing.iter().map(|s| s.scenario.len()).max().unwrap_or(8).max(8);
-            out.push_str(&format!("{:<width$}  correct  speedup  reason\n", "scenario"));
+            let width = failing
+                .iter()
+                .map(|s| s.scenario.len())
+                .max()
+                .unwrap_or(8)
+                .max(8);
+            out.push_str(&format!(
+                "{:<width$}  correct  speedup  reason\n",
+                "scenario"
+            ));
             for s in failing {
-                let correct = if !s.present { "-" } else if s.correct { "yes" } else { "NO" };
+                let correct = if !s.present {
+                    "-"
+                } else if s.correct {
+                    "yes"
+                } else {
+                    "NO"
+                };
                 let speedup = s.speedup.map_or("-".to_string(), |x| format!("{x:.2}x"));
                 out.push_str(&format!(
                     "{:<width$}  {:<7}  {:>7}  {}\n",
@@ -85,7 +104,9 @@ pub fn block_reason(eval: &Evaluation, min_speedup: f64, min_geomean: Option<f64
             out.push_str(&format!("- {f}\n"));
         }
     }
-    let geo = v.geomean_speedup.map_or("unknown".to_string(), |g| format!("{g:.2}x"));
+    let geo = v
+        .geomean_speedup
+        .map_or("unknown".to_string(), |g| format!("{g:.2}x"));
     let worst = match (&v.worst_scenario, v.worst_speedup) {
         (Some(s), Some(w)) => format!("; worst {s} at {w:.2}x"),
         _ => String::new(),
@@ -95,7 +116,11 @@ pub fn block_reason(eval: &Evaluation, min_speedup: f64, min_geomean: Option<f64
         "Geometric mean speedup {geo}{bar}{worst}. Every scenario must be correct and at least {min_speedup:.2}x; the mean never stands in for a scenario.\n"
     ));
     if let Some(q) = question {
-        let label = if q.source == "human" { "Question from the person supervising".to_string() } else { format!("Question ({})", q.source) };
+        let label = if q.source == "human" {
+            "Question from the person supervising".to_string()
+        } else {
+            format!("Question ({})", q.source)
+        };
         out.push_str(&format!("\n{label}: {}\n", q.text));
         out.push_str("Answer it with a measurement or an experiment, not an argument.\n");
     }
@@ -117,13 +142,21 @@ pub const BUILTIN_COMPLETION_QUESTIONS: &[(&str, &str)] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::predicate::judge;
     use crate::campaign::PredicateSpec;
+    use crate::predicate::judge;
     use crate::results::ScenarioResult;
 
     fn eval(results: &[(&str, bool, f64)]) -> Evaluation {
-        let spec = PredicateSpec { correct: true, min_speedup: 1.0, min_geomean_speedup: Some(1.1) };
-        let names: Vec<String> = results.iter().map(|r| r.0.to_string()).chain(["gone".to_string()]).collect();
+        let spec = PredicateSpec {
+            correct: true,
+            min_speedup: 1.0,
+            min_geomean_speedup: Some(1.1),
+        };
+        let names: Vec<String> = results
+            .iter()
+            .map(|r| r.0.to_string())
+            .chain(["gone".to_string()])
+            .collect();
         let measured: Vec<ScenarioResult> = results
             .iter()
             .map(|(n, c, s)| ScenarioResult {
@@ -164,12 +197,24 @@ mod tests {
 
     #[test]
     fn reason_names_every_failing_scenario_and_the_question() {
-        let e = eval(&[("fast", true, 2.0), ("wrong", false, 3.0), ("slow", true, 0.5)]);
-        let q = Question { queued_id: None, source: "bench-001".into(), moment: "completion_claim".into(), text: "Why?".into() };
+        let e = eval(&[
+            ("fast", true, 2.0),
+            ("wrong", false, 3.0),
+            ("slow", true, 0.5),
+        ]);
+        let q = Question {
+            queued_id: None,
+            source: "bench-001".into(),
+            moment: "completion_claim".into(),
+            text: "Why?".into(),
+        };
         let r = block_reason(&e, 1.0, Some(1.1), Some(&q));
         assert!(r.contains("fails on 3 of 4 scenarios"), "{r}");
         for name in ["wrong", "slow", "gone"] {
-            assert!(r.lines().any(|l| l.starts_with(name)), "{name} missing in {r}");
+            assert!(
+                r.lines().any(|l| l.starts_with(name)),
+                "{name} missing in {r}"
+            );
         }
         assert!(!r.lines().any(|l| l.starts_with("fast")), "{r}");
         assert!(r.contains("0.50x"));

@@ -99,10 +99,16 @@ pub async fn evaluate_tree(
     let mut run_step = None;
     let mut measured = Vec::new();
     if built {
-        let command = spec.harness.run.replace("{results}", &shell_quote(&results_path.display().to_string()));
+        let command = spec.harness.run.replace(
+            "{results}",
+            &shell_quote(&results_path.display().to_string()),
+        );
         let outcome = process::run_shell(&command, &tree_dir, &env, timeout).await;
         if !outcome.exit.success() {
-            failures.push(with_tail(outcome.exit.describe("harness run", timeout), &outcome));
+            failures.push(with_tail(
+                outcome.exit.describe("harness run", timeout),
+                &outcome,
+            ));
         }
         match std::fs::read(&results_path) {
             Ok(bytes) => {
@@ -110,7 +116,9 @@ pub async fn evaluate_tree(
                 failures.extend(parsed.problems);
                 measured = parsed.scenarios;
             }
-            Err(_) if outcome.exit.success() => failures.push("the harness wrote no results file".into()),
+            Err(_) if outcome.exit.success() => {
+                failures.push("the harness wrote no results file".into())
+            }
             Err(_) => {}
         }
         run_step = Some(step(&command, &outcome, timeout));
@@ -119,7 +127,9 @@ pub async fn evaluate_tree(
             if !spec.constraints.banned_symbols.is_empty() {
                 let path = tree_dir.join(binary);
                 let banned = spec.constraints.banned_symbols.clone();
-                match tokio::task::spawn_blocking(move || constraints::check_binary(&path, &banned)).await? {
+                match tokio::task::spawn_blocking(move || constraints::check_binary(&path, &banned))
+                    .await?
+                {
                     Ok(hits) => violations.extend(hits.iter().map(|h| h.to_string())),
                     Err(e) => violations.push(e),
                 }
@@ -127,8 +137,17 @@ pub async fn evaluate_tree(
         }
     }
 
-    failures.extend(violations.iter().map(|v| format!("constraint violated: {v}")));
-    let verdict = predicate::judge(&spec.predicate, &spec.harness.scenarios, &measured, failures);
+    failures.extend(
+        violations
+            .iter()
+            .map(|v| format!("constraint violated: {v}")),
+    );
+    let verdict = predicate::judge(
+        &spec.predicate,
+        &spec.harness.scenarios,
+        &measured,
+        failures,
+    );
     Ok(Evaluation {
         id: None,
         tree: tree.to_string(),

@@ -41,17 +41,31 @@ pub struct HookExit {
 /// Checks the payload the agent gave on stdin: a JSON object.
 pub fn read_payload(input: &[u8]) -> Result<Value, String> {
     if input.len() > MAX_PAYLOAD {
-        return Err(format!("the hook payload on stdin is {} bytes, over the {} byte limit", input.len(), MAX_PAYLOAD));
+        return Err(format!(
+            "the hook payload on stdin is {} bytes, over the {} byte limit",
+            input.len(),
+            MAX_PAYLOAD
+        ));
     }
-    let text = std::str::from_utf8(input).map_err(|e| format!("the hook payload on stdin is not UTF-8: {e}"))?;
+    let text = std::str::from_utf8(input)
+        .map_err(|e| format!("the hook payload on stdin is not UTF-8: {e}"))?;
     if text.trim().is_empty() {
-        return Err("the hook payload on stdin is empty: expected one JSON object from the agent".into());
+        return Err(
+            "the hook payload on stdin is empty: expected one JSON object from the agent".into(),
+        );
     }
     let value: Value = serde_json::from_str(text).map_err(|e| {
-        format!("the hook payload on stdin is not valid JSON (line {}, column {}): {e}", e.line(), e.column())
+        format!(
+            "the hook payload on stdin is not valid JSON (line {}, column {}): {e}",
+            e.line(),
+            e.column()
+        )
     })?;
     if !value.is_object() {
-        return Err(format!("the hook payload on stdin must be a JSON object, got {}", kind(&value)));
+        return Err(format!(
+            "the hook payload on stdin must be a JSON object, got {}",
+            kind(&value)
+        ));
     }
     Ok(value)
 }
@@ -72,13 +86,22 @@ pub async fn run(agent: &str, event: &str, campaign: &str, input: &[u8]) -> Hook
     if agent == "claude-code" && !CLAUDE_CODE_EVENTS.contains(&event) {
         return HookExit {
             stdout: None,
-            stderr: Some(format!("gadfly hook: unknown Claude Code event `{event}`; expected one of: {}", CLAUDE_CODE_EVENTS.join(", "))),
+            stderr: Some(format!(
+                "gadfly hook: unknown Claude Code event `{event}`; expected one of: {}",
+                CLAUDE_CODE_EVENTS.join(", ")
+            )),
             code: 2,
         };
     }
     let payload = match read_payload(input) {
         Ok(p) => p,
-        Err(e) => return HookExit { stdout: None, stderr: Some(format!("gadfly hook {event}: {e}")), code: 2 },
+        Err(e) => {
+            return HookExit {
+                stdout: None,
+                stderr: Some(format!("gadfly hook {event}: {e}")),
+                code: 2,
+            }
+        }
     };
     let is_stop = event == "stop";
     // The stop gate may wait for a whole evaluation; other events must not slow the agent.
@@ -95,7 +118,9 @@ pub async fn run(agent: &str, event: &str, campaign: &str, input: &[u8]) -> Hook
     };
     let path = format!("/campaigns/{campaign}/hooks/{agent}/{event}");
     let body = serde_json::to_vec(&payload).unwrap_or_default();
-    let call_id: String = (0..16).map(|_| format!("{:02x}", rand::random::<u8>())).collect();
+    let call_id: String = (0..16)
+        .map(|_| format!("{:02x}", rand::random::<u8>()))
+        .collect();
     let started = Instant::now();
     let mut backoff = Duration::from_millis(100);
     loop {
@@ -105,7 +130,11 @@ pub async fn run(agent: &str, event: &str, campaign: &str, input: &[u8]) -> Hook
                     Value::Null => None,
                     v => Some(v.to_string()),
                 };
-                return HookExit { stdout, stderr: None, code: 0 };
+                return HookExit {
+                    stdout,
+                    stderr: None,
+                    code: 0,
+                };
             }
             Err(e) => {
                 if let Some(api) = e.downcast_ref::<ApiFailure>() {
@@ -113,7 +142,10 @@ pub async fn run(agent: &str, event: &str, campaign: &str, input: &[u8]) -> Hook
                         // Never block a session gadfly cannot tie to a campaign.
                         return HookExit {
                             stdout: None,
-                            stderr: Some(format!("gadfly hook: {} (this hook call is not gated)", api.message)),
+                            stderr: Some(format!(
+                                "gadfly hook: {} (this hook call is not gated)",
+                                api.message
+                            )),
                             code: 0,
                         };
                     }
@@ -144,14 +176,20 @@ fn fail(is_stop: bool, why: &str) -> HookExit {
             code: 0,
         }
     } else {
-        HookExit { stdout: None, stderr: Some(format!("gadfly hook: {why}")), code: 0 }
+        HookExit {
+            stdout: None,
+            stderr: Some(format!("gadfly hook: {why}")),
+            code: 0,
+        }
     }
 }
 
 /// Reads all of stdin (bounded).
 pub fn read_stdin() -> std::io::Result<Vec<u8>> {
     let mut buf = Vec::new();
-    std::io::stdin().take(MAX_PAYLOAD as u64 + 1).read_to_end(&mut buf)?;
+    std::io::stdin()
+        .take(MAX_PAYLOAD as u64 + 1)
+        .read_to_end(&mut buf)?;
     Ok(buf)
 }
 
@@ -178,7 +216,13 @@ mod tests {
         let v: Value = serde_json::from_str(out.stdout.as_deref().unwrap()).unwrap();
         assert_eq!(v["decision"], "block");
         assert!(v["reason"].as_str().unwrap().contains("could not judge"));
-        let out = run("claude-code", "post-tool-use", "c1", b"{\"session_id\":\"s\"}").await;
+        let out = run(
+            "claude-code",
+            "post-tool-use",
+            "c1",
+            b"{\"session_id\":\"s\"}",
+        )
+        .await;
         assert_eq!((out.code, out.stdout), (0, None));
         let out = run("claude-code", "stopp", "c1", b"{}").await;
         assert_eq!(out.code, 2);

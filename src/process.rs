@@ -35,7 +35,9 @@ impl Exit {
                 signal_name(c - 128)
             ),
             Exit::Code(c) => format!("{what} exited with status {c}"),
-            Exit::Signal(s) => format!("{what} crashed: killed by signal {s} ({})", signal_name(*s)),
+            Exit::Signal(s) => {
+                format!("{what} crashed: killed by signal {s} ({})", signal_name(*s))
+            }
             Exit::TimedOut => format!(
                 "{what} timed out after {} s (its whole process group was killed)",
                 timeout.as_secs()
@@ -46,7 +48,9 @@ impl Exit {
 }
 
 fn signal_name(sig: i32) -> &'static str {
-    Signal::try_from(sig).map(|s| s.as_str()).unwrap_or("unknown")
+    Signal::try_from(sig)
+        .map(|s| s.as_str())
+        .unwrap_or("unknown")
 }
 
 #[derive(Debug, Clone)]
@@ -60,7 +64,12 @@ pub struct Outcome {
 const TAIL_BYTES: usize = 4096;
 
 /// Runs `sh -c command` in `dir` with extra environment variables.
-pub async fn run_shell(command: &str, dir: &Path, env: &[(&str, String)], timeout: Duration) -> Outcome {
+pub async fn run_shell(
+    command: &str,
+    dir: &Path,
+    env: &[(&str, String)],
+    timeout: Duration,
+) -> Outcome {
     let start = Instant::now();
     let mut cmd = Command::new("sh");
     cmd.arg("-c")
@@ -103,7 +112,10 @@ pub async fn run_shell(command: &str, dir: &Path, env: &[(&str, String)], timeou
         Err(_) => {
             if let Some(pg) = pgid {
                 let _ = killpg(pg, Signal::SIGTERM);
-                if tokio::time::timeout(Duration::from_millis(500), child.wait()).await.is_err() {
+                if tokio::time::timeout(Duration::from_millis(500), child.wait())
+                    .await
+                    .is_err()
+                {
                     let _ = killpg(pg, Signal::SIGKILL);
                 }
             }
@@ -125,11 +137,17 @@ pub async fn run_shell(command: &str, dir: &Path, env: &[(&str, String)], timeou
             output_tail.push('\n');
         }
     }
-    Outcome { exit, output_tail, elapsed: start.elapsed() }
+    Outcome {
+        exit,
+        output_tail,
+        elapsed: start.elapsed(),
+    }
 }
 
 async fn read_tail<R: tokio::io::AsyncRead + Unpin>(reader: Option<R>) -> String {
-    let Some(mut reader) = reader else { return String::new() };
+    let Some(mut reader) = reader else {
+        return String::new();
+    };
     let mut tail: Vec<u8> = Vec::new();
     let mut buf = vec![0u8; 8192];
     loop {
@@ -161,7 +179,10 @@ mod tests {
         assert!(o.output_tail.contains("hi"));
         let o = run_shell("kill -SEGV $$", dir.path(), &[], Duration::from_secs(10)).await;
         assert_eq!(o.exit, Exit::Signal(11));
-        assert!(o.exit.describe("run", Duration::from_secs(1)).contains("SIGSEGV"));
+        assert!(o
+            .exit
+            .describe("run", Duration::from_secs(1))
+            .contains("SIGSEGV"));
     }
 
     #[tokio::test]

@@ -13,7 +13,8 @@ use sha2::{Digest, Sha256};
 /// The git tree id of the workspace as it is now (HEAD plus every change
 /// that is not ignored). Does not touch the workspace's own index.
 pub fn tree_hash(workspace: &Path) -> anyhow::Result<String> {
-    let scratch = tempfile::tempdir().context("creating a scratch folder for the snapshot index")?;
+    let scratch =
+        tempfile::tempdir().context("creating a scratch folder for the snapshot index")?;
     let index = scratch.path().join("index");
     let has_head = git(workspace, &index, &["rev-parse", "--verify", "-q", "HEAD"]).is_ok();
     if has_head {
@@ -43,12 +44,20 @@ pub fn export(workspace: &Path, tree: &str, dest: &Path) -> anyhow::Result<()> {
         .stderr(Stdio::piped())
         .output()
         .context("running tar to unpack the snapshot")?;
-    let archived = archive.wait_with_output().context("waiting for git archive")?;
+    let archived = archive
+        .wait_with_output()
+        .context("waiting for git archive")?;
     if !archived.status.success() {
-        bail!("git archive {tree} failed: {}", String::from_utf8_lossy(&archived.stderr).trim());
+        bail!(
+            "git archive {tree} failed: {}",
+            String::from_utf8_lossy(&archived.stderr).trim()
+        );
     }
     if !tar.status.success() {
-        bail!("unpacking the snapshot failed: {}", String::from_utf8_lossy(&tar.stderr).trim());
+        bail!(
+            "unpacking the snapshot failed: {}",
+            String::from_utf8_lossy(&tar.stderr).trim()
+        );
     }
     Ok(())
 }
@@ -81,14 +90,18 @@ pub fn hash_matching(root: &Path, globs: &[String]) -> anyhow::Result<BTreeMap<S
         return Ok(map);
     }
     let set = glob_set(globs)?;
-    for entry in walkdir::WalkDir::new(root).into_iter().filter_entry(|e| e.file_name() != ".git") {
+    for entry in walkdir::WalkDir::new(root)
+        .into_iter()
+        .filter_entry(|e| e.file_name() != ".git")
+    {
         let entry = entry.with_context(|| format!("walking {}", root.display()))?;
         if !entry.file_type().is_file() {
             continue;
         }
         let rel = relative(root, entry.path());
         if set.is_match(&rel) {
-            let bytes = std::fs::read(entry.path()).with_context(|| format!("reading {}", entry.path().display()))?;
+            let bytes = std::fs::read(entry.path())
+                .with_context(|| format!("reading {}", entry.path().display()))?;
             map.insert(rel, hex::encode(Sha256::digest(&bytes)));
         }
     }
@@ -97,7 +110,10 @@ pub fn hash_matching(root: &Path, globs: &[String]) -> anyhow::Result<BTreeMap<S
 
 /// Hashes protected files as the workspace's tree would export them, so
 /// that ignored build outputs never count.
-pub fn hash_protected_in_tree(workspace: &Path, globs: &[String]) -> anyhow::Result<BTreeMap<String, String>> {
+pub fn hash_protected_in_tree(
+    workspace: &Path,
+    globs: &[String],
+) -> anyhow::Result<BTreeMap<String, String>> {
     if globs.is_empty() {
         return Ok(BTreeMap::new());
     }
@@ -109,7 +125,10 @@ pub fn hash_protected_in_tree(workspace: &Path, globs: &[String]) -> anyhow::Res
 
 /// The differences between the protected files recorded at creation and
 /// those in a snapshot: each a sentence naming the file.
-pub fn protected_violations(expected: &BTreeMap<String, String>, actual: &BTreeMap<String, String>) -> Vec<String> {
+pub fn protected_violations(
+    expected: &BTreeMap<String, String>,
+    actual: &BTreeMap<String, String>,
+) -> Vec<String> {
     let mut out = Vec::new();
     for (path, hash) in expected {
         match actual.get(path) {
@@ -129,7 +148,11 @@ pub fn protected_violations(expected: &BTreeMap<String, String>, actual: &BTreeM
 fn glob_set(globs: &[String]) -> anyhow::Result<globset::GlobSet> {
     let mut b = globset::GlobSetBuilder::new();
     for g in globs {
-        b.add(globset::GlobBuilder::new(g).literal_separator(false).build()?);
+        b.add(
+            globset::GlobBuilder::new(g)
+                .literal_separator(false)
+                .build()?,
+        );
         // `dir/**` should also protect the directory itself when given as `dir`.
     }
     Ok(b.build()?)
@@ -151,7 +174,8 @@ pub struct Sandbox {
 
 impl Sandbox {
     pub fn new(parent: &Path) -> anyhow::Result<Self> {
-        std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("creating {}", parent.display()))?;
         let dir = tempfile::Builder::new()
             .prefix("eval-")
             .tempdir_in(parent)
@@ -174,13 +198,26 @@ mod tests {
     fn repo() -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
         let run = |args: &[&str]| {
-            assert!(Command::new("git").args(args).current_dir(dir.path()).status().unwrap().success());
+            assert!(Command::new("git")
+                .args(args)
+                .current_dir(dir.path())
+                .status()
+                .unwrap()
+                .success());
         };
         run(&["init", "-q"]);
         std::fs::write(dir.path().join("a.txt"), "one\n").unwrap();
         std::fs::write(dir.path().join(".gitignore"), "build/\n").unwrap();
         run(&["add", "."]);
-        run(&["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"]);
+        run(&[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            "init",
+        ]);
         dir
     }
 
@@ -191,7 +228,11 @@ mod tests {
         assert_eq!(t0, tree_hash(ws.path()).unwrap(), "same tree, same hash");
         std::fs::create_dir(ws.path().join("build")).unwrap();
         std::fs::write(ws.path().join("build/out.o"), "x").unwrap();
-        assert_eq!(t0, tree_hash(ws.path()).unwrap(), "ignored files do not count");
+        assert_eq!(
+            t0,
+            tree_hash(ws.path()).unwrap(),
+            "ignored files do not count"
+        );
         std::fs::write(ws.path().join("a.txt"), "two\n").unwrap();
         let t1 = tree_hash(ws.path()).unwrap();
         assert_ne!(t0, t1);
@@ -199,11 +240,18 @@ mod tests {
         let t2 = tree_hash(ws.path()).unwrap();
         assert_ne!(t1, t2);
         // the workspace's own index is untouched
-        let status = Command::new("git").args(["diff", "--cached", "--name-only"]).current_dir(ws.path()).output().unwrap();
+        let status = Command::new("git")
+            .args(["diff", "--cached", "--name-only"])
+            .current_dir(ws.path())
+            .output()
+            .unwrap();
         assert!(status.stdout.is_empty());
         let dest = tempfile::tempdir().unwrap();
         export(ws.path(), &t2, dest.path()).unwrap();
-        assert_eq!(std::fs::read_to_string(dest.path().join("a.txt")).unwrap(), "two\n");
+        assert_eq!(
+            std::fs::read_to_string(dest.path().join("a.txt")).unwrap(),
+            "two\n"
+        );
         assert!(dest.path().join("new.c").exists());
         assert!(!dest.path().join("build").exists());
     }
@@ -220,6 +268,12 @@ mod tests {
         std::fs::write(ws.path().join("harness/extra.sh"), "x\n").unwrap();
         let after = hash_protected_in_tree(ws.path(), &globs).unwrap();
         let v = protected_violations(&before, &after);
-        assert_eq!(v, vec!["protected file harness/h.sh was modified", "protected path harness/extra.sh was added"]);
+        assert_eq!(
+            v,
+            vec![
+                "protected file harness/h.sh was modified",
+                "protected path harness/extra.sh was added"
+            ]
+        );
     }
 }

@@ -82,7 +82,11 @@ impl Supervisor {
         key: Option<&str>,
         payload: Value,
     ) -> anyhow::Result<(i64, bool)> {
-        let (id, fresh) = self.inner.store.append_event(campaign_id, session_id, kind, key, &payload).await?;
+        let (id, fresh) = self
+            .inner
+            .store
+            .append_event(campaign_id, session_id, kind, key, &payload)
+            .await?;
         if fresh {
             let _ = self.inner.bus.send(EventRow {
                 id,
@@ -101,16 +105,21 @@ impl Supervisor {
     pub async fn create_campaign(&self, spec_toml: &str, spec_path: &str) -> Result<CampaignRow> {
         let path = Path::new(spec_path);
         if !path.is_absolute() {
-            return Err(SupervisorError::Invalid(format!("spec_path must be absolute, got {spec_path}")));
+            return Err(SupervisorError::Invalid(format!(
+                "spec_path must be absolute, got {spec_path}"
+            )));
         }
         let base = path.parent().unwrap_or(Path::new("/"));
-        let spec = campaign::parse(spec_toml, spec_path, base).map_err(|e| SupervisorError::Invalid(e.to_string()))?;
+        let spec = campaign::parse(spec_toml, spec_path, base)
+            .map_err(|e| SupervisorError::Invalid(e.to_string()))?;
         let ws = spec.workspace.clone();
         let globs = spec.harness.protected.clone();
-        let protected = tokio::task::spawn_blocking(move || crate::snapshot::hash_protected_in_tree(&ws, &globs))
-            .await
-            .map_err(|e| anyhow!(e))?
-            .context("hashing protected files")?;
+        let protected = tokio::task::spawn_blocking(move || {
+            crate::snapshot::hash_protected_in_tree(&ws, &globs)
+        })
+        .await
+        .map_err(|e| anyhow!(e))?
+        .context("hashing protected files")?;
         let row = CampaignRow {
             id: new_campaign_id(&spec.name),
             name: spec.name.clone(),
@@ -142,7 +151,8 @@ impl Supervisor {
             .get_campaign(id)
             .await?
             .ok_or_else(|| SupervisorError::NotFound(id.to_string()))?;
-        let spec: CampaignSpec = serde_json::from_str(&row.spec_json).map_err(|e| anyhow!("stored spec of {id}: {e}"))?;
+        let spec: CampaignSpec = serde_json::from_str(&row.spec_json)
+            .map_err(|e| anyhow!("stored spec of {id}: {e}"))?;
         Ok((row, spec))
     }
 
@@ -151,11 +161,17 @@ impl Supervisor {
     pub async fn evaluate(&self, campaign_id: &str, force: bool) -> Result<Evaluation> {
         let (row, spec) = self.campaign(campaign_id).await?;
         let lock = {
-            let mut locks = self.inner.eval_locks.lock().expect("evaluation lock table poisoned");
+            let mut locks = self
+                .inner
+                .eval_locks
+                .lock()
+                .expect("evaluation lock table poisoned");
             locks.entry(campaign_id.to_string()).or_default().clone()
         };
         let _guard = lock.lock().await;
-        let tree = harness::snapshot_tree(&spec).await.context("taking a snapshot of the workspace")?;
+        let tree = harness::snapshot_tree(&spec)
+            .await
+            .context("taking a snapshot of the workspace")?;
         if !force {
             if let Some((id, body)) = self.inner.store.find_evaluation(campaign_id, &tree).await? {
                 let mut e: Evaluation = serde_json::from_str(&body).map_err(|e| anyhow!(e))?;
@@ -164,14 +180,31 @@ impl Supervisor {
                 return Ok(e);
             }
         }
-        let protected: BTreeMap<String, String> = serde_json::from_str(&row.protected_json).map_err(|e| anyhow!(e))?;
-        self.record(campaign_id, None, "evaluation.started", None, json!({"tree": tree})).await?;
-        let mut eval = harness::evaluate_tree(&spec, campaign_id, &tree, &protected, &self.inner.scratch).await?;
+        let protected: BTreeMap<String, String> =
+            serde_json::from_str(&row.protected_json).map_err(|e| anyhow!(e))?;
+        self.record(
+            campaign_id,
+            None,
+            "evaluation.started",
+            None,
+            json!({"tree": tree}),
+        )
+        .await?;
+        let mut eval =
+            harness::evaluate_tree(&spec, campaign_id, &tree, &protected, &self.inner.scratch)
+                .await?;
         if force {
             // A forced re-run replaces nothing: it is stored under its own tree key suffix.
-            eval.tree = format!("{tree}+{}", self.inner.store.count_evaluations(campaign_id).await?);
+            eval.tree = format!(
+                "{tree}+{}",
+                self.inner.store.count_evaluations(campaign_id).await?
+            );
         }
-        let id = self.inner.store.insert_evaluation(campaign_id, &eval).await?;
+        let id = self
+            .inner
+            .store
+            .insert_evaluation(campaign_id, &eval)
+            .await?;
         eval.id = Some(id);
         self.record(
             campaign_id,
@@ -199,15 +232,29 @@ impl Supervisor {
     pub async fn ask(&self, campaign_id: &str, text: &str) -> Result<crate::store::QuestionRow> {
         let text = text.trim();
         if text.is_empty() {
-            return Err(SupervisorError::Invalid("the question text is empty".into()));
+            return Err(SupervisorError::Invalid(
+                "the question text is empty".into(),
+            ));
         }
         if text.chars().count() > 4000 {
-            return Err(SupervisorError::Invalid("the question is longer than 4000 characters".into()));
+            return Err(SupervisorError::Invalid(
+                "the question is longer than 4000 characters".into(),
+            ));
         }
         self.campaign(campaign_id).await?;
-        let id = self.inner.store.queue_question(campaign_id, "human", None, None, text).await?;
-        self.record(campaign_id, None, "question.queued", None, json!({"question_id": id, "source": "human", "text": text}))
+        let id = self
+            .inner
+            .store
+            .queue_question(campaign_id, "human", None, None, text)
             .await?;
+        self.record(
+            campaign_id,
+            None,
+            "question.queued",
+            None,
+            json!({"question_id": id, "source": "human", "text": text}),
+        )
+        .await?;
         let q = self
             .inner
             .store
@@ -233,28 +280,55 @@ impl Supervisor {
     ) -> Result<HookReply> {
         let (_row, spec) = self.campaign(campaign_id).await?;
         if !payload.is_object() {
-            return Err(SupervisorError::Invalid("the hook payload must be a JSON object".into()));
+            return Err(SupervisorError::Invalid(
+                "the hook payload must be a JSON object".into(),
+            ));
         }
-        let session = payload.get("session_id").and_then(Value::as_str).map(str::to_string);
+        let session = payload
+            .get("session_id")
+            .and_then(Value::as_str)
+            .map(str::to_string);
         let key = idempotency_key(campaign_id, agent, event, call_id, &payload);
         let kind = format!("hook.{}", event.replace('-', "_"));
         let (event_id, fresh) = self
-            .record(campaign_id, session.as_deref(), &kind, key.as_deref(), json!({"agent": agent, "event": event, "payload": payload}))
+            .record(
+                campaign_id,
+                session.as_deref(),
+                &kind,
+                key.as_deref(),
+                json!({"agent": agent, "event": event, "payload": payload}),
+            )
             .await?;
         if event != "stop" {
-            return Ok(HookReply { output: None, decision: None, event_id });
+            return Ok(HookReply {
+                output: None,
+                decision: None,
+                event_id,
+            });
         }
         if !fresh {
             // A retried call: answer exactly as the first time.
             if let Some(prev) = self.inner.store.stop_attempt_for_event(event_id).await? {
                 return Ok(HookReply {
-                    output: prev.reason.as_ref().filter(|_| prev.decision == "block").map(|r| block_json(r)),
+                    output: prev
+                        .reason
+                        .as_ref()
+                        .filter(|_| prev.decision == "block")
+                        .map(|r| block_json(r)),
                     decision: Some(prev.decision),
                     event_id,
                 });
             }
         }
-        self.judge_stop(campaign_id, &spec, agent, event_id, session.as_deref(), &payload).await
+        self.judge_stop(
+            campaign_id,
+            &spec,
+            agent,
+            event_id,
+            session.as_deref(),
+            &payload,
+        )
+        .await
     }
 
     async fn judge_stop(
@@ -266,8 +340,13 @@ impl Supervisor {
         session: Option<&str>,
         payload: &Value,
     ) -> Result<HookReply> {
-        let claim = payload.get("last_assistant_message").and_then(Value::as_str);
-        let stop_hook_active = payload.get("stop_hook_active").and_then(Value::as_bool).unwrap_or(false);
+        let claim = payload
+            .get("last_assistant_message")
+            .and_then(Value::as_str);
+        let stop_hook_active = payload
+            .get("stop_hook_active")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
         let evaluation = self.evaluate(campaign_id, false).await;
         let (decision, reason, eval_id, holds, question_id) = match evaluation {
             Err(SupervisorError::Internal(e)) => {
@@ -275,7 +354,11 @@ impl Supervisor {
                 let reason = format!(
                     "gadfly could not evaluate the candidate, so the stop predicate is not known to hold: {e:#}. Fix what this names (or ask the person supervising), then try to stop again."
                 );
-                let d = if spec.mode == Mode::Audit { Decision::Record } else { Decision::Block };
+                let d = if spec.mode == Mode::Audit {
+                    Decision::Record
+                } else {
+                    Decision::Block
+                };
                 (d, Some(reason), None, false, None)
             }
             Err(other) => return Err(other),
@@ -286,20 +369,52 @@ impl Supervisor {
                 let mut question = None;
                 if decision == Decision::Block {
                     question = Some(match human {
-                        Some(q) => Question { queued_id: Some(q.id), source: "human".into(), moment: "completion_claim".into(), text: q.text.clone() },
-                        None => self.pick_question(campaign_id, spec, "completion_claim").await?,
+                        Some(q) => Question {
+                            queued_id: Some(q.id),
+                            source: "human".into(),
+                            moment: "completion_claim".into(),
+                            text: q.text.clone(),
+                        },
+                        None => {
+                            self.pick_question(
+                                campaign_id,
+                                spec,
+                                "completion_claim",
+                                &prefer_groups(&eval),
+                            )
+                            .await?
+                        }
                     });
                 }
                 let reason = (decision == Decision::Block).then(|| {
-                    gate::block_reason(&eval, spec.predicate.min_speedup, spec.predicate.min_geomean_speedup, question.as_ref())
+                    gate::block_reason(
+                        &eval,
+                        spec.predicate.min_speedup,
+                        spec.predicate.min_geomean_speedup,
+                        question.as_ref(),
+                    )
                 });
                 let mut question_id = None;
                 if let Some(q) = &question {
                     let id = match q.queued_id {
                         Some(id) => id,
-                        None => self.inner.store.queue_question(campaign_id, "bank", Some(&q.source), Some(&q.moment), &q.text).await?,
+                        None => {
+                            self.inner
+                                .store
+                                .queue_question(
+                                    campaign_id,
+                                    "bank",
+                                    Some(&q.source),
+                                    Some(&q.moment),
+                                    &q.text,
+                                )
+                                .await?
+                        }
                     };
-                    self.inner.store.mark_delivered(id, "stop_hook_reason", eval.verdict.geomean_speedup).await?;
+                    self.inner
+                        .store
+                        .mark_delivered(id, "stop_hook_reason", eval.verdict.geomean_speedup)
+                        .await?;
                     self.record(
                         campaign_id,
                         session,
@@ -350,11 +465,38 @@ impl Supervisor {
 
     /// A question for `moment` that this campaign has not been asked yet
     /// (or was asked longest ago).
-    async fn pick_question(&self, campaign_id: &str, spec: &CampaignSpec, moment: &str) -> anyhow::Result<Question> {
+    async fn pick_question(
+        &self,
+        campaign_id: &str,
+        spec: &CampaignSpec,
+        moment: &str,
+        prefer: &[&str],
+    ) -> anyhow::Result<Question> {
         let asked = self.inner.store.list_questions(campaign_id, false).await?;
         let asked_ids: Vec<String> = asked.iter().filter_map(|q| q.bank_id.clone()).collect();
-        let (id, text) = crate::bank::pick(moment, spec, &asked_ids);
-        Ok(Question { queued_id: None, source: id, moment: moment.to_string(), text })
+        let (id, text) = crate::bank::pick(moment, spec, &asked_ids, prefer);
+        Ok(Question {
+            queued_id: None,
+            source: id,
+            moment: moment.to_string(),
+            text,
+        })
+    }
+}
+
+/// The bank groups that fit what failed: correctness questions for a wrong
+/// scenario, bound and gap questions for a slow one, measurement and
+/// benchmark questions when the evaluation itself broke.
+fn prefer_groups(eval: &Evaluation) -> Vec<&'static str> {
+    let v = &eval.verdict;
+    if v.scenarios.iter().any(|s| s.present && !s.correct) {
+        vec!["correctness"]
+    } else if v.scenarios.iter().any(|s| s.present && !s.passes) {
+        vec!["gap_analysis", "bound", "measurement"]
+    } else if !v.failures.is_empty() || v.scenarios.iter().any(|s| !s.present) {
+        vec!["benchmark_validity", "measurement", "correctness"]
+    } else {
+        vec![]
     }
 }
 
@@ -367,9 +509,21 @@ fn block_json(reason: &str) -> Value {
 /// agent may fire the same tool call's hook twice), else from the hook
 /// invocation's own call id (its retries share it). Without either, every
 /// call is recorded.
-pub fn idempotency_key(campaign_id: &str, agent: &str, event: &str, call_id: Option<&str>, payload: &Value) -> Option<String> {
-    let session = payload.get("session_id").and_then(Value::as_str).unwrap_or("");
-    let tool_use = payload.get("tool_use_id").and_then(Value::as_str).filter(|t| !t.is_empty());
+pub fn idempotency_key(
+    campaign_id: &str,
+    agent: &str,
+    event: &str,
+    call_id: Option<&str>,
+    payload: &Value,
+) -> Option<String> {
+    let session = payload
+        .get("session_id")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let tool_use = payload
+        .get("tool_use_id")
+        .and_then(Value::as_str)
+        .filter(|t| !t.is_empty());
     let identity = match (tool_use, call_id.filter(|c| !c.is_empty())) {
         (Some(t), _) => format!("tool:{t}"),
         (None, Some(c)) => format!("call:{c}"),
@@ -386,7 +540,13 @@ pub fn idempotency_key(campaign_id: &str, agent: &str, event: &str, call_id: Opt
 fn new_campaign_id(name: &str) -> String {
     let slug: String = name
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
         .collect::<String>()
         .split('-')
         .filter(|s| !s.is_empty())
