@@ -59,22 +59,11 @@ impl Entry {
             let Some(arch) = &spec.architecture else {
                 return false;
             };
-            if !self
-                .applies
-                .architectures
-                .iter()
-                .any(|a| a.eq_ignore_ascii_case(arch))
-            {
+            if !self.applies.architectures.iter().any(|a| a.eq_ignore_ascii_case(arch)) {
                 return false;
             }
         }
-        if !self.applies.domains.is_empty()
-            && !self
-                .applies
-                .domains
-                .iter()
-                .any(|d| spec.domains.contains(d))
-        {
+        if !self.applies.domains.is_empty() && !self.applies.domains.iter().any(|d| spec.domains.contains(d)) {
             return false;
         }
         true
@@ -94,8 +83,7 @@ pub fn parse_files<'a>(files: impl IntoIterator<Item = (&'a str, &'a str)>) -> B
     for (name, text) in files {
         match toml::from_str::<BankFile>(text) {
             Ok(file) => {
-                bank.descriptions
-                    .push((file.group.clone(), file.description));
+                bank.descriptions.push((file.group.clone(), file.description));
                 for mut e in file.question {
                     e.group = file.group.clone();
                     bank.entries.push(e);
@@ -129,12 +117,7 @@ pub fn embedded() -> &'static Bank {
 /// been asked, from the `prefer`red groups first (in their order), then
 /// the group used least, in bank order. `asked` lists the bank ids already
 /// asked in the campaign, oldest first.
-pub fn pick(
-    moment: &str,
-    spec: &CampaignSpec,
-    asked: &[String],
-    prefer: &[&str],
-) -> (String, String) {
+pub fn pick(moment: &str, spec: &CampaignSpec, asked: &[String], prefer: &[&str]) -> (String, String) {
     pick_from(&embedded().entries, moment, spec, asked, prefer)
 }
 
@@ -145,29 +128,17 @@ pub fn pick_from(
     asked: &[String],
     prefer: &[&str],
 ) -> (String, String) {
-    let candidates: Vec<&Entry> = entries
-        .iter()
-        .filter(|e| e.moments.iter().any(|m| m == moment) && e.applies_to(spec))
-        .collect();
-    let group_uses = |g: &str| {
-        asked
-            .iter()
-            .filter(|id| entries.iter().any(|e| &e.id == *id && e.group == g))
-            .count()
-    };
+    let candidates: Vec<&Entry> =
+        entries.iter().filter(|e| e.moments.iter().any(|m| m == moment) && e.applies_to(spec)).collect();
+    let group_uses = |g: &str| asked.iter().filter(|id| entries.iter().any(|e| &e.id == *id && e.group == g)).count();
     let rank = |g: &str| prefer.iter().position(|p| *p == g).unwrap_or(prefer.len());
-    let fresh = candidates
-        .iter()
-        .filter(|e| !asked.contains(&e.id))
-        .min_by_key(|e| (rank(&e.group), group_uses(&e.group)));
+    let fresh =
+        candidates.iter().filter(|e| !asked.contains(&e.id)).min_by_key(|e| (rank(&e.group), group_uses(&e.group)));
     if let Some(e) = fresh {
         return (e.id.clone(), e.text.clone());
     }
     // Every applicable entry was asked: ask again the one asked longest ago.
-    if let Some(e) = candidates
-        .iter()
-        .min_by_key(|e| asked.iter().rposition(|id| id == &e.id).unwrap_or(0))
-    {
+    if let Some(e) = candidates.iter().min_by_key(|e| asked.iter().rposition(|id| id == &e.id).unwrap_or(0)) {
         return (e.id.clone(), e.text.clone());
     }
     let builtin = crate::gate::BUILTIN_COMPLETION_QUESTIONS;
@@ -182,11 +153,7 @@ mod tests {
 
     fn spec() -> CampaignSpec {
         let dir = tempfile::tempdir().unwrap();
-        std::process::Command::new("git")
-            .args(["init", "-q"])
-            .current_dir(dir.path())
-            .status()
-            .unwrap();
+        std::process::Command::new("git").args(["init", "-q"]).current_dir(dir.path()).status().unwrap();
         crate::campaign::parse(
             "name='t'\nworkspace='.'\n[harness]\nrun='x {results}'\nscenarios=['a']\n",
             "t.toml",
@@ -255,10 +222,7 @@ rationale = "r"
         }
         assert_eq!(order, vec!["a-001", "b-001", "a-002", "a-001"]);
         let (id, _) = pick_from(&bank.entries, "plateau", &s, &[], &[]);
-        assert!(
-            id.starts_with("builtin-"),
-            "no entry fits: built-in fallback"
-        );
+        assert!(id.starts_with("builtin-"), "no entry fits: built-in fallback");
         let (id, _) = pick_from(&bank.entries, "completion_claim", &s, &[], &["b"]);
         assert_eq!(id, "b-001", "a preferred group comes first");
     }

@@ -77,11 +77,7 @@ struct RawPredicate {
 
 impl Default for RawPredicate {
     fn default() -> Self {
-        RawPredicate {
-            correct: true,
-            min_speedup: one(),
-            min_geomean_speedup: None,
-        }
+        RawPredicate { correct: true, min_speedup: one(), min_geomean_speedup: None }
     }
 }
 
@@ -177,17 +173,9 @@ pub struct SpecError {
 impl fmt::Display for SpecError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.field.is_empty() {
-            write!(
-                f,
-                "{}:{}:{}: {}",
-                self.file, self.line, self.column, self.message
-            )
+            write!(f, "{}:{}:{}: {}", self.file, self.line, self.column, self.message)
         } else {
-            write!(
-                f,
-                "{}:{}:{}: field `{}`: {}",
-                self.file, self.line, self.column, self.field, self.message
-            )
+            write!(f, "{}:{}:{}: field `{}`: {}", self.file, self.line, self.column, self.field, self.message)
         }
     }
 }
@@ -223,11 +211,7 @@ impl<'a> Locator<'a> {
     }
 
     fn push(&mut self, span: std::ops::Range<usize>, field: &str, message: impl Into<String>) {
-        let (line, column) = if span == (0..0) {
-            (1, 1)
-        } else {
-            self.position(span.start)
-        };
+        let (line, column) = if span == (0..0) { (1, 1) } else { self.position(span.start) };
         self.errors.push(SpecError {
             file: self.file.to_string(),
             line,
@@ -243,15 +227,8 @@ impl<'a> Locator<'a> {
 pub fn load(path: &Path) -> anyhow::Result<CampaignSpec> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| anyhow::anyhow!("cannot read campaign spec {}: {e}", path.display()))?;
-    let folder = path
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from("."));
-    let folder = if folder.as_os_str().is_empty() {
-        PathBuf::from(".")
-    } else {
-        folder
-    };
+    let folder = path.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
+    let folder = if folder.as_os_str().is_empty() { PathBuf::from(".") } else { folder };
     let folder = std::fs::canonicalize(&folder)
         .map_err(|e| anyhow::anyhow!("cannot resolve folder of {}: {e}", path.display()))?;
     Ok(parse(&text, &path.display().to_string(), &folder)?)
@@ -260,11 +237,7 @@ pub fn load(path: &Path) -> anyhow::Result<CampaignSpec> {
 /// Parses and validates spec text. `file` names the source in errors;
 /// `base` is the folder the workspace is relative to.
 pub fn parse(text: &str, file: &str, base: &Path) -> Result<CampaignSpec, SpecErrors> {
-    let mut loc = Locator {
-        file,
-        text,
-        errors: Vec::new(),
-    };
+    let mut loc = Locator { file, text, errors: Vec::new() };
     let raw: RawSpec = match toml::from_str(text) {
         Ok(raw) => raw,
         Err(e) => {
@@ -285,11 +258,7 @@ pub fn parse(text: &str, file: &str, base: &Path) -> Result<CampaignSpec, SpecEr
     let workspace = base.join(raw.workspace.get_ref());
     let workspace = std::fs::canonicalize(&workspace).unwrap_or(workspace);
     if !workspace.is_dir() {
-        loc.push(
-            raw.workspace.span(),
-            "workspace",
-            format!("{} is not a directory", workspace.display()),
-        );
+        loc.push(raw.workspace.span(), "workspace", format!("{} is not a directory", workspace.display()));
     } else if !is_git_work_tree(&workspace) {
         loc.push(
             raw.workspace.span(),
@@ -313,19 +282,9 @@ pub fn parse(text: &str, file: &str, base: &Path) -> Result<CampaignSpec, SpecEr
     }
     let timeout = *raw.harness.timeout_s.get_ref();
     if !(1..=86_400).contains(&timeout) {
-        loc.push(
-            raw.harness.timeout_s.span(),
-            "harness.timeout_s",
-            "must be between 1 and 86400 seconds",
-        );
+        loc.push(raw.harness.timeout_s.span(), "harness.timeout_s", "must be between 1 and 86400 seconds");
     }
-    let scenarios: Vec<String> = raw
-        .harness
-        .scenarios
-        .get_ref()
-        .iter()
-        .map(|s| s.get_ref().clone())
-        .collect();
+    let scenarios: Vec<String> = raw.harness.scenarios.get_ref().iter().map(|s| s.get_ref().clone()).collect();
     if scenarios.is_empty() {
         loc.push(
             raw.harness.scenarios.span(),
@@ -336,35 +295,19 @@ pub fn parse(text: &str, file: &str, base: &Path) -> Result<CampaignSpec, SpecEr
     let mut seen = std::collections::HashSet::new();
     for s in raw.harness.scenarios.get_ref() {
         if s.get_ref().trim().is_empty() {
-            loc.push(
-                s.span(),
-                "harness.scenarios",
-                "scenario names must not be empty",
-            );
+            loc.push(s.span(), "harness.scenarios", "scenario names must not be empty");
         } else if !seen.insert(s.get_ref().clone()) {
-            loc.push(
-                s.span(),
-                "harness.scenarios",
-                format!("scenario `{}` is listed twice", s.get_ref()),
-            );
+            loc.push(s.span(), "harness.scenarios", format!("scenario `{}` is listed twice", s.get_ref()));
         }
     }
     for g in &raw.harness.protected {
         if let Err(e) = globset::Glob::new(g.get_ref()) {
-            loc.push(
-                g.span(),
-                "harness.protected",
-                format!("invalid glob `{}`: {e}", g.get_ref()),
-            );
+            loc.push(g.span(), "harness.protected", format!("invalid glob `{}`: {e}", g.get_ref()));
         }
     }
     for b in &raw.constraints.banned_symbols {
         if b.get_ref().trim().is_empty() {
-            loc.push(
-                b.span(),
-                "constraints.banned_symbols",
-                "patterns must not be empty",
-            );
+            loc.push(b.span(), "constraints.banned_symbols", "patterns must not be empty");
         }
     }
     if !raw.constraints.banned_symbols.is_empty() && raw.constraints.binary.is_none() {
@@ -376,19 +319,11 @@ pub fn parse(text: &str, file: &str, base: &Path) -> Result<CampaignSpec, SpecEr
     }
     let min_speedup = *raw.predicate.min_speedup.get_ref();
     if !(min_speedup.is_finite() && min_speedup > 0.0) {
-        loc.push(
-            raw.predicate.min_speedup.span(),
-            "predicate.min_speedup",
-            "must be a positive number",
-        );
+        loc.push(raw.predicate.min_speedup.span(), "predicate.min_speedup", "must be a positive number");
     }
     if let Some(g) = &raw.predicate.min_geomean_speedup {
         if !(g.get_ref().is_finite() && *g.get_ref() > 0.0) {
-            loc.push(
-                g.span(),
-                "predicate.min_geomean_speedup",
-                "must be a positive number",
-            );
+            loc.push(g.span(), "predicate.min_geomean_speedup", "must be a positive number");
         }
     }
     let mode = match &raw.questions.mode {
@@ -417,11 +352,7 @@ pub fn parse(text: &str, file: &str, base: &Path) -> Result<CampaignSpec, SpecEr
     }
 
     let mut extra = serde_json::Map::new();
-    for (key, table) in [
-        ("moments", raw.moments),
-        ("agent", raw.agent),
-        ("beam", raw.beam),
-    ] {
+    for (key, table) in [("moments", raw.moments), ("agent", raw.agent), ("beam", raw.beam)] {
         if let Some(t) = table {
             if let Ok(v) = serde_json::to_value(t) {
                 extra.insert(key.to_string(), v);
@@ -440,21 +371,11 @@ pub fn parse(text: &str, file: &str, base: &Path) -> Result<CampaignSpec, SpecEr
             run: raw.harness.run.into_inner(),
             timeout_s: timeout as u64,
             scenarios,
-            protected: raw
-                .harness
-                .protected
-                .into_iter()
-                .map(Spanned::into_inner)
-                .collect(),
+            protected: raw.harness.protected.into_iter().map(Spanned::into_inner).collect(),
         },
         constraints: ConstraintsSpec {
             binary: raw.constraints.binary.map(Spanned::into_inner),
-            banned_symbols: raw
-                .constraints
-                .banned_symbols
-                .into_iter()
-                .map(Spanned::into_inner)
-                .collect(),
+            banned_symbols: raw.constraints.banned_symbols.into_iter().map(Spanned::into_inner).collect(),
         },
         predicate: PredicateSpec {
             correct: raw.predicate.correct,
@@ -520,12 +441,8 @@ mod tests {
 
     fn git_dir() -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
-        let ok = std::process::Command::new("git")
-            .args(["init", "-q"])
-            .current_dir(dir.path())
-            .status()
-            .unwrap()
-            .success();
+        let ok =
+            std::process::Command::new("git").args(["init", "-q"]).current_dir(dir.path()).status().unwrap().success();
         assert!(ok);
         dir
     }
@@ -565,10 +482,7 @@ mode = "audit"
         let err = parse(&bad, "c.toml", dir.path()).unwrap_err();
         assert_eq!(err.0.len(), 1, "{err}");
         let e = &err.0[0];
-        assert_eq!(
-            (e.file.as_str(), e.line, e.field.as_str()),
-            ("c.toml", 12, "predicate.min_speedup")
-        );
+        assert_eq!((e.file.as_str(), e.line, e.field.as_str()), ("c.toml", 12, "predicate.min_speedup"));
         assert!(err.to_string().starts_with("c.toml:12:"), "{err}");
     }
 
@@ -584,11 +498,7 @@ mode = "audit"
         assert_eq!(err.0[0].field, "harness.run", "{err}");
         let wrong_type = GOOD.replace("min_speedup = 1.1", "min_speedup = \"fast\"");
         let err = parse(&wrong_type, "c.toml", dir.path()).unwrap_err();
-        assert_eq!(
-            (err.0[0].line, err.0[0].field.as_str()),
-            (12, "predicate.min_speedup"),
-            "{err}"
-        );
+        assert_eq!((err.0[0].line, err.0[0].field.as_str()), (12, "predicate.min_speedup"), "{err}");
     }
 
     #[test]
@@ -600,11 +510,7 @@ mode = "audit"
             .replace("[\"a\", \"b\"]", "[\"a\", \"a\"]");
         let err = parse(&bad, "c.toml", dir.path()).unwrap_err();
         let fields: Vec<&str> = err.0.iter().map(|e| e.field.as_str()).collect();
-        assert_eq!(
-            fields,
-            vec!["harness.run", "harness.scenarios", "questions.mode"],
-            "{err}"
-        );
+        assert_eq!(fields, vec!["harness.run", "harness.scenarios", "questions.mode"], "{err}");
     }
 
     #[test]

@@ -112,14 +112,13 @@ pub struct DemoArgs {
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(match cli.command {
-            Command::Serve(_) | Command::Demo(_) => 4,
-            _ => 1,
-        })
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
+    // The daemon gets a thread pool; a client command (the hook above all,
+    // paid at every agent stop) starts a single-threaded runtime.
+    let runtime = match cli.command {
+        Command::Serve(_) | Command::Demo(_) => tokio::runtime::Builder::new_multi_thread().enable_all().build(),
+        _ => tokio::runtime::Builder::new_current_thread().enable_all().build(),
+    }
+    .context("starting the async runtime")?;
     runtime.block_on(dispatch(cli))
 }
 
@@ -134,19 +133,11 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             let token = tokio_util::sync::CancellationToken::new();
             crate::daemon::cancel_on_signals(token.clone());
             let daemon = crate::daemon::Daemon::build(config, token).await?;
-            eprintln!(
-                "gadfly serving on {} (console: {}/login?token=...)",
-                daemon.url(),
-                daemon.url()
-            );
+            eprintln!("gadfly serving on {} (console: {}/login?token=...)", daemon.url(), daemon.url());
             daemon.run_until_stopped().await?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Hook {
-            agent: _,
-            event,
-            campaign,
-        } => {
+        Command::Hook { agent: _, event, campaign } => {
             let input = crate::hook::read_stdin().context("reading the hook payload from stdin")?;
             let out = crate::hook::run("claude-code", &event, &campaign, &input).await;
             if let Some(s) = &out.stdout {
@@ -161,12 +152,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Campaign(c) => campaign(c).await,
         Command::Eval { id, json, force } => {
             let client = client(Duration::from_secs(24 * 3600))?;
-            let e = client
-                .post(
-                    &format!("/campaigns/{id}/evaluate?force={force}"),
-                    &json!({}),
-                )
-                .await?;
+            let e = client.post(&format!("/campaigns/{id}/evaluate?force={force}"), &json!({})).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&e)?);
             } else {
@@ -176,26 +162,15 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Ask { id, text } => {
             let q = client(Duration::from_secs(30))?
-                .post(
-                    &format!("/campaigns/{id}/questions"),
-                    &json!({"text": text}),
-                )
+                .post(&format!("/campaigns/{id}/questions"), &json!({"text": text}))
                 .await?;
-            println!(
-                "queued question {} for campaign {id}; it reaches the agent at its next stop",
-                q["id"]
-            );
+            println!("queued question {} for campaign {id}; it reaches the agent at its next stop", q["id"]);
             Ok(ExitCode::SUCCESS)
         }
         Command::Audit(AuditCommand::Campaign { id, json }) => {
-            let stops = client(Duration::from_secs(30))?
-                .get(&format!("/campaigns/{id}/stops"))
-                .await?;
+            let stops = client(Duration::from_secs(30))?.get(&format!("/campaigns/{id}/stops")).await?;
             if json {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&json!({"campaign": id, "stop_attempts": stops}))?
-                );
+                println!("{}", serde_json::to_string_pretty(&json!({"campaign": id, "stop_attempts": stops}))?);
             } else {
                 for s in stops.as_array().into_iter().flatten() {
                     println!(
@@ -204,11 +179,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
                         s["created_at"].as_str().unwrap_or(""),
                         s["session_id"].as_str().unwrap_or("-"),
                         s["decision"].as_str().unwrap_or(""),
-                        if s["holds"].as_bool() == Some(true) {
-                            "holds"
-                        } else {
-                            "fails"
-                        }
+                        if s["holds"].as_bool() == Some(true) { "holds" } else { "fails" }
                     );
                 }
             }
@@ -229,19 +200,10 @@ async fn campaign(c: CampaignCommand) -> anyhow::Result<ExitCode> {
             let path = std::fs::canonicalize(&file)?;
             let text = std::fs::read_to_string(&path)?;
             let created = client(Duration::from_secs(600))?
-                .post(
-                    "/campaigns",
-                    &json!({"spec_toml": text, "spec_path": path.display().to_string()}),
-                )
+                .post("/campaigns", &json!({"spec_toml": text, "spec_path": path.display().to_string()}))
                 .await?;
-            let id = created["id"]
-                .as_str()
-                .context("the daemon returned no campaign id")?;
-            eprintln!(
-                "created campaign {id} ({}, workspace {})",
-                spec.name,
-                spec.workspace.display()
-            );
+            let id = created["id"].as_str().context("the daemon returned no campaign id")?;
+            eprintln!("created campaign {id} ({}, workspace {})", spec.name, spec.workspace.display());
             println!("{id}");
         }
         CampaignCommand::List { json } => {
@@ -249,10 +211,7 @@ async fn campaign(c: CampaignCommand) -> anyhow::Result<ExitCode> {
             if json {
                 println!("{}", serde_json::to_string_pretty(&list)?);
             } else {
-                println!(
-                    "{:<28} {:<10} {:<8} {:<10} {:>8}  worst",
-                    "id", "mode", "status", "predicate", "geomean"
-                );
+                println!("{:<28} {:<10} {:<8} {:<10} {:>8}  worst", "id", "mode", "status", "predicate", "geomean");
                 for c in list.as_array().into_iter().flatten() {
                     println!(
                         "{:<28} {:<10} {:<8} {:<10} {:>8}  {}",
@@ -264,9 +223,7 @@ async fn campaign(c: CampaignCommand) -> anyhow::Result<ExitCode> {
                             Some(false) => "fails",
                             None => "-",
                         },
-                        c["geomean_speedup"]
-                            .as_f64()
-                            .map_or("-".into(), |g| format!("{g:.2}x")),
+                        c["geomean_speedup"].as_f64().map_or("-".into(), |g| format!("{g:.2}x")),
                         match (c["worst_scenario"].as_str(), c["worst_speedup"].as_f64()) {
                             (Some(s), Some(w)) => format!("{s} {w:.2}x"),
                             _ => "-".into(),
@@ -276,9 +233,7 @@ async fn campaign(c: CampaignCommand) -> anyhow::Result<ExitCode> {
             }
         }
         CampaignCommand::Show { id, json } => {
-            let d = client(Duration::from_secs(30))?
-                .get(&format!("/campaigns/{id}"))
-                .await?;
+            let d = client(Duration::from_secs(30))?.get(&format!("/campaigns/{id}")).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&d)?);
             } else {
@@ -289,10 +244,7 @@ async fn campaign(c: CampaignCommand) -> anyhow::Result<ExitCode> {
                     d["mode"].as_str().unwrap_or(""),
                     d["status"].as_str().unwrap_or("")
                 );
-                println!(
-                    "workspace {}",
-                    d["spec"]["workspace"].as_str().unwrap_or("")
-                );
+                println!("workspace {}", d["spec"]["workspace"].as_str().unwrap_or(""));
                 println!("goal: {}", d["spec"]["goal"].as_str().unwrap_or(""));
                 println!(
                     "{} evaluations, {} stop attempts, {} events",
@@ -313,31 +265,12 @@ async fn campaign(c: CampaignCommand) -> anyhow::Result<ExitCode> {
 pub fn render_evaluation(e: &Value) -> String {
     let mut out = String::new();
     let scenarios = e["scenarios"].as_array().cloned().unwrap_or_default();
-    let width = scenarios
-        .iter()
-        .filter_map(|s| s["scenario"].as_str())
-        .map(str::len)
-        .max()
-        .unwrap_or(8)
-        .max(8);
+    let width = scenarios.iter().filter_map(|s| s["scenario"].as_str()).map(str::len).max().unwrap_or(8).max(8);
     out.push_str(&format!(
         "tree {}{}: the predicate {}\n",
-        e["tree"]
-            .as_str()
-            .unwrap_or("?")
-            .chars()
-            .take(12)
-            .collect::<String>(),
-        if e["cached"].as_bool() == Some(true) {
-            " (cached)"
-        } else {
-            ""
-        },
-        if e["holds"].as_bool() == Some(true) {
-            "HOLDS"
-        } else {
-            "FAILS"
-        }
+        e["tree"].as_str().unwrap_or("?").chars().take(12).collect::<String>(),
+        if e["cached"].as_bool() == Some(true) { " (cached)" } else { "" },
+        if e["holds"].as_bool() == Some(true) { "HOLDS" } else { "FAILS" }
     ));
     out.push_str(&format!(
         "{:<width$} {:>7} {:>10} {:>10} {:>11} {:>11} {:>8}  result\n",
@@ -361,9 +294,7 @@ pub fn render_evaluation(e: &Value) -> String {
             e(&m["max_abs_err_hi"]),
             f(&m["time_us"], 1),
             f(&m["baseline_us"], 1),
-            s["speedup"]
-                .as_f64()
-                .map_or("-".into(), |x| format!("{x:.2}x")),
+            s["speedup"].as_f64().map_or("-".into(), |x| format!("{x:.2}x")),
             if s["passes"].as_bool() == Some(true) {
                 "pass".to_string()
             } else {
@@ -371,11 +302,7 @@ pub fn render_evaluation(e: &Value) -> String {
                     "FAIL: {}",
                     s["reasons"]
                         .as_array()
-                        .map(|r| r
-                            .iter()
-                            .filter_map(Value::as_str)
-                            .collect::<Vec<_>>()
-                            .join("; "))
+                        .map(|r| r.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("; "))
                         .unwrap_or_default()
                 )
             }
@@ -383,9 +310,7 @@ pub fn render_evaluation(e: &Value) -> String {
     }
     out.push_str(&format!(
         "geometric mean {}; worst {}\n",
-        e["geomean_speedup"]
-            .as_f64()
-            .map_or("-".into(), |g| format!("{g:.2}x")),
+        e["geomean_speedup"].as_f64().map_or("-".into(), |g| format!("{g:.2}x")),
         match (e["worst_scenario"].as_str(), e["worst_speedup"].as_f64()) {
             (Some(s), Some(w)) => format!("{s} {w:.2}x"),
             _ => "-".into(),

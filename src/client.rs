@@ -26,16 +26,9 @@ pub struct ApiFailure {
 
 impl Client {
     pub fn new(config: &ClientConfig, timeout: Duration) -> anyhow::Result<Client> {
-        let http = reqwest::Client::builder()
-            .timeout(timeout)
-            .connect_timeout(Duration::from_secs(5))
-            .no_proxy()
-            .build()?;
-        Ok(Client {
-            http,
-            base: format!("{}/api/v1", config.url),
-            token: config.token.clone(),
-        })
+        let http =
+            reqwest::Client::builder().timeout(timeout).connect_timeout(Duration::from_secs(5)).no_proxy().build()?;
+        Ok(Client { http, base: format!("{}/api/v1", config.url), token: config.token.clone() })
     }
 
     fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
@@ -49,7 +42,10 @@ impl Client {
     async fn send(&self, req: reqwest::RequestBuilder) -> anyhow::Result<Value> {
         let resp = req.send().await.map_err(|e| {
             if e.is_connect() {
-                anyhow!("cannot reach the gadfly daemon at {} (is `gadfly serve` running? set GADFLY_URL): {e}", self.base)
+                anyhow!(
+                    "cannot reach the gadfly daemon at {} (is `gadfly serve` running? set GADFLY_URL): {e}",
+                    self.base
+                )
             } else {
                 anyhow!(e)
             }
@@ -76,17 +72,11 @@ impl Client {
     }
 
     pub async fn post(&self, path: &str, body: &Value) -> anyhow::Result<Value> {
-        self.send(self.request(reqwest::Method::POST, path).json(body))
-            .await
+        self.send(self.request(reqwest::Method::POST, path).json(body)).await
     }
 
     /// Posts raw bytes (a hook payload is forwarded as it came).
-    pub async fn post_raw(
-        &self,
-        path: &str,
-        body: Vec<u8>,
-        call_id: &str,
-    ) -> anyhow::Result<Value> {
+    pub async fn post_raw(&self, path: &str, body: Vec<u8>, call_id: &str) -> anyhow::Result<Value> {
         self.send(
             self.request(reqwest::Method::POST, path)
                 .header("content-type", "application/json")

@@ -14,9 +14,7 @@ pub fn default_data_dir() -> PathBuf {
     if let Some(d) = std::env::var_os("GADFLY_DATA_DIR").filter(|d| !d.is_empty()) {
         return PathBuf::from(d);
     }
-    dirs::data_dir()
-        .map(|d| d.join("gadfly"))
-        .unwrap_or_else(|| PathBuf::from(".gadfly-data"))
+    dirs::data_dir().map(|d| d.join("gadfly")).unwrap_or_else(|| PathBuf::from(".gadfly-data"))
 }
 
 #[derive(Clone)]
@@ -31,10 +29,7 @@ impl std::fmt::Debug for DaemonConfig {
         f.debug_struct("DaemonConfig")
             .field("listen", &self.listen)
             .field("data_dir", &self.data_dir)
-            .field(
-                "database_url",
-                &self.database_url.as_deref().map(crate::store::redact),
-            )
+            .field("database_url", &self.database_url.as_deref().map(crate::store::redact))
             .finish()
     }
 }
@@ -51,8 +46,7 @@ impl DaemonConfig {
 /// Reads the API token from `DATA_DIR/token`, creating it (mode 0600) on
 /// first start.
 pub fn ensure_token(data_dir: &Path) -> anyhow::Result<String> {
-    std::fs::create_dir_all(data_dir)
-        .with_context(|| format!("creating data dir {}", data_dir.display()))?;
+    std::fs::create_dir_all(data_dir).with_context(|| format!("creating data dir {}", data_dir.display()))?;
     let path = data_dir.join("token");
     if let Ok(existing) = std::fs::read_to_string(&path) {
         let t = existing.trim().to_string();
@@ -60,9 +54,7 @@ pub fn ensure_token(data_dir: &Path) -> anyhow::Result<String> {
             return Ok(t);
         }
     }
-    let token: String = (0..32)
-        .map(|_| format!("{:02x}", rand::random::<u8>()))
-        .collect();
+    let token: String = (0..32).map(|_| format!("{:02x}", rand::random::<u8>())).collect();
     use std::os::unix::fs::OpenOptionsExt;
     let mut f = std::fs::OpenOptions::new()
         .write(true)
@@ -87,22 +79,12 @@ impl ClientConfig {
     /// `GADFLY_URL` (default http://127.0.0.1:7878), and the token from
     /// `GADFLY_TOKEN` or `DATA_DIR/token`.
     pub fn from_env() -> ClientConfig {
-        let url = std::env::var("GADFLY_URL")
-            .ok()
-            .filter(|u| !u.is_empty())
-            .unwrap_or_else(|| DEFAULT_URL.to_string());
+        let url = std::env::var("GADFLY_URL").ok().filter(|u| !u.is_empty()).unwrap_or_else(|| DEFAULT_URL.to_string());
         let token = std::env::var("GADFLY_TOKEN")
             .ok()
             .filter(|t| !t.is_empty())
-            .or_else(|| {
-                std::fs::read_to_string(default_data_dir().join("token"))
-                    .ok()
-                    .map(|t| t.trim().to_string())
-            });
-        ClientConfig {
-            url: url.trim_end_matches('/').to_string(),
-            token,
-        }
+            .or_else(|| std::fs::read_to_string(default_data_dir().join("token")).ok().map(|t| t.trim().to_string()));
+        ClientConfig { url: url.trim_end_matches('/').to_string(), token }
     }
 }
 
@@ -118,10 +100,7 @@ mod tests {
         assert_eq!(t1, t2);
         assert_eq!(t1.len(), 64);
         use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(dir.path().join("token"))
-            .unwrap()
-            .permissions()
-            .mode();
+        let mode = std::fs::metadata(dir.path().join("token")).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
     }
 }

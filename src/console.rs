@@ -64,11 +64,7 @@ pub async fn campaign_detail(s: &Supervisor, id: &str) -> Result<Value, ApiError
 }
 
 pub fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-        .replace('\'', "&#39;")
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;").replace('\'', "&#39;")
 }
 
 const STYLE: &str = "body{font:14px system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}.pass{background:#e6f4e6}.fail{background:#fbe4e4}pre{white-space:pre-wrap;background:#f6f6f6;padding:8px}";
@@ -81,9 +77,7 @@ fn page(title: &str, body: &str) -> String {
 }
 
 pub fn login_form(error: Option<&str>) -> String {
-    let err = error.map_or(String::new(), |e| {
-        format!("<p class=\"fail\">{}</p>", escape(e))
-    });
+    let err = error.map_or(String::new(), |e| format!("<p class=\"fail\">{}</p>", escape(e)));
     page(
         "log in",
         &format!(
@@ -130,10 +124,7 @@ pub async fn campaign_page(State(state): State<AppState>, Path(id): Path<String>
         Ok(d) => d,
         Err(e) => return e.into_response(),
     };
-    let mut body = format!(
-        "<p><a href=\"/\">all campaigns</a></p><h1>{}</h1>",
-        escape(&id)
-    );
+    let mut body = format!("<p><a href=\"/\">all campaigns</a></p><h1>{}</h1>", escape(&id));
     if let Some(e) = detail["latest_evaluation"].as_object() {
         body.push_str(&format!(
             "<h2>Latest evaluation: the predicate {}</h2><table><tr><th>scenario</th><th>correct</th><th>err vs ref</th><th>err vs high precision</th><th>time us</th><th>baseline us</th><th>speedup</th><th>reasons</th></tr>",

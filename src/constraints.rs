@@ -19,11 +19,7 @@ pub struct Hit {
 
 impl std::fmt::Display for Hit {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "banned `{}` found in {}: {}",
-            self.pattern, self.place, self.name
-        )
+        write!(f, "banned `{}` found in {}: {}", self.pattern, self.place, self.name)
     }
 }
 
@@ -59,10 +55,7 @@ pub fn names_in(bytes: &[u8]) -> Vec<(&'static str, String)> {
                 names.push(("DT_NEEDED", lib));
             }
         }
-        Err(_) => names.push((
-            "file format",
-            "not an object file gadfly can parse; only its strings were read".into(),
-        )),
+        Err(_) => names.push(("file format", "not an object file gadfly can parse; only its strings were read".into())),
     }
     for s in printable_strings(bytes, 6) {
         names.push(("strings", s));
@@ -73,50 +66,33 @@ pub fn names_in(bytes: &[u8]) -> Vec<(&'static str, String)> {
 /// Checks `binary` against the banned patterns. A missing or unreadable
 /// binary is itself a violation: the constraint cannot be verified.
 pub fn check_binary(binary: &Path, banned: &[String]) -> Result<Vec<Hit>, String> {
-    let bytes = std::fs::read(binary)
-        .map_err(|e| format!("constraint binary {} cannot be read: {e}", binary.display()))?;
+    let bytes =
+        std::fs::read(binary).map_err(|e| format!("constraint binary {} cannot be read: {e}", binary.display()))?;
     Ok(check_bytes(&bytes, banned))
 }
 
 pub fn check_bytes(bytes: &[u8], banned: &[String]) -> Vec<Hit> {
-    let patterns: Vec<(String, String)> = banned
-        .iter()
-        .map(|p| (p.clone(), p.to_lowercase()))
-        .collect();
+    let patterns: Vec<(String, String)> = banned.iter().map(|p| (p.clone(), p.to_lowercase())).collect();
     let mut hits = BTreeSet::new();
     for (place, name) in names_in(bytes) {
         let readable = demangle(&name);
         let forms = [name.to_lowercase(), readable.to_lowercase()];
         for (pattern, lower) in &patterns {
             if forms.iter().any(|f| f.contains(lower.as_str())) {
-                let shown = if readable != name {
-                    format!("{name} ({})", shorten(&readable))
-                } else {
-                    name.clone()
-                };
-                hits.insert(Hit {
-                    pattern: pattern.clone(),
-                    place: place.to_string(),
-                    name: shorten(&shown),
-                });
+                let shown = if readable != name { format!("{name} ({})", shorten(&readable)) } else { name.clone() };
+                hits.insert(Hit { pattern: pattern.clone(), place: place.to_string(), name: shorten(&shown) });
             }
         }
     }
     // One line per pattern and place is enough for a verdict.
     let mut seen = BTreeSet::new();
-    hits.into_iter()
-        .filter(|h| seen.insert((h.pattern.clone(), h.place.clone())))
-        .collect()
+    hits.into_iter().filter(|h| seen.insert((h.pattern.clone(), h.place.clone()))).collect()
 }
 
 fn demangle(name: &str) -> String {
     let trimmed = name.trim_start_matches('_');
     if name.starts_with("_Z") || trimmed.starts_with('Z') {
-        let candidate = if name.starts_with("_Z") {
-            name.to_string()
-        } else {
-            format!("_{trimmed}")
-        };
+        let candidate = if name.starts_with("_Z") { name.to_string() } else { format!("_{trimmed}") };
         if let Ok(sym) = cpp_demangle::Symbol::new(candidate.as_bytes()) {
             if let Ok(s) = sym.demangle(&cpp_demangle::DemangleOptions::default()) {
                 return s;
@@ -202,13 +178,8 @@ mod tests {
         let src = dir.join(format!("{name}.c"));
         std::fs::write(&src, source).unwrap();
         let out = dir.join(format!("lib{name}.so"));
-        let status = Command::new("cc")
-            .args(["-shared", "-fPIC", "-o"])
-            .arg(&out)
-            .arg(&src)
-            .args(extra)
-            .status()
-            .unwrap();
+        let status =
+            Command::new("cc").args(["-shared", "-fPIC", "-o"]).arg(&out).arg(&src).args(extra).status().unwrap();
         assert!(status.success());
         out
     }
@@ -227,24 +198,11 @@ mod tests {
         let banned = vec!["cublas".to_string(), "cutlass::".to_string()];
         let hits = check_binary(&so, &banned).unwrap();
         let text: Vec<String> = hits.iter().map(|h| h.to_string()).collect();
-        assert!(
-            hits.iter()
-                .any(|h| h.pattern == "cublas" && h.place == "dynamic symbols"),
-            "{text:?}"
-        );
-        assert!(
-            hits.iter()
-                .any(|h| h.pattern == "cutlass::" && h.place == "strings"),
-            "{text:?}"
-        );
+        assert!(hits.iter().any(|h| h.pattern == "cublas" && h.place == "dynamic symbols"), "{text:?}");
+        assert!(hits.iter().any(|h| h.pattern == "cutlass::" && h.place == "strings"), "{text:?}");
 
         // a library dependency by name
-        let lib = build_so(
-            dir.path(),
-            "cublasLt",
-            "int helper(void) { return 1; }\n",
-            &[],
-        );
+        let lib = build_so(dir.path(), "cublasLt", "int helper(void) { return 1; }\n", &[]);
         let user = build_so(
             dir.path(),
             "user",
@@ -253,25 +211,14 @@ mod tests {
         );
         assert!(lib.exists());
         let hits = check_binary(&user, &["cublas".to_string()]).unwrap();
-        assert!(
-            hits.iter()
-                .any(|h| h.place == "DT_NEEDED" && h.name == "libcublasLt.so"),
-            "{hits:?}"
-        );
+        assert!(hits.iter().any(|h| h.place == "DT_NEEDED" && h.name == "libcublasLt.so"), "{hits:?}");
     }
 
     #[test]
     fn clean_binary_has_no_hits_and_missing_binary_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
-        let so = build_so(
-            dir.path(),
-            "clean",
-            "int add(int a, int b) { return a + b; }\n",
-            &[],
-        );
-        assert!(check_binary(&so, &["cublas".into(), "cudnn".into()])
-            .unwrap()
-            .is_empty());
+        let so = build_so(dir.path(), "clean", "int add(int a, int b) { return a + b; }\n", &[]);
+        assert!(check_binary(&so, &["cublas".into(), "cudnn".into()]).unwrap().is_empty());
         let err = check_binary(&dir.path().join("nope.so"), &["x".into()]).unwrap_err();
         assert!(err.contains("cannot be read"));
     }

@@ -22,10 +22,7 @@ pub struct Daemon {
 impl Daemon {
     /// Binds the listener (port 0 is allowed), connects and migrates the
     /// store and writes the token file, without serving yet.
-    pub async fn build(
-        config: DaemonConfig,
-        shutdown: CancellationToken,
-    ) -> anyhow::Result<Daemon> {
+    pub async fn build(config: DaemonConfig, shutdown: CancellationToken) -> anyhow::Result<Daemon> {
         std::fs::create_dir_all(&config.data_dir)
             .with_context(|| format!("creating data dir {}", config.data_dir.display()))?;
         let token = config::ensure_token(&config.data_dir)?;
@@ -37,17 +34,8 @@ impl Daemon {
         let supervisor = Supervisor::new(store, &config.data_dir);
         // Left over from a run that was killed mid-evaluation.
         let _ = std::fs::remove_dir_all(config.data_dir.join("evaluations"));
-        let state = AppState {
-            supervisor,
-            token,
-            shutdown,
-        };
-        Ok(Daemon {
-            listener,
-            state,
-            addr,
-            config,
-        })
+        let state = AppState { supervisor, token, shutdown };
+        Ok(Daemon { listener, state, addr, config })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -70,8 +58,7 @@ impl Daemon {
     pub async fn run_until_stopped(self) -> anyhow::Result<()> {
         let info = serde_json::json!({"url": self.url(), "pid": std::process::id()});
         let info_path = self.config.data_dir.join("daemon.json");
-        std::fs::write(&info_path, info.to_string())
-            .with_context(|| format!("writing {}", info_path.display()))?;
+        std::fs::write(&info_path, info.to_string()).with_context(|| format!("writing {}", info_path.display()))?;
         tracing::info!(url = %self.url(), data_dir = %self.config.data_dir.display(), database = %crate::store::redact(&self.config.database_url()), "gadfly daemon serving");
         let shutdown = self.state.shutdown.clone();
         let store = self.state.supervisor.store().clone();
@@ -80,9 +67,7 @@ impl Daemon {
             .with_graceful_shutdown(shutdown.cancelled_owned())
             .await
             .context("serving HTTP")?;
-        tokio::time::timeout(Duration::from_secs(5), store.close())
-            .await
-            .ok();
+        tokio::time::timeout(Duration::from_secs(5), store.close()).await.ok();
         let _ = std::fs::remove_file(&info_path);
         tracing::info!("gadfly daemon stopped");
         Ok(())
@@ -92,14 +77,13 @@ impl Daemon {
 /// Cancels `token` at the first SIGINT or SIGTERM; a second one exits at once.
 pub fn cancel_on_signals(token: CancellationToken) {
     tokio::spawn(async move {
-        let mut term =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(s) => s,
-                Err(e) => {
-                    tracing::error!(error = %e, "cannot listen for SIGTERM");
-                    return;
-                }
-            };
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot listen for SIGTERM");
+                return;
+            }
+        };
         for round in 0..2 {
             tokio::select! {
                 _ = tokio::signal::ctrl_c() => {},

@@ -37,15 +37,7 @@ pub fn materialize_example(root: &Path) -> anyhow::Result<PathBuf> {
     git(&ws, &["add", "-A"])?;
     git(
         &ws,
-        &[
-            "-c",
-            "user.name=gadfly demo",
-            "-c",
-            "user.email=demo@gadfly.invalid",
-            "commit",
-            "-qm",
-            "initial kernel",
-        ],
+        &["-c", "user.name=gadfly demo", "-c", "user.email=demo@gadfly.invalid", "commit", "-qm", "initial kernel"],
     )?;
     Ok(root.join("campaign.toml"))
 }
@@ -61,8 +53,7 @@ fn extract(dir: &Dir<'_>, dest: &Path) -> anyhow::Result<()> {
         if let Some(parent) = target.parent() {
             std::fs::create_dir_all(parent)?;
         }
-        std::fs::write(&target, file.contents())
-            .with_context(|| format!("writing {}", target.display()))?;
+        std::fs::write(&target, file.contents()).with_context(|| format!("writing {}", target.display()))?;
     }
     Ok(())
 }
@@ -76,18 +67,9 @@ fn all_files<'a>(dir: &'a Dir<'a>) -> Vec<&'a include_dir::File<'a>> {
 }
 
 fn git(dir: &Path, args: &[&str]) -> anyhow::Result<()> {
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .output()
-        .context("running git")?;
+    let out = std::process::Command::new("git").arg("-C").arg(dir).args(args).output().context("running git")?;
     if !out.status.success() {
-        bail!(
-            "git {} failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
+        bail!("git {} failed: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim());
     }
     Ok(())
 }
@@ -123,11 +105,7 @@ pub async fn stop_through_hook(
     drop(stdin);
     let out = child.wait_with_output().await?;
     if !out.status.success() {
-        bail!(
-            "the hook exited with {}: {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
+        bail!("the hook exited with {}: {}", out.status, String::from_utf8_lossy(&out.stderr));
     }
     let stdout = String::from_utf8_lossy(&out.stdout).trim().to_string();
     let parsed = if stdout.is_empty() {
@@ -145,11 +123,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     let shutdown = tokio_util::sync::CancellationToken::new();
     crate::daemon::cancel_on_signals(shutdown.clone());
 
-    let mut config = DaemonConfig {
-        listen: args.listen.clone(),
-        data_dir: data_dir.clone(),
-        database_url: None,
-    };
+    let mut config = DaemonConfig { listen: args.listen.clone(), data_dir: data_dir.clone(), database_url: None };
     let daemon = match crate::daemon::Daemon::build(config.clone(), shutdown.clone()).await {
         Ok(d) => d,
         Err(e) => {
@@ -158,58 +132,41 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
             crate::daemon::Daemon::build(config, shutdown.clone()).await?
         }
     };
-    let client_config = ClientConfig {
-        url: daemon.url(),
-        token: Some(daemon.token().to_string()),
-    };
+    let client_config = ClientConfig { url: daemon.url(), token: Some(daemon.token().to_string()) };
     let url = daemon.url();
     let token = daemon.token().to_string();
     let server = tokio::spawn(daemon.run_until_stopped());
 
-    println!(
-        "gadfly demo: daemon at {url} (SQLite in {})",
-        data_dir.display()
-    );
+    println!("gadfly demo: daemon at {url} (SQLite in {})", data_dir.display());
     let example = root.join("qr-cpu");
     let spec_path = materialize_example(&example)?;
     let client = Client::new(&client_config, Duration::from_secs(600))?;
     let spec_text = std::fs::read_to_string(&spec_path)?;
     let created = client
-        .post(
-            "/campaigns",
-            &json!({"spec_toml": spec_text, "spec_path": spec_path.display().to_string()}),
-        )
+        .post("/campaigns", &json!({"spec_toml": spec_text, "spec_path": spec_path.display().to_string()}))
         .await?;
-    let campaign = created["id"]
-        .as_str()
-        .context("no campaign id")?
-        .to_string();
+    let campaign = created["id"].as_str().context("no campaign id")?.to_string();
     println!(
         "campaign {campaign}: batched Householder QR on the CPU, workspace {}",
         example.join("workspace").display()
     );
-    println!("the replay agent applies each prepared kernel and tries to stop through `gadfly hook claude-code stop`\n");
+    println!(
+        "the replay agent applies each prepared kernel and tries to stop through `gadfly hook claude-code stop`\n"
+    );
 
     let exe = std::env::current_exe().context("locating the gadfly binary")?;
     let versions = replay_versions(&example)?;
     let session = format!("demo-replay-{:08x}", rand::random::<u32>());
     let mut attempts: Vec<Attempt> = Vec::new();
     for (i, version) in versions.iter().enumerate() {
-        let name = version
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let name = version.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         std::fs::copy(version, example.join("workspace/kernel/qr.c"))?;
         let spinner = indicatif::ProgressBar::new_spinner();
         spinner.set_style(
             indicatif::ProgressStyle::with_template("{spinner} {msg} [{elapsed}]")
                 .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
         );
-        spinner.set_message(format!(
-            "[{}/{}] {name}: stop attempt, evaluating all scenarios",
-            i + 1,
-            versions.len()
-        ));
+        spinner.set_message(format!("[{}/{}] {name}: stop attempt, evaluating all scenarios", i + 1, versions.len()));
         spinner.enable_steady_tick(Duration::from_millis(120));
         let payload = json!({
             "session_id": session,
@@ -219,22 +176,15 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
             "stop_hook_active": attempts.last().is_some_and(|a| a.blocked),
             "last_assistant_message": format!("I replaced kernel/qr.c with {name}. It is faster and correct, so the work is done."),
         });
-        let (output, _stderr) =
-            stop_through_hook(&exe, &client_config, &campaign, &payload).await?;
+        let (output, _stderr) = stop_through_hook(&exe, &client_config, &campaign, &payload).await?;
         spinner.finish_and_clear();
         let blocked = output.as_ref().is_some_and(|o| o["decision"] == "block");
-        let reason = output
-            .as_ref()
-            .and_then(|o| o["reason"].as_str().map(str::to_string));
+        let reason = output.as_ref().and_then(|o| o["reason"].as_str().map(str::to_string));
         println!(
             "[{}/{}] {name}: {}",
             i + 1,
             versions.len(),
-            if blocked {
-                "BLOCKED"
-            } else {
-                "ALLOWED: the predicate holds on every scenario"
-            }
+            if blocked { "BLOCKED" } else { "ALLOWED: the predicate holds on every scenario" }
         );
         if let Some(r) = &reason {
             for line in r.lines() {
@@ -242,11 +192,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
             }
         }
         println!();
-        attempts.push(Attempt {
-            version: name,
-            blocked,
-            reason,
-        });
+        attempts.push(Attempt { version: name, blocked, reason });
     }
 
     let ok = verdict_ok(&attempts);
@@ -254,11 +200,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         "replay done: {} stop attempts, {} blocked, last {}. {}",
         attempts.len(),
         attempts.iter().filter(|a| a.blocked).count(),
-        if attempts.last().is_some_and(|a| !a.blocked) {
-            "allowed"
-        } else {
-            "blocked"
-        },
+        if attempts.last().is_some_and(|a| !a.blocked) { "allowed" } else { "blocked" },
         if ok {
             "The gate held until every scenario passed."
         } else {
@@ -272,32 +214,20 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     if args.exit {
         shutdown.cancel();
         server.await??;
-        return Ok(if ok {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::from(1)
-        });
+        return Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) });
     }
-    println!(
-        "\nconsole: {url}/login?token={token}\nthe daemon keeps serving; press Ctrl-C to stop it"
-    );
+    println!("\nconsole: {url}/login?token={token}\nthe daemon keeps serving; press Ctrl-C to stop it");
     server.await??;
     // Keep the example until the user is done looking.
     drop(scratch);
-    Ok(if ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
 /// The demo succeeds when the last attempt was allowed after earlier ones
 /// were all blocked.
 pub fn verdict_ok(attempts: &[Attempt]) -> bool {
     match attempts.split_last() {
-        Some((last, earlier)) => {
-            !last.blocked && !earlier.is_empty() && earlier.iter().all(|a| a.blocked)
-        }
+        Some((last, earlier)) => !last.blocked && !earlier.is_empty() && earlier.iter().all(|a| a.blocked),
         None => false,
     }
 }

@@ -72,16 +72,8 @@ pub fn block_reason(
         ));
         let failing: Vec<_> = v.scenarios.iter().filter(|s| !s.passes).collect();
         if !failing.is_empty() {
-            let width = failing
-                .iter()
-                .map(|s| s.scenario.len())
-                .max()
-                .unwrap_or(8)
-                .max(8);
-            out.push_str(&format!(
-                "{:<width$}  correct  speedup  reason\n",
-                "scenario"
-            ));
+            let width = failing.iter().map(|s| s.scenario.len()).max().unwrap_or(8).max(8);
+            out.push_str(&format!("{:<width$}  correct  speedup  reason\n", "scenario"));
             for s in failing {
                 let correct = if !s.present {
                     "-"
@@ -104,9 +96,7 @@ pub fn block_reason(
             out.push_str(&format!("- {f}\n"));
         }
     }
-    let geo = v
-        .geomean_speedup
-        .map_or("unknown".to_string(), |g| format!("{g:.2}x"));
+    let geo = v.geomean_speedup.map_or("unknown".to_string(), |g| format!("{g:.2}x"));
     let worst = match (&v.worst_scenario, v.worst_speedup) {
         (Some(s), Some(w)) => format!("; worst {s} at {w:.2}x"),
         _ => String::new(),
@@ -147,16 +137,8 @@ mod tests {
     use crate::results::ScenarioResult;
 
     fn eval(results: &[(&str, bool, f64)]) -> Evaluation {
-        let spec = PredicateSpec {
-            correct: true,
-            min_speedup: 1.0,
-            min_geomean_speedup: Some(1.1),
-        };
-        let names: Vec<String> = results
-            .iter()
-            .map(|r| r.0.to_string())
-            .chain(["gone".to_string()])
-            .collect();
+        let spec = PredicateSpec { correct: true, min_speedup: 1.0, min_geomean_speedup: Some(1.1) };
+        let names: Vec<String> = results.iter().map(|r| r.0.to_string()).chain(["gone".to_string()]).collect();
         let measured: Vec<ScenarioResult> = results
             .iter()
             .map(|(n, c, s)| ScenarioResult {
@@ -197,11 +179,7 @@ mod tests {
 
     #[test]
     fn reason_names_every_failing_scenario_and_the_question() {
-        let e = eval(&[
-            ("fast", true, 2.0),
-            ("wrong", false, 3.0),
-            ("slow", true, 0.5),
-        ]);
+        let e = eval(&[("fast", true, 2.0), ("wrong", false, 3.0), ("slow", true, 0.5)]);
         let q = Question {
             queued_id: None,
             source: "bench-001".into(),
@@ -211,10 +189,7 @@ mod tests {
         let r = block_reason(&e, 1.0, Some(1.1), Some(&q));
         assert!(r.contains("fails on 3 of 4 scenarios"), "{r}");
         for name in ["wrong", "slow", "gone"] {
-            assert!(
-                r.lines().any(|l| l.starts_with(name)),
-                "{name} missing in {r}"
-            );
+            assert!(r.lines().any(|l| l.starts_with(name)), "{name} missing in {r}");
         }
         assert!(!r.lines().any(|l| l.starts_with("fast")), "{r}");
         assert!(r.contains("0.50x"));

@@ -45,11 +45,38 @@ pub struct Evaluation {
     pub cached: bool,
 }
 
-/// Snapshots `spec.workspace` now. Separate from [`evaluate_tree`] so a
-/// caller can look the tree up in its cache first.
-pub async fn snapshot_tree(spec: &CampaignSpec) -> anyhow::Result<String> {
+/// The last snapshot of a workspace and the fingerprint it was taken at.
+#[derive(Debug, Clone)]
+pub struct LastSnapshot {
+    pub fingerprint: u64,
+    pub tree: String,
+}
+
+/// Snapshots `spec.workspace` now, through gadfly's own persistent index
+/// at `index`. When the workspace's stat fingerprint is settled and equal
+/// to `last`'s, the tree is known without running git. Returns the tree
+/// and what to remember for next time.
+pub async fn snapshot_tree(
+    spec: &CampaignSpec,
+    index: &Path,
+    last: Option<LastSnapshot>,
+) -> anyhow::Result<(String, Option<LastSnapshot>)> {
     let ws = spec.workspace.clone();
-    tokio::task::spawn_blocking(move || snapshot::tree_hash(&ws)).await?
+    let index = index.to_path_buf();
+    tokio::task::spawn_blocking(move || {
+        // Taken before git runs: an edit made meanwhile changes it.
+        let fp = snapshot::fingerprint(&ws)?;
+        if let Some(last) = last.filter(|l| fp.settled && l.fingerprint == fp.hash) {
+            return Ok((last.tree.clone(), Some(last)));
+        }
+        if let Some(parent) = index.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        let tree = snapshot::tree_hash_with_index(&ws, &index)?;
+        let remember = fp.settled.then(|| LastSnapshot { fingerprint: fp.hash, tree: tree.clone() });
+        Ok((tree, remember))
+    })
+    .await?
 }
 
 /// Evaluates `tree` of the campaign's workspace in a fresh folder under
@@ -99,16 +126,10 @@ pub async fn evaluate_tree(
     let mut run_step = None;
     let mut measured = Vec::new();
     if built {
-        let command = spec.harness.run.replace(
-            "{results}",
-            &shell_quote(&results_path.display().to_string()),
-        );
+        let command = spec.harness.run.replace("{results}", &shell_quote(&results_path.display().to_string()));
         let outcome = process::run_shell(&command, &tree_dir, &env, timeout).await;
         if !outcome.exit.success() {
-            failures.push(with_tail(
-                outcome.exit.describe("harness run", timeout),
-                &outcome,
-            ));
+            failures.push(with_tail(outcome.exit.describe("harness run", timeout), &outcome));
         }
         match std::fs::read(&results_path) {
             Ok(bytes) => {
@@ -116,9 +137,7 @@ pub async fn evaluate_tree(
                 failures.extend(parsed.problems);
                 measured = parsed.scenarios;
             }
-            Err(_) if outcome.exit.success() => {
-                failures.push("the harness wrote no results file".into())
-            }
+            Err(_) if outcome.exit.success() => failures.push("the harness wrote no results file".into()),
             Err(_) => {}
         }
         run_step = Some(step(&command, &outcome, timeout));
@@ -127,9 +146,7 @@ pub async fn evaluate_tree(
             if !spec.constraints.banned_symbols.is_empty() {
                 let path = tree_dir.join(binary);
                 let banned = spec.constraints.banned_symbols.clone();
-                match tokio::task::spawn_blocking(move || constraints::check_binary(&path, &banned))
-                    .await?
-                {
+                match tokio::task::spawn_blocking(move || constraints::check_binary(&path, &banned)).await? {
                     Ok(hits) => violations.extend(hits.iter().map(|h| h.to_string())),
                     Err(e) => violations.push(e),
                 }
@@ -137,17 +154,8 @@ pub async fn evaluate_tree(
         }
     }
 
-    failures.extend(
-        violations
-            .iter()
-            .map(|v| format!("constraint violated: {v}")),
-    );
-    let verdict = predicate::judge(
-        &spec.predicate,
-        &spec.harness.scenarios,
-        &measured,
-        failures,
-    );
+    failures.extend(violations.iter().map(|v| format!("constraint violated: {v}")));
+    let verdict = predicate::judge(&spec.predicate, &spec.harness.scenarios, &measured, failures);
     Ok(Evaluation {
         id: None,
         tree: tree.to_string(),

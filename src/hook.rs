@@ -41,31 +41,17 @@ pub struct HookExit {
 /// Checks the payload the agent gave on stdin: a JSON object.
 pub fn read_payload(input: &[u8]) -> Result<Value, String> {
     if input.len() > MAX_PAYLOAD {
-        return Err(format!(
-            "the hook payload on stdin is {} bytes, over the {} byte limit",
-            input.len(),
-            MAX_PAYLOAD
-        ));
+        return Err(format!("the hook payload on stdin is {} bytes, over the {} byte limit", input.len(), MAX_PAYLOAD));
     }
-    let text = std::str::from_utf8(input)
-        .map_err(|e| format!("the hook payload on stdin is not UTF-8: {e}"))?;
+    let text = std::str::from_utf8(input).map_err(|e| format!("the hook payload on stdin is not UTF-8: {e}"))?;
     if text.trim().is_empty() {
-        return Err(
-            "the hook payload on stdin is empty: expected one JSON object from the agent".into(),
-        );
+        return Err("the hook payload on stdin is empty: expected one JSON object from the agent".into());
     }
     let value: Value = serde_json::from_str(text).map_err(|e| {
-        format!(
-            "the hook payload on stdin is not valid JSON (line {}, column {}): {e}",
-            e.line(),
-            e.column()
-        )
+        format!("the hook payload on stdin is not valid JSON (line {}, column {}): {e}", e.line(), e.column())
     })?;
     if !value.is_object() {
-        return Err(format!(
-            "the hook payload on stdin must be a JSON object, got {}",
-            kind(&value)
-        ));
+        return Err(format!("the hook payload on stdin must be a JSON object, got {}", kind(&value)));
     }
     Ok(value)
 }
@@ -95,21 +81,16 @@ pub async fn run(agent: &str, event: &str, campaign: &str, input: &[u8]) -> Hook
     }
     let payload = match read_payload(input) {
         Ok(p) => p,
-        Err(e) => {
-            return HookExit {
-                stdout: None,
-                stderr: Some(format!("gadfly hook {event}: {e}")),
-                code: 2,
-            }
-        }
+        Err(e) => return HookExit { stdout: None, stderr: Some(format!("gadfly hook {event}: {e}")), code: 2 },
     };
     let is_stop = event == "stop";
     // The stop gate may wait for a whole evaluation; other events must not slow the agent.
     let deadline = Duration::from_secs_f64(
-        std::env::var("GADFLY_HOOK_DEADLINE_S")
-            .ok()
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(if is_stop { 540.0 } else { 10.0 }),
+        std::env::var("GADFLY_HOOK_DEADLINE_S").ok().and_then(|v| v.parse::<f64>().ok()).unwrap_or(if is_stop {
+            540.0
+        } else {
+            10.0
+        }),
     );
     let config = ClientConfig::from_env();
     let client = match Client::new(&config, deadline) {
@@ -118,9 +99,7 @@ pub async fn run(agent: &str, event: &str, campaign: &str, input: &[u8]) -> Hook
     };
     let path = format!("/campaigns/{campaign}/hooks/{agent}/{event}");
     let body = serde_json::to_vec(&payload).unwrap_or_default();
-    let call_id: String = (0..16)
-        .map(|_| format!("{:02x}", rand::random::<u8>()))
-        .collect();
+    let call_id: String = (0..16).map(|_| format!("{:02x}", rand::random::<u8>())).collect();
     let started = Instant::now();
     let mut backoff = Duration::from_millis(100);
     loop {
@@ -130,11 +109,7 @@ pub async fn run(agent: &str, event: &str, campaign: &str, input: &[u8]) -> Hook
                     Value::Null => None,
                     v => Some(v.to_string()),
                 };
-                return HookExit {
-                    stdout,
-                    stderr: None,
-                    code: 0,
-                };
+                return HookExit { stdout, stderr: None, code: 0 };
             }
             Err(e) => {
                 if let Some(api) = e.downcast_ref::<ApiFailure>() {
@@ -142,10 +117,7 @@ pub async fn run(agent: &str, event: &str, campaign: &str, input: &[u8]) -> Hook
                         // Never block a session gadfly cannot tie to a campaign.
                         return HookExit {
                             stdout: None,
-                            stderr: Some(format!(
-                                "gadfly hook: {} (this hook call is not gated)",
-                                api.message
-                            )),
+                            stderr: Some(format!("gadfly hook: {} (this hook call is not gated)", api.message)),
                             code: 0,
                         };
                     }
@@ -176,20 +148,14 @@ fn fail(is_stop: bool, why: &str) -> HookExit {
             code: 0,
         }
     } else {
-        HookExit {
-            stdout: None,
-            stderr: Some(format!("gadfly hook: {why}")),
-            code: 0,
-        }
+        HookExit { stdout: None, stderr: Some(format!("gadfly hook: {why}")), code: 0 }
     }
 }
 
 /// Reads all of stdin (bounded).
 pub fn read_stdin() -> std::io::Result<Vec<u8>> {
     let mut buf = Vec::new();
-    std::io::stdin()
-        .take(MAX_PAYLOAD as u64 + 1)
-        .read_to_end(&mut buf)?;
+    std::io::stdin().take(MAX_PAYLOAD as u64 + 1).read_to_end(&mut buf)?;
     Ok(buf)
 }
 
@@ -216,13 +182,7 @@ mod tests {
         let v: Value = serde_json::from_str(out.stdout.as_deref().unwrap()).unwrap();
         assert_eq!(v["decision"], "block");
         assert!(v["reason"].as_str().unwrap().contains("could not judge"));
-        let out = run(
-            "claude-code",
-            "post-tool-use",
-            "c1",
-            b"{\"session_id\":\"s\"}",
-        )
-        .await;
+        let out = run("claude-code", "post-tool-use", "c1", b"{\"session_id\":\"s\"}").await;
         assert_eq!((out.code, out.stdout), (0, None));
         let out = run("claude-code", "stopp", "c1", b"{}").await;
         assert_eq!(out.code, 2);

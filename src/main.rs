@@ -13,8 +13,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             if e.chain().any(|c| {
-                c.downcast_ref::<std::io::Error>()
-                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+                c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
             }) {
                 return ExitCode::SUCCESS;
             }

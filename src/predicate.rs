@@ -39,12 +39,7 @@ pub struct Verdict {
 /// Judges measured scenarios against the predicate. `required` is the
 /// spec's scenario list; `failures` are evaluation-level problems already
 /// found (they make the verdict fail on their own).
-pub fn judge(
-    spec: &PredicateSpec,
-    required: &[String],
-    measured: &[ScenarioResult],
-    failures: Vec<String>,
-) -> Verdict {
+pub fn judge(spec: &PredicateSpec, required: &[String], measured: &[ScenarioResult], failures: Vec<String>) -> Verdict {
     let mut failures = failures;
     let mut scenarios = Vec::with_capacity(required.len());
     for name in required {
@@ -104,10 +99,8 @@ pub fn judge(
     } else {
         None
     };
-    let worst = scenarios
-        .iter()
-        .filter_map(|s| s.speedup.map(|v| (s.scenario.clone(), v)))
-        .min_by(|a, b| a.1.total_cmp(&b.1));
+    let worst =
+        scenarios.iter().filter_map(|s| s.speedup.map(|v| (s.scenario.clone(), v))).min_by(|a, b| a.1.total_cmp(&b.1));
     if let Some(min_g) = spec.min_geomean_speedup {
         match geomean {
             Some(g) if g < min_g => {
@@ -155,10 +148,7 @@ fn error_summary(m: &ScenarioResult) -> String {
 /// not believed: errors above the tolerance, or non-finite errors.
 fn harness_contradiction(m: &ScenarioResult) -> Option<String> {
     let tol = m.tolerance?;
-    for (name, err) in [
-        ("reference", m.max_abs_err_ref),
-        ("high-precision reference", m.max_abs_err_hi),
-    ] {
+    for (name, err) in [("reference", m.max_abs_err_ref), ("high-precision reference", m.max_abs_err_hi)] {
         if let Some(e) = err {
             if !e.is_finite() || e > tol {
                 return Some(format!(
@@ -192,11 +182,7 @@ mod tests {
     }
 
     fn spec(min: f64, geo: Option<f64>) -> PredicateSpec {
-        PredicateSpec {
-            correct: true,
-            min_speedup: min,
-            min_geomean_speedup: geo,
-        }
+        PredicateSpec { correct: true, min_speedup: min, min_geomean_speedup: geo }
     }
 
     fn names(v: &[&str]) -> Vec<String> {
@@ -206,12 +192,7 @@ mod tests {
     #[test]
     fn holds_only_when_every_scenario_passes() {
         let req = names(&["a", "b"]);
-        let v = judge(
-            &spec(1.0, Some(1.2)),
-            &req,
-            &[r("a", true, 50.0, 100.0), r("b", true, 40.0, 100.0)],
-            vec![],
-        );
+        let v = judge(&spec(1.0, Some(1.2)), &req, &[r("a", true, 50.0, 100.0), r("b", true, 40.0, 100.0)], vec![]);
         assert!(v.holds);
         assert!((v.geomean_speedup.unwrap() - (2.0f64 * 2.5).sqrt()).abs() < 1e-9);
         assert_eq!(v.worst_scenario.as_deref(), Some("a"));
@@ -220,22 +201,14 @@ mod tests {
     #[test]
     fn a_good_mean_does_not_hide_a_slow_scenario() {
         let req = names(&["a", "b", "c"]);
-        let m = [
-            r("a", true, 10.0, 100.0),
-            r("b", true, 10.0, 100.0),
-            r("c", true, 120.0, 100.0),
-        ];
+        let m = [r("a", true, 10.0, 100.0), r("b", true, 10.0, 100.0), r("c", true, 120.0, 100.0)];
         let v = judge(&spec(1.0, Some(1.2)), &req, &m, vec![]);
         assert!(!v.holds);
         assert!(v.geomean_speedup.unwrap() > 4.0);
         assert_eq!(v.failing_count, 1);
         let c = &v.scenarios[2];
         assert!(!c.passes);
-        assert!(
-            c.reasons[0].starts_with("speedup 0.83x < 1.00x"),
-            "{:?}",
-            c.reasons
-        );
+        assert!(c.reasons[0].starts_with("speedup 0.83x < 1.00x"), "{:?}", c.reasons);
     }
 
     #[test]
@@ -248,36 +221,20 @@ mod tests {
         let v = judge(&spec(1.0, None), &req, &[wrong, lying], vec![]);
         assert!(!v.holds);
         assert_eq!(v.failing_count, 3);
-        assert_eq!(
-            v.scenarios[0].reasons,
-            vec!["incorrect: orthogonality error 3e-2"]
-        );
+        assert_eq!(v.scenarios[0].reasons, vec!["incorrect: orthogonality error 3e-2"]);
         assert!(v.scenarios[1].reasons[0].contains("exceeds the tolerance"));
-        assert_eq!(
-            v.scenarios[2].reasons,
-            vec!["missing from the harness results"]
-        );
+        assert_eq!(v.scenarios[2].reasons, vec!["missing from the harness results"]);
         assert!(v.geomean_speedup.is_none());
     }
 
     #[test]
     fn geomean_is_checked_in_addition_and_evaluation_failures_count() {
         let req = names(&["a"]);
-        let v = judge(
-            &spec(1.0, Some(1.5)),
-            &req,
-            &[r("a", true, 90.0, 100.0)],
-            vec![],
-        );
+        let v = judge(&spec(1.0, Some(1.5)), &req, &[r("a", true, 90.0, 100.0)], vec![]);
         assert!(!v.holds);
         assert_eq!(v.failing_count, 0);
         assert!(v.failures[0].starts_with("geometric mean speedup 1.11x < 1.50x"));
-        let v = judge(
-            &spec(1.0, None),
-            &req,
-            &[r("a", true, 10.0, 100.0)],
-            vec!["build failed".into()],
-        );
+        let v = judge(&spec(1.0, None), &req, &[r("a", true, 10.0, 100.0)], vec!["build failed".into()]);
         assert!(!v.holds);
     }
 }

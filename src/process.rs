@@ -38,19 +38,16 @@ impl Exit {
             Exit::Signal(s) => {
                 format!("{what} crashed: killed by signal {s} ({})", signal_name(*s))
             }
-            Exit::TimedOut => format!(
-                "{what} timed out after {} s (its whole process group was killed)",
-                timeout.as_secs()
-            ),
+            Exit::TimedOut => {
+                format!("{what} timed out after {} s (its whole process group was killed)", timeout.as_secs())
+            }
             Exit::FailedToSpawn(e) => format!("{what} could not start: {e}"),
         }
     }
 }
 
 fn signal_name(sig: i32) -> &'static str {
-    Signal::try_from(sig)
-        .map(|s| s.as_str())
-        .unwrap_or("unknown")
+    Signal::try_from(sig).map(|s| s.as_str()).unwrap_or("unknown")
 }
 
 #[derive(Debug, Clone)]
@@ -64,12 +61,7 @@ pub struct Outcome {
 const TAIL_BYTES: usize = 4096;
 
 /// Runs `sh -c command` in `dir` with extra environment variables.
-pub async fn run_shell(
-    command: &str,
-    dir: &Path,
-    env: &[(&str, String)],
-    timeout: Duration,
-) -> Outcome {
+pub async fn run_shell(command: &str, dir: &Path, env: &[(&str, String)], timeout: Duration) -> Outcome {
     let start = Instant::now();
     let mut cmd = Command::new("sh");
     cmd.arg("-c")
@@ -112,10 +104,7 @@ pub async fn run_shell(
         Err(_) => {
             if let Some(pg) = pgid {
                 let _ = killpg(pg, Signal::SIGTERM);
-                if tokio::time::timeout(Duration::from_millis(500), child.wait())
-                    .await
-                    .is_err()
-                {
+                if tokio::time::timeout(Duration::from_millis(500), child.wait()).await.is_err() {
                     let _ = killpg(pg, Signal::SIGKILL);
                 }
             }
@@ -137,11 +126,7 @@ pub async fn run_shell(
             output_tail.push('\n');
         }
     }
-    Outcome {
-        exit,
-        output_tail,
-        elapsed: start.elapsed(),
-    }
+    Outcome { exit, output_tail, elapsed: start.elapsed() }
 }
 
 async fn read_tail<R: tokio::io::AsyncRead + Unpin>(reader: Option<R>) -> String {
@@ -179,10 +164,7 @@ mod tests {
         assert!(o.output_tail.contains("hi"));
         let o = run_shell("kill -SEGV $$", dir.path(), &[], Duration::from_secs(10)).await;
         assert_eq!(o.exit, Exit::Signal(11));
-        assert!(o
-            .exit
-            .describe("run", Duration::from_secs(1))
-            .contains("SIGSEGV"));
+        assert!(o.exit.describe("run", Duration::from_secs(1)).contains("SIGSEGV"));
     }
 
     #[tokio::test]

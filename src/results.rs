@@ -51,18 +51,12 @@ pub fn parse(text: &str) -> Parsed {
         let value: serde_json::Value = match serde_json::from_str(line) {
             Ok(v) => v,
             Err(e) => {
-                parsed.problems.push(format!(
-                    "results line {n}: not valid JSON ({e}): {}",
-                    excerpt(line)
-                ));
+                parsed.problems.push(format!("results line {n}: not valid JSON ({e}): {}", excerpt(line)));
                 continue;
             }
         };
         if !value.is_object() {
-            parsed.problems.push(format!(
-                "results line {n}: expected a JSON object, got {}",
-                excerpt(line)
-            ));
+            parsed.problems.push(format!("results line {n}: expected a JSON object, got {}", excerpt(line)));
             continue;
         }
         let result: ScenarioResult = match serde_json::from_value(value) {
@@ -73,17 +67,11 @@ pub fn parse(text: &str) -> Parsed {
             }
         };
         if let Some(problem) = check_numbers(&result) {
-            parsed.problems.push(format!(
-                "results line {n} (scenario {}): {problem}",
-                result.scenario
-            ));
+            parsed.problems.push(format!("results line {n} (scenario {}): {problem}", result.scenario));
             continue;
         }
         if !seen.insert(result.scenario.clone()) {
-            parsed.problems.push(format!(
-                "results line {n}: scenario {} is reported more than once",
-                result.scenario
-            ));
+            parsed.problems.push(format!("results line {n}: scenario {} is reported more than once", result.scenario));
             continue;
         }
         parsed.scenarios.push(result);

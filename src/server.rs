@@ -43,7 +43,8 @@ impl IntoResponse for ApiError {
             ApiError::Unauthorized => (
                 StatusCode::UNAUTHORIZED,
                 "unauthorized",
-                "missing or wrong token: send `Authorization: Bearer TOKEN` (the token is in DATA_DIR/token)".to_string(),
+                "missing or wrong token: send `Authorization: Bearer TOKEN` (the token is in DATA_DIR/token)"
+                    .to_string(),
             ),
             ApiError::Internal(e) => {
                 tracing::error!(error = %e, chain = ?e, "request failed");
@@ -88,27 +89,18 @@ pub fn router(state: AppState) -> Router {
     let pages = Router::new()
         .route("/", get(crate::console::campaigns_page))
         .route("/campaigns/{id}", get(crate::console::campaign_page))
-        .route_layer(middleware::from_fn_with_state(
-            state.clone(),
-            require_cookie,
-        ))
+        .route_layer(middleware::from_fn_with_state(state.clone(), require_cookie))
         .route("/login", get(login));
     Router::new()
         .nest("/api/v1", api)
         .merge(pages)
-        .layer(tower_http::limit::RequestBodyLimitLayer::new(
-            16 * 1024 * 1024,
-        ))
+        .layer(tower_http::limit::RequestBodyLimitLayer::new(16 * 1024 * 1024))
         .layer(tower_http::trace::TraceLayer::new_for_http())
         .with_state(state)
 }
 
 fn constant_time_eq(a: &str, b: &str) -> bool {
-    a.len() == b.len()
-        && a.bytes()
-            .zip(b.bytes())
-            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
-            == 0
+    a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 pub const COOKIE: &str = "gadfly_session";
@@ -116,16 +108,12 @@ pub const COOKIE: &str = "gadfly_session";
 pub const CALL_ID_HEADER: &str = "x-gadfly-call-id";
 
 fn cookie_token(headers: &HeaderMap) -> Option<String> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .find_map(|v| {
-            v.split(';').find_map(|kv| {
-                let (k, val) = kv.trim().split_once('=')?;
-                (k == COOKIE).then(|| val.to_string())
-            })
+    headers.get_all(header::COOKIE).iter().filter_map(|v| v.to_str().ok()).find_map(|v| {
+        v.split(';').find_map(|kv| {
+            let (k, val) = kv.trim().split_once('=')?;
+            (k == COOKIE).then(|| val.to_string())
         })
+    })
 }
 
 async fn require_token(State(state): State<AppState>, req: Request, next: Next) -> Response {
@@ -145,11 +133,7 @@ async fn require_token(State(state): State<AppState>, req: Request, next: Next) 
 async fn require_cookie(State(state): State<AppState>, req: Request, next: Next) -> Response {
     match cookie_token(req.headers()) {
         Some(t) if constant_time_eq(&t, &state.token) => next.run(req).await,
-        _ => (
-            StatusCode::UNAUTHORIZED,
-            Html(crate::console::login_form(None)),
-        )
-            .into_response(),
+        _ => (StatusCode::UNAUTHORIZED, Html(crate::console::login_form(None))).into_response(),
     }
 }
 
@@ -161,16 +145,10 @@ struct LoginQuery {
 async fn login(State(state): State<AppState>, Query(q): Query<LoginQuery>) -> Response {
     match q.token {
         Some(t) if constant_time_eq(t.trim(), &state.token) => {
-            let cookie = format!(
-                "{COOKIE}={}; Path=/; HttpOnly; SameSite=Strict",
-                state.token
-            );
+            let cookie = format!("{COOKIE}={}; Path=/; HttpOnly; SameSite=Strict", state.token);
             ([(header::SET_COOKIE, cookie)], Redirect::to("/")).into_response()
         }
-        Some(_) => (
-            StatusCode::UNAUTHORIZED,
-            Html(crate::console::login_form(Some("That token is not valid."))),
-        )
+        Some(_) => (StatusCode::UNAUTHORIZED, Html(crate::console::login_form(Some("That token is not valid."))))
             .into_response(),
         None => Html(crate::console::login_form(None)).into_response(),
     }
@@ -181,9 +159,7 @@ async fn health() -> Json<Value> {
 }
 
 async fn list_campaigns(State(state): State<AppState>) -> ApiResult<Json<Value>> {
-    Ok(Json(json!(
-        crate::console::campaign_summaries(&state.supervisor).await?
-    )))
+    Ok(Json(json!(crate::console::campaign_summaries(&state.supervisor).await?)))
 }
 
 #[derive(Deserialize)]
@@ -192,32 +168,18 @@ struct CreateCampaign {
     spec_path: String,
 }
 
-async fn create_campaign(
-    State(state): State<AppState>,
-    body: Bytes,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+async fn create_campaign(State(state): State<AppState>, body: Bytes) -> ApiResult<(StatusCode, Json<Value>)> {
     let req: CreateCampaign = parse_body(&body)?;
-    let row = state
-        .supervisor
-        .create_campaign(&req.spec_toml, &req.spec_path)
-        .await?;
-    Ok((
-        StatusCode::CREATED,
-        Json(json!({"id": row.id, "name": row.name, "mode": row.mode})),
-    ))
+    let row = state.supervisor.create_campaign(&req.spec_toml, &req.spec_path).await?;
+    Ok((StatusCode::CREATED, Json(json!({"id": row.id, "name": row.name, "mode": row.mode}))))
 }
 
 fn parse_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> ApiResult<T> {
     serde_json::from_slice(body).map_err(|e| ApiError::Invalid(format!("request body: {e}")))
 }
 
-async fn show_campaign(
-    State(state): State<AppState>,
-    Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
-    Ok(Json(
-        crate::console::campaign_detail(&state.supervisor, &id).await?,
-    ))
+async fn show_campaign(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+    Ok(Json(crate::console::campaign_detail(&state.supervisor, &id).await?))
 }
 
 #[derive(Deserialize)]
@@ -235,10 +197,7 @@ async fn evaluate(
     Ok(Json(serde_json::to_value(e).map_err(anyhow::Error::from)?))
 }
 
-async fn list_evaluations(
-    State(state): State<AppState>,
-    Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+async fn list_evaluations(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     state.supervisor.campaign(&id).await?;
     let rows = state.supervisor.store().list_evaluations(&id).await?;
     let list: Vec<Value> = rows
@@ -258,16 +217,11 @@ async fn hook(
     headers: HeaderMap,
     body: Bytes,
 ) -> ApiResult<Json<Value>> {
-    let payload: Value = serde_json::from_slice(&body)
-        .map_err(|e| ApiError::Invalid(format!("hook payload is not JSON: {e}")))?;
+    let payload: Value =
+        serde_json::from_slice(&body).map_err(|e| ApiError::Invalid(format!("hook payload is not JSON: {e}")))?;
     let call_id = headers.get(CALL_ID_HEADER).and_then(|v| v.to_str().ok());
-    let reply = state
-        .supervisor
-        .handle_hook(&id, &agent, &event, call_id, payload)
-        .await?;
-    Ok(Json(
-        serde_json::to_value(reply).map_err(anyhow::Error::from)?,
-    ))
+    let reply = state.supervisor.handle_hook(&id, &agent, &event, call_id, payload).await?;
+    Ok(Json(serde_json::to_value(reply).map_err(anyhow::Error::from)?))
 }
 
 #[derive(Deserialize)]
@@ -285,24 +239,14 @@ async fn ask(
     Ok((StatusCode::CREATED, Json(json!(q))))
 }
 
-async fn list_questions(
-    State(state): State<AppState>,
-    Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+async fn list_questions(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     state.supervisor.campaign(&id).await?;
-    Ok(Json(json!(
-        state.supervisor.store().list_questions(&id, false).await?
-    )))
+    Ok(Json(json!(state.supervisor.store().list_questions(&id, false).await?)))
 }
 
-async fn list_stops(
-    State(state): State<AppState>,
-    Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+async fn list_stops(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     state.supervisor.campaign(&id).await?;
-    Ok(Json(json!(
-        state.supervisor.store().list_stop_attempts(&id).await?
-    )))
+    Ok(Json(json!(state.supervisor.store().list_stop_attempts(&id).await?)))
 }
 
 #[derive(Deserialize)]
@@ -320,13 +264,7 @@ async fn list_events(
 ) -> ApiResult<Json<Value>> {
     state.supervisor.campaign(&id).await?;
     let limit = q.limit.unwrap_or(1000).clamp(1, 10_000);
-    Ok(Json(json!(
-        state
-            .supervisor
-            .store()
-            .events_after(&id, q.after, limit)
-            .await?
-    )))
+    Ok(Json(json!(state.supervisor.store().events_after(&id, q.after, limit).await?)))
 }
 
 /// Live events: replays what is stored after `Last-Event-ID` (or
@@ -345,11 +283,7 @@ async fn stream_events(
         .unwrap_or(q.after);
     // Subscribe before reading the backlog, so nothing falls between the two.
     let live = tokio_stream::wrappers::BroadcastStream::new(state.supervisor.subscribe());
-    let backlog = state
-        .supervisor
-        .store()
-        .events_after(&id, after, 10_000)
-        .await?;
+    let backlog = state.supervisor.store().events_after(&id, after, 10_000).await?;
     let last = backlog.last().map_or(after, |e| e.id);
     let campaign = id.clone();
     let replay = futures::stream::iter(backlog.into_iter().map(|e| Ok(to_sse(&e))));
@@ -360,22 +294,15 @@ async fn stream_events(
                 Ok(e) if e.campaign_id == campaign && e.id > last => Some(Ok(to_sse(&e))),
                 Ok(_) => None,
                 Err(tokio_stream::wrappers::errors::BroadcastStreamRecvError::Lagged(n)) => {
-                    Some(Ok(Event::default()
-                        .event("resync")
-                        .data(json!({"skipped": n}).to_string())))
+                    Some(Ok(Event::default().event("resync").data(json!({"skipped": n}).to_string())))
                 }
             }
         }
     });
-    let stream = replay
-        .chain(follow)
-        .take_until(state.shutdown.clone().cancelled_owned());
+    let stream = replay.chain(follow).take_until(state.shutdown.clone().cancelled_owned());
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
 }
 
 fn to_sse(e: &crate::store::EventRow) -> Event {
-    Event::default()
-        .id(e.id.to_string())
-        .event(e.kind.clone())
-        .data(serde_json::to_string(e).unwrap_or_default())
+    Event::default().id(e.id.to_string()).event(e.kind.clone()).data(serde_json::to_string(e).unwrap_or_default())
 }

@@ -13,16 +13,79 @@ use sha2::{Digest, Sha256};
 /// The git tree id of the workspace as it is now (HEAD plus every change
 /// that is not ignored). Does not touch the workspace's own index.
 pub fn tree_hash(workspace: &Path) -> anyhow::Result<String> {
-    let scratch =
-        tempfile::tempdir().context("creating a scratch folder for the snapshot index")?;
-    let index = scratch.path().join("index");
-    let has_head = git(workspace, &index, &["rev-parse", "--verify", "-q", "HEAD"]).is_ok();
-    if has_head {
-        git(workspace, &index, &["read-tree", "HEAD"])?;
+    let scratch = tempfile::tempdir().context("creating a scratch folder for the snapshot index")?;
+    tree_hash_with_index(workspace, &scratch.path().join("index"))
+}
+
+/// Like [`tree_hash`], with an index file of gadfly's own that persists
+/// between snapshots, so git re-hashes only the files whose stat changed.
+pub fn tree_hash_with_index(workspace: &Path, index: &Path) -> anyhow::Result<String> {
+    let attempt = || -> anyhow::Result<String> {
+        if !index.exists() {
+            let has_head = git(workspace, index, &["rev-parse", "--verify", "-q", "HEAD"]).is_ok();
+            if has_head {
+                git(workspace, index, &["read-tree", "HEAD"])?;
+            }
+        }
+        git(workspace, index, &["add", "-A", "--", "."])?;
+        Ok(git(workspace, index, &["write-tree"])?.trim().to_string())
+    };
+    attempt().or_else(|first| {
+        // A damaged or stale index of ours is rebuilt once from HEAD.
+        tracing::warn!(error = %first, "snapshot index rebuilt");
+        let _ = std::fs::remove_file(index);
+        attempt()
+    })
+}
+
+/// A cheap stat fingerprint of the workspace: every file git would see
+/// (ignore rules honoured, `.git` skipped) with its size, mtime, inode and
+/// mode, plus git's HEAD, index and refs. Equal fingerprints mean an
+/// unchanged tree, provided no mtime is recent enough to be racy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fingerprint {
+    pub hash: u64,
+    /// True when every mtime is old enough that a same-size edit within
+    /// the filesystem's timestamp granularity cannot hide.
+    pub settled: bool,
+}
+
+pub fn fingerprint(workspace: &Path) -> anyhow::Result<Fingerprint> {
+    use std::hash::{Hash, Hasher};
+    use std::os::unix::fs::MetadataExt;
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    let now = std::time::SystemTime::now();
+    let mut newest = std::time::UNIX_EPOCH;
+    let mut add = |rel: &Path, md: &std::fs::Metadata, h: &mut std::collections::hash_map::DefaultHasher| {
+        rel.hash(h);
+        (md.len(), md.mtime(), md.mtime_nsec(), md.ino(), md.mode()).hash(h);
+        if let Ok(m) = md.modified() {
+            newest = newest.max(m);
+        }
+    };
+    let walker = ignore::WalkBuilder::new(workspace)
+        .hidden(false)
+        .parents(false)
+        .require_git(false)
+        .sort_by_file_name(|a, b| a.cmp(b))
+        .filter_entry(|e| e.file_name() != ".git")
+        .build();
+    for entry in walker {
+        let entry = entry.with_context(|| format!("walking {}", workspace.display()))?;
+        if entry.depth() == 0 {
+            continue;
+        }
+        let md = entry.path().symlink_metadata()?;
+        add(entry.path().strip_prefix(workspace).unwrap_or(entry.path()), &md, &mut h);
     }
-    git(workspace, &index, &["add", "-A", "--", "."])?;
-    let tree = git(workspace, &index, &["write-tree"])?;
-    Ok(tree.trim().to_string())
+    let git_dir = workspace.join(".git");
+    for name in ["HEAD", "index", "refs/heads", "packed-refs"] {
+        if let Ok(md) = git_dir.join(name).symlink_metadata() {
+            add(Path::new(name), &md, &mut h);
+        }
+    }
+    let settled = now.duration_since(newest).map(|d| d > std::time::Duration::from_secs(2)).unwrap_or(false);
+    Ok(Fingerprint { hash: h.finish(), settled })
 }
 
 /// Writes the files of `tree` into `dest` (which must exist).
@@ -44,20 +107,12 @@ pub fn export(workspace: &Path, tree: &str, dest: &Path) -> anyhow::Result<()> {
         .stderr(Stdio::piped())
         .output()
         .context("running tar to unpack the snapshot")?;
-    let archived = archive
-        .wait_with_output()
-        .context("waiting for git archive")?;
+    let archived = archive.wait_with_output().context("waiting for git archive")?;
     if !archived.status.success() {
-        bail!(
-            "git archive {tree} failed: {}",
-            String::from_utf8_lossy(&archived.stderr).trim()
-        );
+        bail!("git archive {tree} failed: {}", String::from_utf8_lossy(&archived.stderr).trim());
     }
     if !tar.status.success() {
-        bail!(
-            "unpacking the snapshot failed: {}",
-            String::from_utf8_lossy(&tar.stderr).trim()
-        );
+        bail!("unpacking the snapshot failed: {}", String::from_utf8_lossy(&tar.stderr).trim());
     }
     Ok(())
 }
@@ -90,18 +145,14 @@ pub fn hash_matching(root: &Path, globs: &[String]) -> anyhow::Result<BTreeMap<S
         return Ok(map);
     }
     let set = glob_set(globs)?;
-    for entry in walkdir::WalkDir::new(root)
-        .into_iter()
-        .filter_entry(|e| e.file_name() != ".git")
-    {
+    for entry in walkdir::WalkDir::new(root).into_iter().filter_entry(|e| e.file_name() != ".git") {
         let entry = entry.with_context(|| format!("walking {}", root.display()))?;
         if !entry.file_type().is_file() {
             continue;
         }
         let rel = relative(root, entry.path());
         if set.is_match(&rel) {
-            let bytes = std::fs::read(entry.path())
-                .with_context(|| format!("reading {}", entry.path().display()))?;
+            let bytes = std::fs::read(entry.path()).with_context(|| format!("reading {}", entry.path().display()))?;
             map.insert(rel, hex::encode(Sha256::digest(&bytes)));
         }
     }
@@ -110,10 +161,7 @@ pub fn hash_matching(root: &Path, globs: &[String]) -> anyhow::Result<BTreeMap<S
 
 /// Hashes protected files as the workspace's tree would export them, so
 /// that ignored build outputs never count.
-pub fn hash_protected_in_tree(
-    workspace: &Path,
-    globs: &[String],
-) -> anyhow::Result<BTreeMap<String, String>> {
+pub fn hash_protected_in_tree(workspace: &Path, globs: &[String]) -> anyhow::Result<BTreeMap<String, String>> {
     if globs.is_empty() {
         return Ok(BTreeMap::new());
     }
@@ -125,10 +173,7 @@ pub fn hash_protected_in_tree(
 
 /// The differences between the protected files recorded at creation and
 /// those in a snapshot: each a sentence naming the file.
-pub fn protected_violations(
-    expected: &BTreeMap<String, String>,
-    actual: &BTreeMap<String, String>,
-) -> Vec<String> {
+pub fn protected_violations(expected: &BTreeMap<String, String>, actual: &BTreeMap<String, String>) -> Vec<String> {
     let mut out = Vec::new();
     for (path, hash) in expected {
         match actual.get(path) {
@@ -148,11 +193,7 @@ pub fn protected_violations(
 fn glob_set(globs: &[String]) -> anyhow::Result<globset::GlobSet> {
     let mut b = globset::GlobSetBuilder::new();
     for g in globs {
-        b.add(
-            globset::GlobBuilder::new(g)
-                .literal_separator(false)
-                .build()?,
-        );
+        b.add(globset::GlobBuilder::new(g).literal_separator(false).build()?);
         // `dir/**` should also protect the directory itself when given as `dir`.
     }
     Ok(b.build()?)
@@ -174,8 +215,7 @@ pub struct Sandbox {
 
 impl Sandbox {
     pub fn new(parent: &Path) -> anyhow::Result<Self> {
-        std::fs::create_dir_all(parent)
-            .with_context(|| format!("creating {}", parent.display()))?;
+        std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
         let dir = tempfile::Builder::new()
             .prefix("eval-")
             .tempdir_in(parent)
@@ -198,26 +238,13 @@ mod tests {
     fn repo() -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
         let run = |args: &[&str]| {
-            assert!(Command::new("git")
-                .args(args)
-                .current_dir(dir.path())
-                .status()
-                .unwrap()
-                .success());
+            assert!(Command::new("git").args(args).current_dir(dir.path()).status().unwrap().success());
         };
         run(&["init", "-q"]);
         std::fs::write(dir.path().join("a.txt"), "one\n").unwrap();
         std::fs::write(dir.path().join(".gitignore"), "build/\n").unwrap();
         run(&["add", "."]);
-        run(&[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "-qm",
-            "init",
-        ]);
+        run(&["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"]);
         dir
     }
 
@@ -228,32 +255,48 @@ mod tests {
         assert_eq!(t0, tree_hash(ws.path()).unwrap(), "same tree, same hash");
         std::fs::create_dir(ws.path().join("build")).unwrap();
         std::fs::write(ws.path().join("build/out.o"), "x").unwrap();
-        assert_eq!(
-            t0,
-            tree_hash(ws.path()).unwrap(),
-            "ignored files do not count"
-        );
+        assert_eq!(t0, tree_hash(ws.path()).unwrap(), "ignored files do not count");
         std::fs::write(ws.path().join("a.txt"), "two\n").unwrap();
         let t1 = tree_hash(ws.path()).unwrap();
         assert_ne!(t0, t1);
         std::fs::write(ws.path().join("new.c"), "int x;\n").unwrap();
         let t2 = tree_hash(ws.path()).unwrap();
         assert_ne!(t1, t2);
+        // A persistent index gives the same trees and follows every change.
+        let idx = tempfile::tempdir().unwrap();
+        let index = idx.path().join("index");
+        assert_eq!(tree_hash_with_index(ws.path(), &index).unwrap(), t2);
+        std::fs::remove_file(ws.path().join("new.c")).unwrap();
+        assert_eq!(tree_hash_with_index(ws.path(), &index).unwrap(), t1);
+        std::fs::write(ws.path().join("new.c"), "int x;\n").unwrap();
+        assert_eq!(tree_hash_with_index(ws.path(), &index).unwrap(), t2);
+        std::fs::write(&index, "garbage").unwrap();
+        assert_eq!(tree_hash_with_index(ws.path(), &index).unwrap(), t2, "a damaged index is rebuilt");
         // the workspace's own index is untouched
-        let status = Command::new("git")
-            .args(["diff", "--cached", "--name-only"])
-            .current_dir(ws.path())
-            .output()
-            .unwrap();
+        let status =
+            Command::new("git").args(["diff", "--cached", "--name-only"]).current_dir(ws.path()).output().unwrap();
         assert!(status.stdout.is_empty());
         let dest = tempfile::tempdir().unwrap();
         export(ws.path(), &t2, dest.path()).unwrap();
-        assert_eq!(
-            std::fs::read_to_string(dest.path().join("a.txt")).unwrap(),
-            "two\n"
-        );
+        assert_eq!(std::fs::read_to_string(dest.path().join("a.txt")).unwrap(), "two\n");
         assert!(dest.path().join("new.c").exists());
         assert!(!dest.path().join("build").exists());
+    }
+
+    #[test]
+    fn fingerprint_follows_changes_and_ignores_ignored_files() {
+        let ws = repo();
+        let f0 = fingerprint(ws.path()).unwrap();
+        assert!(!f0.settled, "files written just now are racy");
+        assert_eq!(f0.hash, fingerprint(ws.path()).unwrap().hash);
+        std::fs::create_dir(ws.path().join("build")).unwrap();
+        std::fs::write(ws.path().join("build/out.o"), "x").unwrap();
+        assert_eq!(f0.hash, fingerprint(ws.path()).unwrap().hash, "ignored files do not count");
+        std::fs::write(ws.path().join("a.txt"), "ONE\n").unwrap();
+        assert_ne!(f0.hash, fingerprint(ws.path()).unwrap().hash);
+        let f1 = fingerprint(ws.path()).unwrap();
+        std::fs::write(ws.path().join(".hidden"), "x").unwrap();
+        assert_ne!(f1.hash, fingerprint(ws.path()).unwrap().hash, "hidden files count");
     }
 
     #[test]
@@ -268,12 +311,6 @@ mod tests {
         std::fs::write(ws.path().join("harness/extra.sh"), "x\n").unwrap();
         let after = hash_protected_in_tree(ws.path(), &globs).unwrap();
         let v = protected_violations(&before, &after);
-        assert_eq!(
-            v,
-            vec![
-                "protected file harness/h.sh was modified",
-                "protected path harness/extra.sh was added"
-            ]
-        );
+        assert_eq!(v, vec!["protected file harness/h.sh was modified", "protected path harness/extra.sh was added"]);
     }
 }

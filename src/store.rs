@@ -108,10 +108,7 @@ impl Store {
         } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             Backend::Postgres
         } else {
-            bail!(
-                "unsupported database URL `{}`: expected sqlite:PATH or postgres://...",
-                redact(url)
-            );
+            bail!("unsupported database URL `{}`: expected sqlite:PATH or postgres://...", redact(url));
         };
         if backend == Backend::Sqlite {
             // Create the file and switch it to WAL once; the mode is persistent.
@@ -119,10 +116,7 @@ impl Store {
             let opts = sqlx::sqlite::SqliteConnectOptions::from_str(url)?
                 .create_if_missing(true)
                 .journal_mode(sqlx::sqlite::SqliteJournalMode::Wal);
-            let conn = opts
-                .connect()
-                .await
-                .with_context(|| format!("opening {}", redact(url)))?;
+            let conn = opts.connect().await.with_context(|| format!("opening {}", redact(url)))?;
             conn.close().await?;
         }
         let options = AnyConnectOptions::from_str(url)?;
@@ -133,15 +127,9 @@ impl Store {
                 Box::pin(async move {
                     if backend == Backend::Sqlite {
                         // Every acknowledged event must survive a crash: FULL, not NORMAL.
-                        sqlx::query("pragma synchronous = full")
-                            .execute(&mut *conn)
-                            .await?;
-                        sqlx::query("pragma busy_timeout = 10000")
-                            .execute(&mut *conn)
-                            .await?;
-                        sqlx::query("pragma foreign_keys = on")
-                            .execute(&mut *conn)
-                            .await?;
+                        sqlx::query("pragma synchronous = full").execute(&mut *conn).await?;
+                        sqlx::query("pragma busy_timeout = 10000").execute(&mut *conn).await?;
+                        sqlx::query("pragma foreign_keys = on").execute(&mut *conn).await?;
                     }
                     Ok(())
                 })
@@ -153,10 +141,7 @@ impl Store {
             Backend::Sqlite => &SQLITE_MIGRATIONS,
             Backend::Postgres => &POSTGRES_MIGRATIONS,
         };
-        migrator
-            .run(&pool)
-            .await
-            .context("applying database migrations")?;
+        migrator.run(&pool).await.context("applying database migrations")?;
         Ok(Store { pool, backend })
     }
 
@@ -184,17 +169,12 @@ impl Store {
     }
 
     pub async fn list_campaigns(&self) -> anyhow::Result<Vec<CampaignRow>> {
-        let rows = sqlx::query(&format!("{CAMPAIGN_SELECT} order by created_at, id"))
-            .fetch_all(&self.pool)
-            .await?;
+        let rows = sqlx::query(&format!("{CAMPAIGN_SELECT} order by created_at, id")).fetch_all(&self.pool).await?;
         rows.iter().map(campaign_from_row).collect()
     }
 
     pub async fn get_campaign(&self, id: &str) -> anyhow::Result<Option<CampaignRow>> {
-        let row = sqlx::query(&format!("{CAMPAIGN_SELECT} where id = $1"))
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await?;
+        let row = sqlx::query(&format!("{CAMPAIGN_SELECT} where id = $1")).bind(id).fetch_optional(&self.pool).await?;
         row.as_ref().map(campaign_from_row).transpose()
     }
 
@@ -225,19 +205,12 @@ impl Store {
         if let Some(row) = row {
             return Ok((row.try_get::<i64, _>(0)?, true));
         }
-        let existing = sqlx::query("select id from events where idempotency_key = $1")
-            .bind(key)
-            .fetch_one(&self.pool)
-            .await?;
+        let existing =
+            sqlx::query("select id from events where idempotency_key = $1").bind(key).fetch_one(&self.pool).await?;
         Ok((existing.try_get::<i64, _>(0)?, false))
     }
 
-    pub async fn events_after(
-        &self,
-        campaign_id: &str,
-        after: i64,
-        limit: i64,
-    ) -> anyhow::Result<Vec<EventRow>> {
+    pub async fn events_after(&self, campaign_id: &str, after: i64, limit: i64) -> anyhow::Result<Vec<EventRow>> {
         let rows = sqlx::query(
             "select id, campaign_id, session_id, kind, payload, created_at from events
              where campaign_id = $1 and id > $2 order by id limit $3",
@@ -255,8 +228,7 @@ impl Store {
                     campaign_id: r.try_get("campaign_id")?,
                     session_id: r.try_get("session_id")?,
                     kind: r.try_get("kind")?,
-                    payload: serde_json::from_str(&payload)
-                        .unwrap_or(serde_json::Value::String(payload)),
+                    payload: serde_json::from_str(&payload).unwrap_or(serde_json::Value::String(payload)),
                     created_at: r.try_get("created_at")?,
                 })
             })
@@ -272,26 +244,16 @@ impl Store {
     }
 
     /// The stored evaluation of a tree, as its JSON body, with its id.
-    pub async fn find_evaluation(
-        &self,
-        campaign_id: &str,
-        tree: &str,
-    ) -> anyhow::Result<Option<(i64, String)>> {
-        let row =
-            sqlx::query("select id, body from evaluations where campaign_id = $1 and tree = $2")
-                .bind(campaign_id)
-                .bind(tree)
-                .fetch_optional(&self.pool)
-                .await?;
-        row.map(|r| Ok((r.try_get("id")?, r.try_get("body")?)))
-            .transpose()
+    pub async fn find_evaluation(&self, campaign_id: &str, tree: &str) -> anyhow::Result<Option<(i64, String)>> {
+        let row = sqlx::query("select id, body from evaluations where campaign_id = $1 and tree = $2")
+            .bind(campaign_id)
+            .bind(tree)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.map(|r| Ok((r.try_get("id")?, r.try_get("body")?))).transpose()
     }
 
-    pub async fn insert_evaluation(
-        &self,
-        campaign_id: &str,
-        e: &crate::harness::Evaluation,
-    ) -> anyhow::Result<i64> {
+    pub async fn insert_evaluation(&self, campaign_id: &str, e: &crate::harness::Evaluation) -> anyhow::Result<i64> {
         let mut tx = self.pool.begin().await?;
         let body = serde_json::to_string(e)?;
         let row = sqlx::query(
@@ -336,14 +298,11 @@ impl Store {
 
     /// Evaluations of a campaign, oldest first, as (id, JSON body).
     pub async fn list_evaluations(&self, campaign_id: &str) -> anyhow::Result<Vec<(i64, String)>> {
-        let rows =
-            sqlx::query("select id, body from evaluations where campaign_id = $1 order by id")
-                .bind(campaign_id)
-                .fetch_all(&self.pool)
-                .await?;
-        rows.iter()
-            .map(|r| Ok((r.try_get("id")?, r.try_get("body")?)))
-            .collect()
+        let rows = sqlx::query("select id, body from evaluations where campaign_id = $1 order by id")
+            .bind(campaign_id)
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter().map(|r| Ok((r.try_get("id")?, r.try_get("body")?))).collect()
     }
 
     pub async fn count_evaluations(&self, campaign_id: &str) -> anyhow::Result<i64> {
@@ -378,10 +337,7 @@ impl Store {
         Ok(row.try_get::<i64, _>(0)?)
     }
 
-    pub async fn stop_attempt_for_event(
-        &self,
-        event_id: i64,
-    ) -> anyhow::Result<Option<StopAttemptRow>> {
+    pub async fn stop_attempt_for_event(&self, event_id: i64) -> anyhow::Result<Option<StopAttemptRow>> {
         let row = sqlx::query(&format!("{STOP_SELECT} where event_id = $1"))
             .bind(event_id)
             .fetch_optional(&self.pool)
@@ -389,10 +345,7 @@ impl Store {
         row.as_ref().map(stop_from_row).transpose()
     }
 
-    pub async fn list_stop_attempts(
-        &self,
-        campaign_id: &str,
-    ) -> anyhow::Result<Vec<StopAttemptRow>> {
+    pub async fn list_stop_attempts(&self, campaign_id: &str) -> anyhow::Result<Vec<StopAttemptRow>> {
         let rows = sqlx::query(&format!("{STOP_SELECT} where campaign_id = $1 order by id"))
             .bind(campaign_id)
             .fetch_all(&self.pool)
@@ -423,16 +376,8 @@ impl Store {
         Ok(row.try_get::<i64, _>(0)?)
     }
 
-    pub async fn list_questions(
-        &self,
-        campaign_id: &str,
-        only_queued: bool,
-    ) -> anyhow::Result<Vec<QuestionRow>> {
-        let filter = if only_queued {
-            "and status = 'queued'"
-        } else {
-            ""
-        };
+    pub async fn list_questions(&self, campaign_id: &str, only_queued: bool) -> anyhow::Result<Vec<QuestionRow>> {
+        let filter = if only_queued { "and status = 'queued'" } else { "" };
         let rows = sqlx::query(&format!(
             "select id, campaign_id, source, bank_id, moment, text, status, created_at, delivered_at, delivered_via
              from questions where campaign_id = $1 {filter} order by id"
@@ -557,31 +502,14 @@ mod tests {
         };
         store.insert_campaign(&c).await.unwrap();
         let p = serde_json::json!({"a": 1});
-        let (a, fresh) = store
-            .append_event("c1", Some("s"), "hook.stop", Some("k1"), &p)
-            .await
-            .unwrap();
+        let (a, fresh) = store.append_event("c1", Some("s"), "hook.stop", Some("k1"), &p).await.unwrap();
         assert!(fresh);
-        let (b, fresh) = store
-            .append_event("c1", Some("s"), "hook.stop", Some("k1"), &p)
-            .await
-            .unwrap();
+        let (b, fresh) = store.append_event("c1", Some("s"), "hook.stop", Some("k1"), &p).await.unwrap();
         assert_eq!((a, fresh), (b, false));
-        store
-            .append_event("c1", None, "note", None, &p)
-            .await
-            .unwrap();
-        store
-            .append_event("c1", None, "note", None, &p)
-            .await
-            .unwrap();
+        store.append_event("c1", None, "note", None, &p).await.unwrap();
+        store.append_event("c1", None, "note", None, &p).await.unwrap();
         assert_eq!(store.count_events("c1").await.unwrap(), 3);
-        let mode: String = sqlx::query("pragma journal_mode")
-            .fetch_one(&store.pool)
-            .await
-            .unwrap()
-            .try_get(0)
-            .unwrap();
+        let mode: String = sqlx::query("pragma journal_mode").fetch_one(&store.pool).await.unwrap().try_get(0).unwrap();
         assert_eq!(mode, "wal");
         store.close().await;
         let again = Store::connect(&url).await.unwrap();

@@ -38,8 +38,10 @@ pub struct Supervisor {
 struct Inner {
     store: Store,
     scratch: PathBuf,
-    /// One evaluation at a time per campaign, so a tree is never evaluated twice.
-    eval_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// One evaluation at a time per campaign, so a tree is never evaluated
+    /// twice; the lock guards the campaign's last snapshot.
+    eval_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Option<harness::LastSnapshot>>>>>,
+    indexes: PathBuf,
     bus: broadcast::Sender<EventRow>,
 }
 
@@ -59,6 +61,7 @@ impl Supervisor {
             inner: Arc::new(Inner {
                 store,
                 scratch: data_dir.join("evaluations"),
+                indexes: data_dir.join("indexes"),
                 eval_locks: Mutex::new(HashMap::new()),
                 bus,
             }),
@@ -82,11 +85,7 @@ impl Supervisor {
         key: Option<&str>,
         payload: Value,
     ) -> anyhow::Result<(i64, bool)> {
-        let (id, fresh) = self
-            .inner
-            .store
-            .append_event(campaign_id, session_id, kind, key, &payload)
-            .await?;
+        let (id, fresh) = self.inner.store.append_event(campaign_id, session_id, kind, key, &payload).await?;
         if fresh {
             let _ = self.inner.bus.send(EventRow {
                 id,
@@ -105,21 +104,16 @@ impl Supervisor {
     pub async fn create_campaign(&self, spec_toml: &str, spec_path: &str) -> Result<CampaignRow> {
         let path = Path::new(spec_path);
         if !path.is_absolute() {
-            return Err(SupervisorError::Invalid(format!(
-                "spec_path must be absolute, got {spec_path}"
-            )));
+            return Err(SupervisorError::Invalid(format!("spec_path must be absolute, got {spec_path}")));
         }
         let base = path.parent().unwrap_or(Path::new("/"));
-        let spec = campaign::parse(spec_toml, spec_path, base)
-            .map_err(|e| SupervisorError::Invalid(e.to_string()))?;
+        let spec = campaign::parse(spec_toml, spec_path, base).map_err(|e| SupervisorError::Invalid(e.to_string()))?;
         let ws = spec.workspace.clone();
         let globs = spec.harness.protected.clone();
-        let protected = tokio::task::spawn_blocking(move || {
-            crate::snapshot::hash_protected_in_tree(&ws, &globs)
-        })
-        .await
-        .map_err(|e| anyhow!(e))?
-        .context("hashing protected files")?;
+        let protected = tokio::task::spawn_blocking(move || crate::snapshot::hash_protected_in_tree(&ws, &globs))
+            .await
+            .map_err(|e| anyhow!(e))?
+            .context("hashing protected files")?;
         let row = CampaignRow {
             id: new_campaign_id(&spec.name),
             name: spec.name.clone(),
@@ -145,14 +139,9 @@ impl Supervisor {
     }
 
     pub async fn campaign(&self, id: &str) -> Result<(CampaignRow, CampaignSpec)> {
-        let row = self
-            .inner
-            .store
-            .get_campaign(id)
-            .await?
-            .ok_or_else(|| SupervisorError::NotFound(id.to_string()))?;
-        let spec: CampaignSpec = serde_json::from_str(&row.spec_json)
-            .map_err(|e| anyhow!("stored spec of {id}: {e}"))?;
+        let row = self.inner.store.get_campaign(id).await?.ok_or_else(|| SupervisorError::NotFound(id.to_string()))?;
+        let spec: CampaignSpec =
+            serde_json::from_str(&row.spec_json).map_err(|e| anyhow!("stored spec of {id}: {e}"))?;
         Ok((row, spec))
     }
 
@@ -161,17 +150,14 @@ impl Supervisor {
     pub async fn evaluate(&self, campaign_id: &str, force: bool) -> Result<Evaluation> {
         let (row, spec) = self.campaign(campaign_id).await?;
         let lock = {
-            let mut locks = self
-                .inner
-                .eval_locks
-                .lock()
-                .expect("evaluation lock table poisoned");
+            let mut locks = self.inner.eval_locks.lock().expect("evaluation lock table poisoned");
             locks.entry(campaign_id.to_string()).or_default().clone()
         };
-        let _guard = lock.lock().await;
-        let tree = harness::snapshot_tree(&spec)
-            .await
-            .context("taking a snapshot of the workspace")?;
+        let mut last = lock.lock().await;
+        let index = self.inner.indexes.join(format!("{campaign_id}.index"));
+        let (tree, remember) =
+            harness::snapshot_tree(&spec, &index, last.clone()).await.context("taking a snapshot of the workspace")?;
+        *last = remember;
         if !force {
             if let Some((id, body)) = self.inner.store.find_evaluation(campaign_id, &tree).await? {
                 let mut e: Evaluation = serde_json::from_str(&body).map_err(|e| anyhow!(e))?;
@@ -180,31 +166,14 @@ impl Supervisor {
                 return Ok(e);
             }
         }
-        let protected: BTreeMap<String, String> =
-            serde_json::from_str(&row.protected_json).map_err(|e| anyhow!(e))?;
-        self.record(
-            campaign_id,
-            None,
-            "evaluation.started",
-            None,
-            json!({"tree": tree}),
-        )
-        .await?;
-        let mut eval =
-            harness::evaluate_tree(&spec, campaign_id, &tree, &protected, &self.inner.scratch)
-                .await?;
+        let protected: BTreeMap<String, String> = serde_json::from_str(&row.protected_json).map_err(|e| anyhow!(e))?;
+        self.record(campaign_id, None, "evaluation.started", None, json!({"tree": tree})).await?;
+        let mut eval = harness::evaluate_tree(&spec, campaign_id, &tree, &protected, &self.inner.scratch).await?;
         if force {
             // A forced re-run replaces nothing: it is stored under its own tree key suffix.
-            eval.tree = format!(
-                "{tree}+{}",
-                self.inner.store.count_evaluations(campaign_id).await?
-            );
+            eval.tree = format!("{tree}+{}", self.inner.store.count_evaluations(campaign_id).await?);
         }
-        let id = self
-            .inner
-            .store
-            .insert_evaluation(campaign_id, &eval)
-            .await?;
+        let id = self.inner.store.insert_evaluation(campaign_id, &eval).await?;
         eval.id = Some(id);
         self.record(
             campaign_id,
@@ -232,21 +201,13 @@ impl Supervisor {
     pub async fn ask(&self, campaign_id: &str, text: &str) -> Result<crate::store::QuestionRow> {
         let text = text.trim();
         if text.is_empty() {
-            return Err(SupervisorError::Invalid(
-                "the question text is empty".into(),
-            ));
+            return Err(SupervisorError::Invalid("the question text is empty".into()));
         }
         if text.chars().count() > 4000 {
-            return Err(SupervisorError::Invalid(
-                "the question is longer than 4000 characters".into(),
-            ));
+            return Err(SupervisorError::Invalid("the question is longer than 4000 characters".into()));
         }
         self.campaign(campaign_id).await?;
-        let id = self
-            .inner
-            .store
-            .queue_question(campaign_id, "human", None, None, text)
-            .await?;
+        let id = self.inner.store.queue_question(campaign_id, "human", None, None, text).await?;
         self.record(
             campaign_id,
             None,
@@ -280,14 +241,9 @@ impl Supervisor {
     ) -> Result<HookReply> {
         let (_row, spec) = self.campaign(campaign_id).await?;
         if !payload.is_object() {
-            return Err(SupervisorError::Invalid(
-                "the hook payload must be a JSON object".into(),
-            ));
+            return Err(SupervisorError::Invalid("the hook payload must be a JSON object".into()));
         }
-        let session = payload
-            .get("session_id")
-            .and_then(Value::as_str)
-            .map(str::to_string);
+        let session = payload.get("session_id").and_then(Value::as_str).map(str::to_string);
         let key = idempotency_key(campaign_id, agent, event, call_id, &payload);
         let kind = format!("hook.{}", event.replace('-', "_"));
         let (event_id, fresh) = self
@@ -300,35 +256,19 @@ impl Supervisor {
             )
             .await?;
         if event != "stop" {
-            return Ok(HookReply {
-                output: None,
-                decision: None,
-                event_id,
-            });
+            return Ok(HookReply { output: None, decision: None, event_id });
         }
         if !fresh {
             // A retried call: answer exactly as the first time.
             if let Some(prev) = self.inner.store.stop_attempt_for_event(event_id).await? {
                 return Ok(HookReply {
-                    output: prev
-                        .reason
-                        .as_ref()
-                        .filter(|_| prev.decision == "block")
-                        .map(|r| block_json(r)),
+                    output: prev.reason.as_ref().filter(|_| prev.decision == "block").map(|r| block_json(r)),
                     decision: Some(prev.decision),
                     event_id,
                 });
             }
         }
-        self.judge_stop(
-            campaign_id,
-            &spec,
-            agent,
-            event_id,
-            session.as_deref(),
-            &payload,
-        )
-        .await
+        self.judge_stop(campaign_id, &spec, agent, event_id, session.as_deref(), &payload).await
     }
 
     async fn judge_stop(
@@ -340,13 +280,8 @@ impl Supervisor {
         session: Option<&str>,
         payload: &Value,
     ) -> Result<HookReply> {
-        let claim = payload
-            .get("last_assistant_message")
-            .and_then(Value::as_str);
-        let stop_hook_active = payload
-            .get("stop_hook_active")
-            .and_then(Value::as_bool)
-            .unwrap_or(false);
+        let claim = payload.get("last_assistant_message").and_then(Value::as_str);
+        let stop_hook_active = payload.get("stop_hook_active").and_then(Value::as_bool).unwrap_or(false);
         let evaluation = self.evaluate(campaign_id, false).await;
         let (decision, reason, eval_id, holds, question_id) = match evaluation {
             Err(SupervisorError::Internal(e)) => {
@@ -354,11 +289,7 @@ impl Supervisor {
                 let reason = format!(
                     "gadfly could not evaluate the candidate, so the stop predicate is not known to hold: {e:#}. Fix what this names (or ask the person supervising), then try to stop again."
                 );
-                let d = if spec.mode == Mode::Audit {
-                    Decision::Record
-                } else {
-                    Decision::Block
-                };
+                let d = if spec.mode == Mode::Audit { Decision::Record } else { Decision::Block };
                 (d, Some(reason), None, false, None)
             }
             Err(other) => return Err(other),
@@ -376,13 +307,7 @@ impl Supervisor {
                             text: q.text.clone(),
                         },
                         None => {
-                            self.pick_question(
-                                campaign_id,
-                                spec,
-                                "completion_claim",
-                                &prefer_groups(&eval),
-                            )
-                            .await?
+                            self.pick_question(campaign_id, spec, "completion_claim", &prefer_groups(&eval)).await?
                         }
                     });
                 }
@@ -401,20 +326,11 @@ impl Supervisor {
                         None => {
                             self.inner
                                 .store
-                                .queue_question(
-                                    campaign_id,
-                                    "bank",
-                                    Some(&q.source),
-                                    Some(&q.moment),
-                                    &q.text,
-                                )
+                                .queue_question(campaign_id, "bank", Some(&q.source), Some(&q.moment), &q.text)
                                 .await?
                         }
                     };
-                    self.inner
-                        .store
-                        .mark_delivered(id, "stop_hook_reason", eval.verdict.geomean_speedup)
-                        .await?;
+                    self.inner.store.mark_delivered(id, "stop_hook_reason", eval.verdict.geomean_speedup).await?;
                     self.record(
                         campaign_id,
                         session,
@@ -475,12 +391,7 @@ impl Supervisor {
         let asked = self.inner.store.list_questions(campaign_id, false).await?;
         let asked_ids: Vec<String> = asked.iter().filter_map(|q| q.bank_id.clone()).collect();
         let (id, text) = crate::bank::pick(moment, spec, &asked_ids, prefer);
-        Ok(Question {
-            queued_id: None,
-            source: id,
-            moment: moment.to_string(),
-            text,
-        })
+        Ok(Question { queued_id: None, source: id, moment: moment.to_string(), text })
     }
 }
 
@@ -516,14 +427,8 @@ pub fn idempotency_key(
     call_id: Option<&str>,
     payload: &Value,
 ) -> Option<String> {
-    let session = payload
-        .get("session_id")
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    let tool_use = payload
-        .get("tool_use_id")
-        .and_then(Value::as_str)
-        .filter(|t| !t.is_empty());
+    let session = payload.get("session_id").and_then(Value::as_str).unwrap_or("");
+    let tool_use = payload.get("tool_use_id").and_then(Value::as_str).filter(|t| !t.is_empty());
     let identity = match (tool_use, call_id.filter(|c| !c.is_empty())) {
         (Some(t), _) => format!("tool:{t}"),
         (None, Some(c)) => format!("call:{c}"),
@@ -540,13 +445,7 @@ pub fn idempotency_key(
 fn new_campaign_id(name: &str) -> String {
     let slug: String = name
         .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_lowercase()
-            } else {
-                '-'
-            }
-        })
+        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' })
         .collect::<String>()
         .split('-')
         .filter(|s| !s.is_empty())

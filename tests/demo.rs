@@ -12,28 +12,13 @@ fn the_demo_blocks_the_wrong_and_the_slow_kernel_then_allows_the_good_one() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "demo failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        stdout.contains("[1/3] 01-wrong-tail.c: BLOCKED"),
-        "{stdout}"
-    );
-    assert!(
-        stdout.contains("[2/3] 02-slow-on-one.c: BLOCKED"),
-        "{stdout}"
-    );
+    assert!(out.status.success(), "demo failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("[1/3] 01-wrong-tail.c: BLOCKED"), "{stdout}");
+    assert!(stdout.contains("[2/3] 02-slow-on-one.c: BLOCKED"), "{stdout}");
     assert!(stdout.contains("[3/3] 03-good.c: ALLOWED"), "{stdout}");
     // The wrong kernel is blocked for correctness, the slow one for its one slow scenario.
     let second = stdout.split("[2/3]").nth(1).unwrap();
-    assert!(
-        second
-            .lines()
-            .any(|l| l.trim_start().starts_with("b128_m60_n20") && l.contains("speedup")),
-        "{second}"
-    );
+    assert!(second.lines().any(|l| l.trim_start().starts_with("b128_m60_n20") && l.contains("speedup")), "{second}");
     let first = stdout.split("[2/3]").next().unwrap();
     assert!(first.contains("incorrect"), "{first}");
     // The campaign and its stop attempts stay in the data dir.

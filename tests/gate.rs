@@ -15,24 +15,13 @@ fn blocked_while_one_scenario_fails_then_allowed_when_all_pass() {
     f.set_candidate("a true 50 100\nb false 40 100\nc true 80 100\n");
     let r = reason(&d.stop(&id, "All done, every scenario is faster."));
     assert!(r.contains("fails on 1 of 3 scenarios"), "{r}");
-    let row = r
-        .lines()
-        .find(|l| l.starts_with("b "))
-        .unwrap_or_else(|| panic!("no row for b in {r}"));
+    let row = r.lines().find(|l| l.starts_with("b ")).unwrap_or_else(|| panic!("no row for b in {r}"));
     assert!(row.contains("NO") && row.contains("incorrect"), "{row}");
-    assert!(
-        !r.lines()
-            .any(|l| l.starts_with("a ") || l.starts_with("c ")),
-        "passing scenarios listed: {r}"
-    );
+    assert!(!r.lines().any(|l| l.starts_with("a ") || l.starts_with("c ")), "passing scenarios listed: {r}");
     assert!(r.contains("Question ("), "a question is carried: {r}");
 
     f.set_candidate(ALL_PASS);
-    assert_eq!(
-        d.stop(&id, "Now it is really done."),
-        None,
-        "all pass: the stop is allowed and nothing is printed"
-    );
+    assert_eq!(d.stop(&id, "Now it is really done."), None, "all pass: the stop is allowed and nothing is printed");
 
     let audit = d.run(&["audit", "campaign", &id, "--json"]);
     let audit: Value = serde_json::from_slice(&audit.stdout).unwrap();
@@ -52,10 +41,7 @@ fn a_good_geometric_mean_with_one_slow_scenario_is_blocked() {
     f.set_candidate("a true 10 100\nb true 10 100\nc true 120 100\n");
     let r = reason(&d.stop(&id, "10x on average, done."));
     let row = r.lines().find(|l| l.starts_with("c ")).unwrap();
-    assert!(
-        row.contains("0.83x") && row.contains("speedup 0.83x < 1.10x"),
-        "{row}"
-    );
+    assert!(row.contains("0.83x") && row.contains("speedup 0.83x < 1.10x"), "{row}");
     assert!(r.contains("Geometric mean speedup 4.37x"), "{r}");
 }
 
@@ -64,60 +50,36 @@ fn harness_failures_are_blocked_with_their_reason() {
     let cases = [
         ("a true 50 100\nCRASH\n", "killed by signal 11 (SIGSEGV)"),
         ("SLEEP\n", "timed out after 2 s"),
-        (
-            "a true 50 100\nGARBAGE\nb true 50 100\nc true 50 100\n",
-            "results line 2: not valid JSON",
-        ),
-        (
-            "a true 50 100\nb true 50 100\n",
-            "missing from the harness results",
-        ),
-        (
-            "a true 50 100\nFAIL\n",
-            "harness run exited with status 3; last output: harness: cannot load the kernel",
-        ),
+        ("a true 50 100\nGARBAGE\nb true 50 100\nc true 50 100\n", "results line 2: not valid JSON"),
+        ("a true 50 100\nb true 50 100\n", "missing from the harness results"),
+        ("a true 50 100\nFAIL\n", "harness run exited with status 3; last output: harness: cannot load the kernel"),
     ];
     let f = Fixture::new("");
-    let spec = std::fs::read_to_string(f.spec())
-        .unwrap()
-        .replace("timeout_s = 20", "timeout_s = 2");
+    let spec = std::fs::read_to_string(f.spec()).unwrap().replace("timeout_s = 20", "timeout_s = 2");
     std::fs::write(f.spec(), spec).unwrap();
     let d = Daemon::start(&f.data_dir());
     let id = d.create_campaign(&f.spec());
     for (candidate, expected) in cases {
         f.set_candidate(candidate);
         let r = reason(&d.stop(&id, "done"));
-        assert!(
-            r.contains(expected),
-            "candidate {candidate:?}: expected {expected:?} in\n{r}"
-        );
+        assert!(r.contains(expected), "candidate {candidate:?}: expected {expected:?} in\n{r}");
     }
     // A missing scenario is named in the table.
     f.set_candidate("a true 50 100\nb true 50 100\n");
     let r = reason(&d.stop(&id, "done"));
-    assert!(
-        r.lines()
-            .any(|l| l.starts_with("c ") && l.contains("missing")),
-        "{r}"
-    );
+    assert!(r.lines().any(|l| l.starts_with("c ") && l.contains("missing")), "{r}");
 }
 
 #[test]
 fn a_banned_symbol_in_the_built_binary_is_blocked() {
-    let f = Fixture::new(
-        "[constraints]\nbinary = \"build/libk.so\"\nbanned_symbols = [\"cublas\", \"cutlass::\"]\n",
-    );
+    let f = Fixture::new("[constraints]\nbinary = \"build/libk.so\"\nbanned_symbols = [\"cublas\", \"cutlass::\"]\n");
     // The build compiles the candidate's kernel.c into build/libk.so.
     let spec = std::fs::read_to_string(f.spec()).unwrap().replace(
         "[harness]\n",
         "[harness]\nbuild = \"mkdir -p build && cc -shared -fPIC -o build/libk.so kernel.c\"\n",
     );
     std::fs::write(f.spec(), spec).unwrap();
-    std::fs::write(
-        f.ws().join("kernel.c"),
-        "int add(int a, int b) { return a + b; }\n",
-    )
-    .unwrap();
+    std::fs::write(f.ws().join("kernel.c"), "int add(int a, int b) { return a + b; }\n").unwrap();
     f.set_candidate(ALL_PASS);
     let d = Daemon::start(&f.data_dir());
     let id = d.create_campaign(&f.spec());
@@ -129,10 +91,7 @@ fn a_banned_symbol_in_the_built_binary_is_blocked() {
     )
     .unwrap();
     let r = reason(&d.stop(&id, "done"));
-    assert!(
-        r.contains("constraint violated: banned `cublas` found in dynamic symbols: cublasGemmEx"),
-        "{r}"
-    );
+    assert!(r.contains("constraint violated: banned `cublas` found in dynamic symbols: cublasGemmEx"), "{r}");
 }
 
 #[test]
@@ -147,10 +106,7 @@ fn an_edited_protected_file_is_blocked() {
     let text = std::fs::read_to_string(&path).unwrap() + "# tweaked\n";
     std::fs::write(&path, text).unwrap();
     let r = reason(&d.stop(&id, "done"));
-    assert!(
-        r.contains("protected file harness/run.sh was modified"),
-        "{r}"
-    );
+    assert!(r.contains("protected file harness/run.sh was modified"), "{r}");
 }
 
 #[test]
@@ -158,9 +114,7 @@ fn an_unchanged_tree_is_evaluated_once() {
     let f = Fixture::with_run("", "echo run >> ../runs.log; sh harness/run.sh {results}");
     // The snapshot is exported under the data dir, so count runs through an absolute path instead.
     let log = f.dir.path().join("runs.log");
-    let spec = std::fs::read_to_string(f.spec())
-        .unwrap()
-        .replace("../runs.log", &log.display().to_string());
+    let spec = std::fs::read_to_string(f.spec()).unwrap().replace("../runs.log", &log.display().to_string());
     std::fs::write(f.spec(), spec).unwrap();
     let d = Daemon::start(&f.data_dir());
     let id = d.create_campaign(&f.spec());
@@ -172,11 +126,7 @@ fn an_unchanged_tree_is_evaluated_once() {
     let e: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(e["cached"], true);
     let runs = || std::fs::read_to_string(&log).unwrap().lines().count();
-    assert_eq!(
-        runs(),
-        1,
-        "three stops and an eval on one tree ran the harness once"
-    );
+    assert_eq!(runs(), 1, "three stops and an eval on one tree ran the harness once");
     f.set_candidate(ALL_PASS);
     assert_eq!(d.stop(&id, "done"), None);
     assert_eq!(runs(), 2, "a changed tree is evaluated again");
@@ -189,21 +139,13 @@ fn eval_json_follows_the_contract() {
     let id = d.create_campaign(&f.spec());
     f.set_candidate("a true 50 100\nb true 95 100\nc true 80 100\n");
     let out = d.run(&["eval", &id, "--json"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let e: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(e["holds"], false);
     let s = e["scenarios"].as_array().unwrap();
     assert_eq!(s.len(), 3);
     for key in ["scenario", "correct", "speedup", "passes", "reasons"] {
-        assert!(
-            s[0].get(key).is_some(),
-            "scenario entry lacks {key}: {}",
-            s[0]
-        );
+        assert!(s[0].get(key).is_some(), "scenario entry lacks {key}: {}", s[0]);
     }
     assert_eq!(s[1]["scenario"], "b");
     assert_eq!(s[1]["passes"], false);
@@ -213,9 +155,7 @@ fn eval_json_follows_the_contract() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
         text.contains("FAILS")
-            && text
-                .lines()
-                .any(|l| l.starts_with("b ") && l.contains("FAIL: speedup 1.05x < 1.10x")),
+            && text.lines().any(|l| l.starts_with("b ") && l.contains("FAIL: speedup 1.05x < 1.10x")),
         "{text}"
     );
 }
@@ -240,37 +180,17 @@ fn a_human_question_is_delivered_at_the_next_stop_once() {
     let d = Daemon::start(&f.data_dir());
     let id = d.create_campaign(&f.spec());
     f.set_candidate(ALL_PASS);
-    let out = d.run(&[
-        "ask",
-        &id,
-        "Does the reference win in cycles or only in wall-clock time?",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = d.run(&["ask", &id, "Does the reference win in cycles or only in wall-clock time?"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let r = reason(&d.stop(&id, "done"));
-    assert!(
-        r.contains("Question from the person supervising: Does the reference win in cycles"),
-        "{r}"
-    );
+    assert!(r.contains("Question from the person supervising: Does the reference win in cycles"), "{r}");
     assert!(r.contains("holds on all 3 scenarios"), "{r}");
     // Delivered once: the next stop goes through.
     let payload = serde_json::json!({"session_id": "sess-1", "stop_hook_active": true, "last_assistant_message": "Measured: cycles too."});
     let out = d.hook("stop", &id, &payload.to_string());
-    assert!(
-        out.stdout.is_empty(),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    assert!(out.stdout.is_empty(), "{}", String::from_utf8_lossy(&out.stdout));
     let qs = d.api_get(&format!("/campaigns/{id}/questions"));
-    let human: Vec<&Value> = qs
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|q| q["source"] == "human")
-        .collect();
+    let human: Vec<&Value> = qs.as_array().unwrap().iter().filter(|q| q["source"] == "human").collect();
     assert_eq!(human.len(), 1);
     assert_eq!(human[0]["status"], "delivered");
 }
@@ -297,10 +217,8 @@ fn bad_hook_input_exits_2_with_a_clear_message_and_the_daemon_carries_on() {
     // The daemon is unaffected and records the next call.
     f.set_candidate(ALL_PASS);
     assert_eq!(d.stop(&id, "done"), None);
-    let health = std::process::Command::new("curl")
-        .args(["-sf", &format!("{}/api/v1/health", d.url)])
-        .output()
-        .unwrap();
+    let health =
+        std::process::Command::new("curl").args(["-sf", &format!("{}/api/v1/health", d.url)]).output().unwrap();
     assert!(String::from_utf8_lossy(&health.stdout).contains("\"ok\""));
 }
 
@@ -314,25 +232,19 @@ fn an_unknown_campaign_never_blocks_and_other_events_are_recorded() {
     assert!(out.stdout.is_empty());
     assert!(String::from_utf8_lossy(&out.stderr).contains("not found"));
 
-    for event in [
-        "session-start",
-        "user-prompt-submit",
-        "pre-tool-use",
-        "post-tool-use",
-        "subagent-stop",
-        "session-end",
-    ] {
-        let out = d.hook(event, &id, &format!("{{\"session_id\": \"s9\", \"hook_event_name\": \"{event}\", \"tool_name\": \"Bash\"}}"));
+    for event in
+        ["session-start", "user-prompt-submit", "pre-tool-use", "post-tool-use", "subagent-stop", "session-end"]
+    {
+        let out = d.hook(
+            event,
+            &id,
+            &format!("{{\"session_id\": \"s9\", \"hook_event_name\": \"{event}\", \"tool_name\": \"Bash\"}}"),
+        );
         assert_eq!(out.status.code(), Some(0), "{event}");
         assert!(out.stdout.is_empty(), "{event} prints nothing");
     }
     let log = d.api_get(&format!("/campaigns/{id}/log"));
-    let kinds: Vec<&str> = log
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["kind"].as_str().unwrap())
-        .collect();
+    let kinds: Vec<&str> = log.as_array().unwrap().iter().map(|e| e["kind"].as_str().unwrap()).collect();
     for k in [
         "hook.session_start",
         "hook.user_prompt_submit",
@@ -345,27 +257,14 @@ fn an_unknown_campaign_never_blocks_and_other_events_are_recorded() {
     }
     // The same tool call's hook fired twice is recorded once; two
     // different calls with identical payloads are both recorded.
-    let count = || {
-        d.api_get(&format!("/campaigns/{id}/log"))
-            .as_array()
-            .unwrap()
-            .len()
-    };
+    let count = || d.api_get(&format!("/campaigns/{id}/log")).as_array().unwrap().len();
     let before = count();
     let call = "{\"session_id\": \"s9\", \"tool_name\": \"Bash\", \"tool_use_id\": \"toolu_01\"}";
     d.hook("post-tool-use", &id, call);
     d.hook("post-tool-use", &id, call);
     assert_eq!(count(), before + 1);
-    d.hook(
-        "user-prompt-submit",
-        &id,
-        "{\"session_id\": \"s9\", \"prompt\": \"go on\"}",
-    );
-    d.hook(
-        "user-prompt-submit",
-        &id,
-        "{\"session_id\": \"s9\", \"prompt\": \"go on\"}",
-    );
+    d.hook("user-prompt-submit", &id, "{\"session_id\": \"s9\", \"prompt\": \"go on\"}");
+    d.hook("user-prompt-submit", &id, "{\"session_id\": \"s9\", \"prompt\": \"go on\"}");
     assert_eq!(count(), before + 3);
 }
 
@@ -406,46 +305,27 @@ fn the_api_needs_the_token_but_health_does_not() {
     };
     assert_eq!(code(&[&format!("{}/api/v1/health", d.url)]), "200");
     assert_eq!(code(&[&format!("{}/api/v1/campaigns", d.url)]), "401");
+    assert_eq!(code(&["-H", "Authorization: Bearer wrong", &format!("{}/api/v1/campaigns", d.url)]), "401");
     assert_eq!(
-        code(&[
-            "-H",
-            "Authorization: Bearer wrong",
-            &format!("{}/api/v1/campaigns", d.url)
-        ]),
-        "401"
-    );
-    assert_eq!(
-        code(&[
-            "-H",
-            &format!("Authorization: Bearer {}", d.token),
-            &format!("{}/api/v1/campaigns", d.url)
-        ]),
+        code(&["-H", &format!("Authorization: Bearer {}", d.token), &format!("{}/api/v1/campaigns", d.url)]),
         "200"
     );
     // The console shows a login form without the cookie, and sets it from ?token=.
-    let page = std::process::Command::new("curl")
-        .args(["-s", &format!("{}/", d.url)])
-        .output()
-        .unwrap();
+    let page = std::process::Command::new("curl").args(["-s", &format!("{}/", d.url)]).output().unwrap();
     assert!(String::from_utf8_lossy(&page.stdout).contains("<form"));
     let login = std::process::Command::new("curl")
         .args(["-s", "-i", &format!("{}/login?token={}", d.url, d.token)])
         .output()
         .unwrap();
     let headers = String::from_utf8_lossy(&login.stdout);
-    assert!(
-        headers.contains("gadfly_session=") && headers.contains("location: /"),
-        "{headers}"
-    );
+    assert!(headers.contains("gadfly_session=") && headers.contains("location: /"), "{headers}");
 }
 
 #[test]
 fn campaign_create_names_file_line_and_field_of_a_bad_spec() {
     let f = Fixture::new("");
     let d = Daemon::start(&f.data_dir());
-    let spec = std::fs::read_to_string(f.spec())
-        .unwrap()
-        .replace("min_speedup = 1.1", "min_speedup = \"fast\"");
+    let spec = std::fs::read_to_string(f.spec()).unwrap().replace("min_speedup = 1.1", "min_speedup = \"fast\"");
     std::fs::write(f.spec(), spec).unwrap();
     let out = d.run(&["campaign", "create", f.spec().to_str().unwrap()]);
     assert!(!out.status.success());
@@ -454,4 +334,20 @@ fn campaign_create_names_file_line_and_field_of_a_bad_spec() {
     assert!(err.contains("field `predicate.min_speedup`"), "{err}");
     let list = d.api_get("/campaigns");
     assert_eq!(list.as_array().unwrap().len(), 0, "nothing was created");
+}
+
+#[test]
+fn a_same_size_edit_after_a_quiet_period_is_seen() {
+    // After 2 s without edits the snapshot is remembered by stat fingerprint;
+    // an edit of the same size must still produce a new evaluation.
+    let f = Fixture::new("");
+    f.set_candidate("a true 50 100\nb true 40 100\nc true 80 100\n");
+    let d = Daemon::start(&f.data_dir());
+    let id = d.create_campaign(&f.spec());
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    assert_eq!(d.stop(&id, "done"), None);
+    assert_eq!(d.stop(&id, "done"), None, "the remembered snapshot answers");
+    f.set_candidate("a true 50 100\nb true 40 100\nc true 99 100\n");
+    let r = reason(&d.stop(&id, "done"));
+    assert!(r.lines().any(|l| l.starts_with("c ") && l.contains("1.01x")), "{r}");
 }

@@ -28,8 +28,7 @@ impl Daemon {
     pub fn start_with(data_dir: &Path, database_url: Option<&str>) -> Daemon {
         let _ = std::fs::remove_file(data_dir.join("daemon.json"));
         let mut cmd = gadfly();
-        cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-            .arg(data_dir);
+        cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"]).arg(data_dir);
         if let Some(u) = database_url {
             cmd.args(["--database-url", u]);
         }
@@ -38,11 +37,7 @@ impl Daemon {
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
         )))
         .unwrap();
-        let child = cmd
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("start gadfly serve");
+        let child = cmd.stdout(Stdio::null()).stderr(log).spawn().expect("start gadfly serve");
         let deadline = Instant::now() + Duration::from_secs(60);
         let info: Value = loop {
             if let Ok(text) = std::fs::read_to_string(data_dir.join("daemon.json")) {
@@ -53,24 +48,14 @@ impl Daemon {
             assert!(Instant::now() < deadline, "daemon did not start");
             std::thread::sleep(Duration::from_millis(20));
         };
-        let token = std::fs::read_to_string(data_dir.join("token"))
-            .unwrap()
-            .trim()
-            .to_string();
-        Daemon {
-            child,
-            data_dir: data_dir.to_path_buf(),
-            url: info["url"].as_str().unwrap().to_string(),
-            token,
-        }
+        let token = std::fs::read_to_string(data_dir.join("token")).unwrap().trim().to_string();
+        Daemon { child, data_dir: data_dir.to_path_buf(), url: info["url"].as_str().unwrap().to_string(), token }
     }
 
     /// A `gadfly` command pointed at this daemon.
     pub fn cmd(&self) -> Command {
         let mut c = gadfly();
-        c.env("GADFLY_URL", &self.url)
-            .env("GADFLY_TOKEN", &self.token)
-            .env_remove("GADFLY_DATA_DIR");
+        c.env("GADFLY_URL", &self.url).env("GADFLY_TOKEN", &self.token).env_remove("GADFLY_DATA_DIR");
         c
     }
 
@@ -79,17 +64,8 @@ impl Daemon {
     }
 
     pub fn create_campaign(&self, spec: &Path) -> String {
-        let out = self
-            .cmd()
-            .args(["campaign", "create"])
-            .arg(spec)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "campaign create failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let out = self.cmd().args(["campaign", "create"]).arg(spec).output().unwrap();
+        assert!(out.status.success(), "campaign create failed: {}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8(out.stdout).unwrap().trim().to_string()
     }
 
@@ -103,12 +79,7 @@ impl Daemon {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(payload.as_bytes())
-            .unwrap();
+        child.stdin.take().unwrap().write_all(payload.as_bytes()).unwrap();
         child.wait_with_output().unwrap()
     }
 
@@ -123,12 +94,7 @@ impl Daemon {
             "last_assistant_message": claim,
         });
         let out = self.hook("stop", campaign, &payload.to_string());
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "hook failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_eq!(out.status.code(), Some(0), "hook failed: {}", String::from_utf8_lossy(&out.stderr));
         let stdout = String::from_utf8(out.stdout).unwrap();
         if stdout.trim().is_empty() {
             None
@@ -155,11 +121,7 @@ impl Daemon {
 
     /// SIGTERM and wait: the daemon shuts down gracefully.
     pub fn terminate(&mut self) -> std::process::ExitStatus {
-        Command::new("kill")
-            .arg("-TERM")
-            .arg(self.child.id().to_string())
-            .status()
-            .unwrap();
+        Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status().unwrap();
         self.child.wait().unwrap()
     }
 }
@@ -205,26 +167,11 @@ impl Fixture {
         let ws = dir.path().join("ws");
         std::fs::create_dir_all(ws.join("harness")).unwrap();
         std::fs::write(ws.join("harness/run.sh"), RUN_SH).unwrap();
-        std::fs::write(
-            ws.join("candidate.txt"),
-            "a true 100 100\nb true 100 100\nc true 100 100\n",
-        )
-        .unwrap();
+        std::fs::write(ws.join("candidate.txt"), "a true 100 100\nb true 100 100\nc true 100 100\n").unwrap();
         std::fs::write(ws.join(".gitignore"), "build/\n").unwrap();
         git(&ws, &["init", "-q"]);
         git(&ws, &["add", "-A"]);
-        git(
-            &ws,
-            &[
-                "-c",
-                "user.name=t",
-                "-c",
-                "user.email=t@t",
-                "commit",
-                "-qm",
-                "initial",
-            ],
-        );
+        git(&ws, &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "initial"]);
         let spec = format!(
             r#"name = "fixture"
 workspace = "ws"
@@ -266,20 +213,13 @@ min_geomean_speedup = 1.2
 }
 
 pub fn git(dir: &Path, args: &[&str]) {
-    let ok = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .status()
-        .unwrap()
-        .success();
+    let ok = Command::new("git").args(args).current_dir(dir).status().unwrap().success();
     assert!(ok, "git {args:?}");
 }
 
 /// The block reason of a stop answer, or a panic naming what came instead.
 pub fn reason(answer: &Option<Value>) -> String {
-    let a = answer
-        .as_ref()
-        .expect("the stop was allowed, expected a block");
+    let a = answer.as_ref().expect("the stop was allowed, expected a block");
     assert_eq!(a["decision"], "block", "{a}");
     a["reason"].as_str().unwrap().to_string()
 }
