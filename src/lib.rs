@@ -22,3 +22,4 @@ pub mod snapshot;
 pub mod store;
 pub mod supervisor;
 pub mod telemetry;
+pub mod web;

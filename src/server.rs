@@ -87,10 +87,12 @@ pub fn router(state: AppState) -> Router {
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token))
         .route("/health", get(health));
     let pages = Router::new()
-        .route("/", get(crate::console::campaigns_page))
-        .route("/campaigns/{id}", get(crate::console::campaign_page))
+        .route("/", get(crate::web::campaigns_page))
+        .route("/campaigns/{id}", get(crate::web::campaign_page))
+        .route("/bank", get(crate::web::bank_page))
         .route_layer(middleware::from_fn_with_state(state.clone(), require_cookie))
-        .route("/login", get(login));
+        .route("/login", get(login))
+        .route("/assets/{*path}", get(crate::web::serve_asset));
     Router::new()
         .nest("/api/v1", api)
         .merge(pages)
