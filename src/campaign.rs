@@ -390,7 +390,7 @@ pub fn parse(text: &str, file: &str, base: &Path) -> Result<CampaignSpec, SpecEr
 /// The dotted name of the key at `offset` (`predicate.min_speedup`): the
 /// key written on that line under the nearest table header above it, or the
 /// header itself joined with `named` (the key serde's message names).
-fn field_at(text: &str, offset: usize, named: Option<String>) -> String {
+pub(crate) fn field_at(text: &str, offset: usize, named: Option<String>) -> String {
     let offset = offset.min(text.len());
     let line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
     let line_end = text[offset..].find('\n').map_or(text.len(), |i| offset + i);

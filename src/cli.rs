@@ -53,6 +53,9 @@ pub enum Command {
     /// Stop attempts and their verdicts.
     #[command(subcommand)]
     Audit(AuditCommand),
+    /// The question bank: lint, list, learned statistics.
+    #[command(subcommand)]
+    Bank(BankCommand),
     /// Run the example campaign (batched QR on the CPU) with a replay agent through the Stop gate.
     Demo(DemoArgs),
 }
@@ -72,6 +75,9 @@ pub struct ServeArgs {
     /// sqlite:PATH or postgres://...; default: SQLite in the data dir.
     #[arg(long, env = "GADFLY_DATABASE_URL")]
     pub database_url: Option<String>,
+    /// A question bank folder to use and watch for edits (default: the bank built into the binary).
+    #[arg(long, env = "GADFLY_BANK_DIR")]
+    pub bank_dir: Option<PathBuf>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -97,6 +103,36 @@ pub enum AuditCommand {
         #[arg(long)]
         json: bool,
     },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum BankCommand {
+    /// Validate the bank: counts per group, kind and moment, and every problem (exit 1 on problems).
+    Lint {
+        #[arg(long)]
+        json: bool,
+        /// Bank folder (default: ./question_bank if present, else the bank built into the binary).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+    /// List entries.
+    List {
+        #[arg(long)]
+        group: Option<String>,
+        #[arg(long)]
+        moment: Option<String>,
+        #[arg(long)]
+        json: bool,
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+    /// Asks, gains and status per entry, learned by the daemon from its campaigns.
+    Stats {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write the learned statistics as TOML that can be merged into the bank's provenance.
+    ExportStats { file: PathBuf },
 }
 
 #[derive(Args, Debug)]
@@ -129,6 +165,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
                 listen: args.listen,
                 data_dir: args.data_dir.unwrap_or_else(config::default_data_dir),
                 database_url: args.database_url,
+                bank_dir: args.bank_dir,
             };
             let token = tokio_util::sync::CancellationToken::new();
             crate::daemon::cancel_on_signals(token.clone());
@@ -167,6 +204,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             println!("queued question {} for campaign {id}; it reaches the agent at its next stop", q["id"]);
             Ok(ExitCode::SUCCESS)
         }
+        Command::Bank(b) => crate::bank::cli::run(b, client).await,
         Command::Audit(AuditCommand::Campaign { id, json }) => {
             let stops = client(Duration::from_secs(30))?.get(&format!("/campaigns/{id}/stops")).await?;
             if json {

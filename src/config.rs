@@ -22,6 +22,8 @@ pub struct DaemonConfig {
     pub listen: String,
     pub data_dir: PathBuf,
     pub database_url: Option<String>,
+    /// A question bank folder to load and watch; None: the embedded bank.
+    pub bank_dir: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for DaemonConfig {
@@ -30,6 +32,7 @@ impl std::fmt::Debug for DaemonConfig {
             .field("listen", &self.listen)
             .field("data_dir", &self.data_dir)
             .field("database_url", &self.database_url.as_deref().map(crate::store::redact))
+            .field("bank_dir", &self.bank_dir)
             .finish()
     }
 }

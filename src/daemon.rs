@@ -2,11 +2,13 @@
 //! write the token, serve until SIGINT/SIGTERM, drain.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 
+use crate::bank::live::LiveBank;
 use crate::config::{self, DaemonConfig};
 use crate::server::{self, AppState};
 use crate::store::Store;
@@ -31,7 +33,12 @@ impl Daemon {
             .await
             .with_context(|| format!("listening on {}", config.listen))?;
         let addr = listener.local_addr()?;
-        let supervisor = Supervisor::new(store, &config.data_dir);
+        let bank = Arc::new(match &config.bank_dir {
+            Some(dir) => LiveBank::from_dir(dir)?,
+            None => LiveBank::embedded(),
+        });
+        bank.spawn_watcher(shutdown.child_token()).context("watching the question bank folder")?;
+        let supervisor = Supervisor::new(store, &config.data_dir, bank);
         // Left over from a run that was killed mid-evaluation.
         let _ = std::fs::remove_dir_all(config.data_dir.join("evaluations"));
         let state = AppState { supervisor, token, shutdown };

@@ -123,7 +123,8 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     let shutdown = tokio_util::sync::CancellationToken::new();
     crate::daemon::cancel_on_signals(shutdown.clone());
 
-    let mut config = DaemonConfig { listen: args.listen.clone(), data_dir: data_dir.clone(), database_url: None };
+    let mut config =
+        DaemonConfig { listen: args.listen.clone(), data_dir: data_dir.clone(), database_url: None, bank_dir: None };
     let daemon = match crate::daemon::Daemon::build(config.clone(), shutdown.clone()).await {
         Ok(d) => d,
         Err(e) => {

@@ -84,6 +84,9 @@ pub fn router(state: AppState) -> Router {
         .route("/campaigns/{id}/stops", get(list_stops))
         .route("/campaigns/{id}/events", get(stream_events))
         .route("/campaigns/{id}/log", get(list_events))
+        .route("/campaigns/{id}/suggestions", get(suggestions))
+        .route("/bank", get(bank))
+        .route("/bank/stats", get(bank_stats))
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token))
         .route("/health", get(health));
     let pages = Router::new()
@@ -307,4 +310,64 @@ async fn stream_events(
 
 fn to_sse(e: &crate::store::EventRow) -> Event {
     Event::default().id(e.id.to_string()).event(e.kind.clone()).data(serde_json::to_string(e).unwrap_or_default())
+}
+
+#[derive(Deserialize)]
+struct SuggestQuery {
+    moment: String,
+    #[serde(default)]
+    limit: Option<usize>,
+}
+
+async fn suggestions(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(q): Query<SuggestQuery>,
+) -> ApiResult<Json<Value>> {
+    let n = q.limit.unwrap_or(5).clamp(1, 20);
+    let list = state.supervisor.suggestions(&id, &q.moment, n).await?;
+    let suggestions: Vec<Value> = list
+        .into_iter()
+        .map(|c| {
+            json!({
+                "id": c.entry.id, "group": c.entry.group, "text": c.entry.text, "rationale": c.entry.rationale,
+                "level": c.entry.level, "provenance": c.entry.provenance, "source": c.entry.source,
+                "moments": c.entry.moments, "asks": c.asks, "gains": c.gains, "asked_here": c.asked_here,
+            })
+        })
+        .collect();
+    Ok(Json(json!({"moment": q.moment, "suggestions": suggestions})))
+}
+
+async fn bank(State(state): State<AppState>) -> ApiResult<Json<Value>> {
+    let bank = state.supervisor.bank().get();
+    let status = state.supervisor.bank().status();
+    let stats = state.supervisor.bank_stats().await?;
+    let entries: Vec<Value> = bank
+        .entries
+        .iter()
+        .map(|e| {
+            let mut v = json!(e);
+            let s = stats.get(&e.id).cloned().unwrap_or_else(|| crate::bank::learn::EntryStats {
+                status: e.provenance.clone(),
+                ..Default::default()
+            });
+            v["stats"] = json!(s);
+            v
+        })
+        .collect();
+    Ok(Json(json!({
+        "source": bank.source,
+        "loaded_at": status.loaded_at,
+        "reloads": status.reloads,
+        "reload_error": status.error,
+        "problems": bank.problems,
+        "warnings": bank.warnings,
+        "counts": crate::bank::load::counts(&bank.entries),
+        "entries": entries,
+    })))
+}
+
+async fn bank_stats(State(state): State<AppState>) -> ApiResult<Json<Value>> {
+    Ok(Json(json!(state.supervisor.bank_stats().await?)))
 }

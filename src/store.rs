@@ -424,6 +424,47 @@ impl Store {
     }
 }
 
+impl Store {
+    /// What learned yield is computed from: every delivered bank question
+    /// and every evaluation's objective, over all campaigns.
+    pub async fn yield_history(
+        &self,
+    ) -> anyhow::Result<(Vec<crate::bank::learn::Asked>, Vec<crate::bank::learn::EvalPoint>)> {
+        let qs = sqlx::query(
+            "select id, campaign_id, bank_id, delivered_at from questions
+             where status = 'delivered' and delivered_at is not null and bank_id is not null order by id",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        let asked = qs
+            .iter()
+            .map(|r| {
+                Ok(crate::bank::learn::Asked {
+                    question_id: r.try_get("id")?,
+                    campaign_id: r.try_get("campaign_id")?,
+                    bank_id: r.try_get("bank_id")?,
+                    delivered_at: r.try_get("delivered_at")?,
+                })
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let es = sqlx::query("select id, campaign_id, created_at, geomean from evaluations order by id")
+            .fetch_all(&self.pool)
+            .await?;
+        let evals = es
+            .iter()
+            .map(|r| {
+                Ok(crate::bank::learn::EvalPoint {
+                    id: r.try_get("id")?,
+                    campaign_id: r.try_get("campaign_id")?,
+                    created_at: r.try_get("created_at")?,
+                    geomean: r.try_get("geomean")?,
+                })
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        Ok((asked, evals))
+    }
+}
+
 const CAMPAIGN_SELECT: &str =
     "select id, name, mode, status, spec_path, spec_toml, spec_json, protected_json, created_at from campaigns";
 const STOP_SELECT: &str = "select id, campaign_id, event_id, session_id, agent, claim, stop_hook_active, evaluation_id, holds, decision, reason, question_id, created_at from stop_attempts";

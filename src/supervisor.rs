@@ -12,6 +12,9 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use tokio::sync::broadcast;
 
+use crate::bank::learn::{self, EntryStats};
+use crate::bank::live::LiveBank;
+use crate::bank::select;
 use crate::campaign::{self, CampaignSpec, Mode};
 use crate::gate::{self, Decision, Question};
 use crate::harness::{self, Evaluation};
@@ -42,6 +45,7 @@ struct Inner {
     /// twice; the lock guards the campaign's last snapshot.
     eval_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Option<harness::LastSnapshot>>>>>,
     indexes: PathBuf,
+    bank: Arc<LiveBank>,
     bus: broadcast::Sender<EventRow>,
 }
 
@@ -55,13 +59,14 @@ pub struct HookReply {
 }
 
 impl Supervisor {
-    pub fn new(store: Store, data_dir: &Path) -> Supervisor {
+    pub fn new(store: Store, data_dir: &Path, bank: Arc<LiveBank>) -> Supervisor {
         let (bus, _) = broadcast::channel(4096);
         Supervisor {
             inner: Arc::new(Inner {
                 store,
                 scratch: data_dir.join("evaluations"),
                 indexes: data_dir.join("indexes"),
+                bank,
                 eval_locks: Mutex::new(HashMap::new()),
                 bus,
             }),
@@ -379,8 +384,8 @@ impl Supervisor {
         })
     }
 
-    /// A question for `moment` that this campaign has not been asked yet
-    /// (or was asked longest ago).
+    /// A bank question for `moment` (see [`crate::bank::select`]), or a
+    /// built-in one when no entry applies.
     async fn pick_question(
         &self,
         campaign_id: &str,
@@ -390,8 +395,64 @@ impl Supervisor {
     ) -> anyhow::Result<Question> {
         let asked = self.inner.store.list_questions(campaign_id, false).await?;
         let asked_ids: Vec<String> = asked.iter().filter_map(|q| q.bank_id.clone()).collect();
-        let (id, text) = crate::bank::pick(moment, spec, &asked_ids, prefer);
-        Ok(Question { queued_id: None, source: id, moment: moment.to_string(), text })
+        let stats = self.bank_stats().await?;
+        let stats: HashMap<String, EntryStats> = stats.into_iter().collect();
+        let bank = self.inner.bank.get();
+        let req = select::Request {
+            moment,
+            spec,
+            asked: &asked_ids,
+            prefer,
+            stats: &stats,
+            seed: select::seed_for(campaign_id, asked.len()),
+        };
+        if let Some(choice) = select::pick(&bank.entries, &req) {
+            return Ok(Question {
+                queued_id: None,
+                source: choice.entry.id,
+                moment: moment.to_string(),
+                text: choice.entry.text,
+            });
+        }
+        let builtin = gate::BUILTIN_COMPLETION_QUESTIONS;
+        let n = asked_ids.iter().filter(|id| id.starts_with("builtin-")).count();
+        let (id, text) = builtin[n % builtin.len()];
+        Ok(Question { queued_id: None, source: id.to_string(), moment: moment.to_string(), text: text.to_string() })
+    }
+
+    /// Bank suggestions for a person choosing a question for `moment`.
+    pub async fn suggestions(&self, campaign_id: &str, moment: &str, n: usize) -> Result<Vec<select::Choice>> {
+        if !crate::bank::MOMENTS.contains(&moment) {
+            return Err(SupervisorError::Invalid(format!(
+                "unknown moment `{moment}`; expected one of {}",
+                crate::bank::MOMENTS.join(", ")
+            )));
+        }
+        let (_row, spec) = self.campaign(campaign_id).await?;
+        let asked = self.inner.store.list_questions(campaign_id, false).await?;
+        let asked_ids: Vec<String> = asked.iter().filter_map(|q| q.bank_id.clone()).collect();
+        let stats: HashMap<String, EntryStats> = self.bank_stats().await?.into_iter().collect();
+        let bank = self.inner.bank.get();
+        let req = select::Request {
+            moment,
+            spec: &spec,
+            asked: &asked_ids,
+            prefer: &[],
+            stats: &stats,
+            seed: select::seed_for(campaign_id, asked.len()),
+        };
+        Ok(select::suggest(&bank.entries, &req, n))
+    }
+
+    /// Learned yield of every bank entry asked so far, over all campaigns.
+    pub async fn bank_stats(&self) -> anyhow::Result<std::collections::BTreeMap<String, EntryStats>> {
+        let (asked, evals) = self.inner.store.yield_history().await?;
+        let attributions = learn::attribute(&asked, &evals, learn::DEFAULT_WINDOW, learn::DEFAULT_THRESHOLD);
+        Ok(learn::stats(&attributions))
+    }
+
+    pub fn bank(&self) -> &LiveBank {
+        &self.inner.bank
     }
 }
 

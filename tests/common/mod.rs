@@ -26,12 +26,17 @@ impl Daemon {
     }
 
     pub fn start_with(data_dir: &Path, database_url: Option<&str>) -> Daemon {
-        let _ = std::fs::remove_file(data_dir.join("daemon.json"));
         let mut cmd = gadfly();
         cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"]).arg(data_dir);
         if let Some(u) = database_url {
             cmd.args(["--database-url", u]);
         }
+        Self::start_cmd(data_dir, cmd)
+    }
+
+    /// Starts `cmd` (a `gadfly serve` writing to `data_dir`) and waits for it.
+    pub fn start_cmd(data_dir: &Path, mut cmd: Command) -> Daemon {
+        let _ = std::fs::remove_file(data_dir.join("daemon.json"));
         let log = std::fs::File::create(data_dir.parent().unwrap().join(format!(
             "daemon-{}.log",
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
@@ -209,6 +214,15 @@ min_geomean_speedup = 1.2
         let d = self.dir.path().join("data");
         std::fs::create_dir_all(&d).unwrap();
         d
+    }
+}
+
+/// Polls `pred` until it holds, for at most 15 s.
+pub fn wait_until(what: &str, pred: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !pred() {
+        assert!(Instant::now() < deadline, "{what} did not happen in time");
+        std::thread::sleep(Duration::from_millis(100));
     }
 }
 

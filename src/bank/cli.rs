@@ -1,0 +1,113 @@
+//! `gadfly bank lint|list|stats|export-stats`.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use serde_json::{json, Value};
+
+use super::{load, Bank};
+use crate::cli::BankCommand;
+use crate::client::Client;
+
+fn local_bank(dir: Option<PathBuf>) -> anyhow::Result<Bank> {
+    match dir {
+        Some(d) => load::load_dir(&d),
+        None if Path::new("question_bank").is_dir() => load::load_dir(Path::new("question_bank")),
+        None => Ok(super::embedded().clone()),
+    }
+}
+
+pub async fn run(cmd: BankCommand, client: fn(Duration) -> anyhow::Result<Client>) -> anyhow::Result<ExitCode> {
+    match cmd {
+        BankCommand::Lint { json, dir } => {
+            let bank = local_bank(dir)?;
+            let counts = load::counts(&bank.entries);
+            let clean = bank.problems.is_empty() && bank.warnings.is_empty();
+            if json {
+                let out = json!({
+                    "source": bank.source,
+                    "ok": clean,
+                    "counts": counts,
+                    "problems": bank.problems,
+                    "warnings": bank.warnings,
+                });
+                println!("{}", serde_json::to_string_pretty(&out)?);
+            } else {
+                println!("bank {}: {} entries", bank.source, counts.total);
+                println!("by kind:   {}", join_counts(counts.by_kind.iter()));
+                println!("by group:  {}", join_counts(counts.by_group.iter()));
+                println!("core entries by moment: {}", join_counts(counts.core_by_moment.iter()));
+                println!("kernel-specific entries: {}", counts.domain_specific);
+                for p in bank.problems.iter().chain(&bank.warnings) {
+                    println!("problem: {p}");
+                }
+                println!("{}", if clean { "ok" } else { "the bank has problems" });
+            }
+            Ok(if clean { ExitCode::SUCCESS } else { ExitCode::from(1) })
+        }
+        BankCommand::List { group, moment, json, dir } => {
+            let bank = local_bank(dir)?;
+            let entries: Vec<&super::Entry> = bank
+                .entries
+                .iter()
+                .filter(|e| group.as_ref().is_none_or(|g| &e.group == g))
+                .filter(|e| moment.as_ref().is_none_or(|m| e.fits(m)))
+                .collect();
+            if json {
+                println!("{}", serde_json::to_string_pretty(&entries)?);
+            } else {
+                for e in entries {
+                    println!("{:<12} [{}] {}", e.id, e.moments.join(","), e.text);
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        BankCommand::Stats { json } => {
+            let stats = client(Duration::from_secs(60))?.get("/bank/stats").await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&stats)?);
+            } else {
+                println!("{:<14} {:>5} {:>6}  status", "entry", "asks", "gains");
+                for (id, s) in stats.as_object().into_iter().flatten() {
+                    println!("{:<14} {:>5} {:>6}  {}", id, s["asks"], s["gains"], s["status"].as_str().unwrap_or(""));
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        BankCommand::ExportStats { file } => {
+            let stats = client(Duration::from_secs(60))?.get("/bank/stats").await?;
+            let text = export_toml(&stats);
+            std::fs::write(&file, text).with_context(|| format!("writing {}", file.display()))?;
+            eprintln!("wrote {} entries to {}", stats.as_object().map_or(0, |m| m.len()), file.display());
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn join_counts<'a>(it: impl Iterator<Item = (&'a String, &'a usize)>) -> String {
+    it.map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ")
+}
+
+/// The statistics as TOML, one `[[entry]]` per bank id, with the fields a
+/// bank entry's provenance takes (`provenance`, `evidence`).
+pub fn export_toml(stats: &Value) -> String {
+    let mut out = String::from(
+        "# Learned yield exported by `gadfly bank export-stats`. Merge `provenance` and\n# `evidence` into the entries of question_bank/ with the same id.\n",
+    );
+    for (id, s) in stats.as_object().into_iter().flatten() {
+        let evidence: Vec<&str> = s["evidence"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+        let mut table = toml::Table::new();
+        table.insert("id".into(), toml::Value::String(id.clone()));
+        table.insert("asks".into(), toml::Value::Integer(s["asks"].as_i64().unwrap_or(0)));
+        table.insert("gains".into(), toml::Value::Integer(s["gains"].as_i64().unwrap_or(0)));
+        table.insert("provenance".into(), toml::Value::String(s["status"].as_str().unwrap_or("unverified").into()));
+        if !evidence.is_empty() {
+            table.insert("evidence".into(), toml::Value::String(evidence.join("; ")));
+        }
+        out.push_str("\n[[entry]]\n");
+        out.push_str(&toml::to_string(&table).unwrap_or_default());
+    }
+    out
+}

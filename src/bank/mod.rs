@@ -1,0 +1,140 @@
+//! The question bank: what gadfly asks. Entries live in question_bank/ (one
+//! TOML file per group), are validated with errors that name the file,
+//! line and field ([`load`]), picked for a moment by a policy that learns
+//! which questions were followed by gains ([`select`], [`learn`]), and
+//! reloaded while the daemon runs ([`live`]).
+
+pub mod cli;
+pub mod learn;
+pub mod live;
+pub mod load;
+pub mod select;
+
+use std::sync::LazyLock;
+
+use include_dir::{include_dir, Dir};
+use serde::{Deserialize, Serialize};
+
+use crate::campaign::CampaignSpec;
+
+static EMBEDDED: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/question_bank");
+
+pub const CORE_GROUPS: [&str; 10] = [
+    "measurement",
+    "bound",
+    "benchmark_validity",
+    "gap_analysis",
+    "correctness",
+    "algorithm_family",
+    "memory_hierarchy",
+    "parallelism_launch",
+    "instruction_level",
+    "campaign_process",
+];
+pub const COMPARISON_GROUP: &str = "comparison";
+pub const ARCHITECTURE_GROUP: &str = "architecture";
+pub const MOMENTS: [&str; 7] =
+    ["start", "plateau", "limit_claim", "completion_claim", "suspicious_gain", "correctness_dismissal", "edit_loop"];
+pub const LEVELS: [&str; 11] = [
+    "measurement",
+    "benchmark",
+    "numerics",
+    "algorithm",
+    "memory",
+    "parallelism",
+    "launch",
+    "host",
+    "instruction",
+    "hardware",
+    "process",
+];
+pub const ARCHITECTURES: [&str; 6] = ["hopper", "blackwell", "ampere", "amd_cdna", "x86", "arm"];
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Applies {
+    #[serde(default)]
+    pub comparison: bool,
+    #[serde(default)]
+    pub architectures: Vec<String>,
+    #[serde(default)]
+    pub domains: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Entry {
+    pub id: String,
+    pub group: String,
+    pub text: String,
+    pub moments: Vec<String>,
+    pub level: String,
+    pub applies: Applies,
+    pub provenance: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<String>,
+    pub source: String,
+    pub rationale: String,
+}
+
+impl Entry {
+    /// Whether this entry may be asked in a campaign with this spec.
+    pub fn applies_to(&self, spec: &CampaignSpec) -> bool {
+        if self.applies.comparison && spec.comparison.is_none() {
+            return false;
+        }
+        if !self.applies.architectures.is_empty() {
+            let Some(arch) = &spec.architecture else { return false };
+            if !self.applies.architectures.iter().any(|a| a.eq_ignore_ascii_case(arch)) {
+                return false;
+            }
+        }
+        if !self.applies.domains.is_empty() && !self.applies.domains.iter().any(|d| spec.domains.contains(d)) {
+            return false;
+        }
+        true
+    }
+
+    pub fn is_core(&self) -> bool {
+        CORE_GROUPS.contains(&self.group.as_str())
+    }
+
+    pub fn fits(&self, moment: &str) -> bool {
+        self.moments.iter().any(|m| m == moment)
+    }
+}
+
+/// A validated bank. `problems` are errors (an entry that cannot be used);
+/// `warnings` break the bank's composition rules (counts, coverage).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Bank {
+    pub entries: Vec<Entry>,
+    pub descriptions: Vec<(String, String)>,
+    pub problems: Vec<String>,
+    pub warnings: Vec<String>,
+    /// Where it was read from: a folder, or "embedded".
+    pub source: String,
+}
+
+impl Bank {
+    pub fn get(&self, id: &str) -> Option<&Entry> {
+        self.entries.iter().find(|e| e.id == id)
+    }
+}
+
+/// The bank compiled into this binary (question_bank/ at build time).
+pub fn embedded() -> &'static Bank {
+    static BANK: LazyLock<Bank> = LazyLock::new(|| {
+        let mut files: Vec<(String, String)> = EMBEDDED
+            .files()
+            .filter(|f| f.path().extension().is_some_and(|e| e == "toml"))
+            .filter_map(|f| Some((format!("question_bank/{}", f.path().to_str()?), f.contents_utf8()?.to_string())))
+            .collect();
+        files.sort();
+        let mut bank = load::parse_files(&files);
+        bank.source = "embedded".into();
+        for p in &bank.problems {
+            tracing::warn!(problem = %p, "embedded question bank");
+        }
+        bank
+    });
+    &BANK
+}
