@@ -50,6 +50,32 @@ pub enum Command {
     },
     /// Queue a question for the agent; it is delivered at its next stop.
     Ask { id: String, text: String },
+    /// Write gadfly's hooks into an agent's configuration, so an agent you start by hand is supervised.
+    Attach {
+        id: String,
+        #[arg(long, value_enum, default_value = "claude-code")]
+        agent: HookAgent,
+        /// The folder the agent runs in (default: the campaign's workspace).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+    /// Remove exactly the hooks `attach` wrote.
+    Detach {
+        id: String,
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+    /// The daemon spawns the agent in the campaign's workspace and supervises it to the end.
+    Run {
+        id: String,
+        #[arg(long, value_enum)]
+        agent: crate::agent::AgentKind,
+        /// Return once the run has started instead of following it.
+        #[arg(long)]
+        detach: bool,
+    },
+    /// Stop the campaign's running agent (its whole process group).
+    Stop { id: String },
     /// Stop attempts and their verdicts.
     #[command(subcommand)]
     Audit(AuditCommand),
@@ -205,6 +231,41 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Bank(b) => crate::bank::cli::run(b, client).await,
+        Command::Attach { id, agent: _, dir } => {
+            let dir = match dir {
+                Some(d) => d,
+                None => workspace_of(&id).await?,
+            };
+            let exe = std::env::current_exe()?.display().to_string();
+            let path = crate::agent::attach::attach(&dir, &exe, &id)?;
+            println!("gadfly hooks for campaign {id} written to {}", path.display());
+            println!(
+                "start `claude` in {} with GADFLY_URL and GADFLY_TOKEN set; `gadfly detach {id}` removes them",
+                dir.display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Detach { id, dir } => {
+            let dir = match dir {
+                Some(d) => d,
+                None => workspace_of(&id).await?,
+            };
+            let n = crate::agent::attach::detach(&dir, &id)?;
+            println!(
+                "removed {n} gadfly hooks for campaign {id} from {}",
+                crate::agent::attach::settings_path(&dir).display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Run { id, agent, detach } => follow_run(&id, agent, detach).await,
+        Command::Stop { id } => {
+            let v = client(Duration::from_secs(30))?.post(&format!("/campaigns/{id}/runs/stop"), &json!({})).await?;
+            println!(
+                "{}",
+                if v["stopped"] == true { "stopping the agent" } else { "no agent is running for this campaign" }
+            );
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Audit(AuditCommand::Campaign { id, json }) => {
             let stops = client(Duration::from_secs(30))?.get(&format!("/campaigns/{id}/stops")).await?;
             if json {
@@ -358,4 +419,56 @@ pub fn render_evaluation(e: &Value) -> String {
         out.push_str(&format!("- {}\n", f.as_str().unwrap_or("")));
     }
     out
+}
+
+async fn workspace_of(id: &str) -> anyhow::Result<PathBuf> {
+    let d = client(Duration::from_secs(30))?
+        .get(&format!("/campaigns/{id}"))
+        .await
+        .context("finding the campaign's workspace (or pass --dir)")?;
+    Ok(PathBuf::from(d["spec"]["workspace"].as_str().context("the campaign has no workspace")?))
+}
+
+/// Starts a run and, unless `detach`, prints its events until it ends.
+async fn follow_run(id: &str, agent: crate::agent::AgentKind, detach: bool) -> anyhow::Result<ExitCode> {
+    let c = client(Duration::from_secs(60))?;
+    let mut after = c
+        .get(&format!("/campaigns/{id}/log?limit=10000"))
+        .await?
+        .as_array()
+        .and_then(|a| a.last().and_then(|e| e["id"].as_i64()))
+        .unwrap_or(0);
+    let started = c.post(&format!("/campaigns/{id}/runs"), &json!({"agent": agent.as_str()})).await?;
+    let run_id = started["run_id"].as_i64().unwrap_or(0);
+    eprintln!("run {run_id}: {} started in campaign {id}", agent.as_str());
+    if detach {
+        println!("{run_id}");
+        return Ok(ExitCode::SUCCESS);
+    }
+    loop {
+        let events = c.get(&format!("/campaigns/{id}/log?after={after}&limit=500")).await?;
+        for e in events.as_array().into_iter().flatten() {
+            after = e["id"].as_i64().unwrap_or(after);
+            let p = &e["payload"];
+            let line = match e["kind"].as_str().unwrap_or("") {
+                "agent.message" => format!("agent: {}", p["text"].as_str().unwrap_or("")),
+                "agent.tool_call" => format!("tool: {} {}", p["name"].as_str().unwrap_or(""), p["input"]),
+                "decision" => format!(
+                    "gadfly: {} (predicate {})",
+                    p["decision"].as_str().unwrap_or(""),
+                    if p["holds"] == true { "holds" } else { "fails" }
+                ),
+                "question.delivered" => {
+                    format!("question ({}): {}", p["via"].as_str().unwrap_or(""), p["text"].as_str().unwrap_or(""))
+                }
+                "run.ended" if p["run_id"].as_i64() == Some(run_id) => {
+                    println!("run {run_id} ended: {}", p["detail"].as_str().unwrap_or(""));
+                    return Ok(if p["outcome"] == "completed" { ExitCode::SUCCESS } else { ExitCode::from(1) });
+                }
+                _ => continue,
+            };
+            println!("{line}");
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
 }

@@ -38,7 +38,11 @@ impl Daemon {
             None => LiveBank::embedded(),
         });
         bank.spawn_watcher(shutdown.child_token()).context("watching the question bank folder")?;
-        let supervisor = Supervisor::new(store, &config.data_dir, bank);
+        let orphans = store.interrupt_orphan_runs().await?;
+        if orphans > 0 {
+            tracing::warn!(runs = orphans, "agent runs left running by the last daemon were marked interrupted");
+        }
+        let supervisor = Supervisor::new(store, &config.data_dir, bank, (format!("http://{addr}"), token.clone()));
         // Left over from a run that was killed mid-evaluation.
         let _ = std::fs::remove_dir_all(config.data_dir.join("evaluations"));
         let state = AppState { supervisor, token, shutdown };
@@ -69,11 +73,14 @@ impl Daemon {
         tracing::info!(url = %self.url(), data_dir = %self.config.data_dir.display(), database = %crate::store::redact(&self.config.database_url()), "gadfly daemon serving");
         let shutdown = self.state.shutdown.clone();
         let store = self.state.supervisor.store().clone();
+        let supervisor = self.state.supervisor.clone();
         let app = server::router(self.state);
         axum::serve(self.listener, app)
             .with_graceful_shutdown(shutdown.cancelled_owned())
             .await
             .context("serving HTTP")?;
+        supervisor.stop_everything();
+        tokio::time::sleep(Duration::from_millis(200)).await;
         tokio::time::timeout(Duration::from_secs(5), store.close()).await.ok();
         let _ = std::fs::remove_file(&info_path);
         tracing::info!("gadfly daemon stopped");

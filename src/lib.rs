@@ -2,6 +2,7 @@
 //! agent may stop only when a measured predicate holds on every scenario;
 //! at the moments agents go wrong, gadfly asks one short, checkable question.
 
+pub mod agent;
 pub mod bank;
 pub mod campaign;
 pub mod cli;

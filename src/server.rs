@@ -85,6 +85,8 @@ pub fn router(state: AppState) -> Router {
         .route("/campaigns/{id}/events", get(stream_events))
         .route("/campaigns/{id}/log", get(list_events))
         .route("/campaigns/{id}/suggestions", get(suggestions))
+        .route("/campaigns/{id}/runs", get(list_runs).post(start_run))
+        .route("/campaigns/{id}/runs/stop", post(stop_run))
         .route("/bank", get(bank))
         .route("/bank/stats", get(bank_stats))
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token))
@@ -370,4 +372,35 @@ async fn bank(State(state): State<AppState>) -> ApiResult<Json<Value>> {
 
 async fn bank_stats(State(state): State<AppState>) -> ApiResult<Json<Value>> {
     Ok(Json(json!(state.supervisor.bank_stats().await?)))
+}
+
+#[derive(Deserialize)]
+struct StartRun {
+    agent: String,
+}
+
+async fn start_run(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    let req: StartRun = parse_body(&body)?;
+    let kind = crate::agent::AgentKind::parse(&req.agent).ok_or_else(|| {
+        ApiError::Invalid(format!("unknown agent `{}`; expected claude-code, codex or command", req.agent))
+    })?;
+    state.supervisor.campaign(&id).await?;
+    let run_id = crate::agent::run::start(&state.supervisor, &id, kind)
+        .await
+        .map_err(|e| ApiError::Invalid(format!("{e:#}")))?;
+    Ok((StatusCode::CREATED, Json(json!({"run_id": run_id, "agent": kind.as_str()}))))
+}
+
+async fn list_runs(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+    state.supervisor.campaign(&id).await?;
+    Ok(Json(json!(state.supervisor.store().list_runs(&id).await?)))
+}
+
+async fn stop_run(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+    state.supervisor.campaign(&id).await?;
+    Ok(Json(json!({"stopped": state.supervisor.stop_run(&id)})))
 }

@@ -558,3 +558,91 @@ mod tests {
         assert_eq!(again.events_after("c1", 0, 10).await.unwrap()[0].payload, p);
     }
 }
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunRow {
+    pub id: i64,
+    pub campaign_id: String,
+    pub agent: String,
+    pub status: String,
+    pub session_id: Option<String>,
+    pub turns: i64,
+    pub outcome: Option<String>,
+    pub started_at: String,
+    pub ended_at: Option<String>,
+}
+
+impl Store {
+    pub async fn insert_run(&self, campaign_id: &str, agent: &str) -> anyhow::Result<i64> {
+        let row = sqlx::query(
+            "insert into runs (campaign_id, agent, status, turns, started_at) values ($1, $2, 'running', 0, $3) returning id",
+        )
+        .bind(campaign_id)
+        .bind(agent)
+        .bind(now())
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(row.try_get::<i64, _>(0)?)
+    }
+
+    pub async fn update_run(&self, id: i64, session_id: Option<&str>, turns: i64) -> anyhow::Result<()> {
+        sqlx::query("update runs set session_id = coalesce($1, session_id), turns = $2 where id = $3")
+            .bind(session_id)
+            .bind(turns)
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Ends a running run; false when it had already ended.
+    pub async fn end_run(&self, id: i64, status: &str, outcome: &str) -> anyhow::Result<bool> {
+        let done = sqlx::query(
+            "update runs set status = $1, outcome = $2, ended_at = $3 where id = $4 and status = 'running'",
+        )
+        .bind(status)
+        .bind(outcome)
+        .bind(now())
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    pub async fn list_runs(&self, campaign_id: &str) -> anyhow::Result<Vec<RunRow>> {
+        let rows = sqlx::query(
+            "select id, campaign_id, agent, status, session_id, turns, outcome, started_at, ended_at from runs
+             where campaign_id = $1 order by id",
+        )
+        .bind(campaign_id)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(RunRow {
+                    id: r.try_get("id")?,
+                    campaign_id: r.try_get("campaign_id")?,
+                    agent: r.try_get("agent")?,
+                    status: r.try_get("status")?,
+                    session_id: r.try_get("session_id")?,
+                    turns: r.try_get("turns")?,
+                    outcome: r.try_get("outcome")?,
+                    started_at: r.try_get("started_at")?,
+                    ended_at: r.try_get("ended_at")?,
+                })
+            })
+            .collect()
+    }
+
+    /// Runs left `running` by a daemon that died: they did not end well.
+    pub async fn interrupt_orphan_runs(&self) -> anyhow::Result<u64> {
+        let done = sqlx::query(
+            "update runs set status = 'ended', outcome = 'interrupted: the daemon stopped during the run', ended_at = $1
+             where status = 'running'",
+        )
+        .bind(now())
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected())
+    }
+}

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
 
 use crate::bank::learn::{self, EntryStats};
 use crate::bank::live::LiveBank;
@@ -47,6 +48,13 @@ struct Inner {
     indexes: PathBuf,
     bank: Arc<LiveBank>,
     bus: broadcast::Sender<EventRow>,
+    data_dir: PathBuf,
+    /// The daemon's own URL and token, handed to the agents it spawns.
+    endpoint: (String, String),
+    /// Agent runs in progress, by campaign.
+    runs: Mutex<HashMap<String, CancellationToken>>,
+    /// Transcripts being followed, by (campaign, session).
+    followers: Mutex<HashMap<(String, String), CancellationToken>>,
 }
 
 /// What the hook client prints for the agent.
@@ -59,7 +67,7 @@ pub struct HookReply {
 }
 
 impl Supervisor {
-    pub fn new(store: Store, data_dir: &Path, bank: Arc<LiveBank>) -> Supervisor {
+    pub fn new(store: Store, data_dir: &Path, bank: Arc<LiveBank>, endpoint: (String, String)) -> Supervisor {
         let (bus, _) = broadcast::channel(4096);
         Supervisor {
             inner: Arc::new(Inner {
@@ -69,12 +77,125 @@ impl Supervisor {
                 bank,
                 eval_locks: Mutex::new(HashMap::new()),
                 bus,
+                data_dir: data_dir.to_path_buf(),
+                endpoint,
+                runs: Mutex::new(HashMap::new()),
+                followers: Mutex::new(HashMap::new()),
             }),
         }
     }
 
     pub fn store(&self) -> &Store {
         &self.inner.store
+    }
+
+    pub fn data_dir(&self) -> &Path {
+        &self.inner.data_dir
+    }
+
+    /// The daemon's URL and token.
+    pub fn endpoint(&self) -> (String, String) {
+        self.inner.endpoint.clone()
+    }
+
+    /// Marks a run as going for the campaign; false when one already is.
+    pub fn register_run(&self, campaign_id: &str, token: CancellationToken) -> bool {
+        let mut runs = self.inner.runs.lock().expect("runs lock poisoned");
+        if runs.contains_key(campaign_id) {
+            return false;
+        }
+        runs.insert(campaign_id.to_string(), token);
+        true
+    }
+
+    pub fn unregister_run(&self, campaign_id: &str) {
+        self.inner.runs.lock().expect("runs lock poisoned").remove(campaign_id);
+    }
+
+    /// Stops the campaign's running agent (its whole process group); false when none runs.
+    pub fn stop_run(&self, campaign_id: &str) -> bool {
+        match self.inner.runs.lock().expect("runs lock poisoned").get(campaign_id) {
+            Some(t) => {
+                t.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Stops every run and transcript follower (daemon shutdown).
+    pub fn stop_everything(&self) {
+        for t in self.inner.runs.lock().expect("runs lock poisoned").values() {
+            t.cancel();
+        }
+        for t in self.inner.followers.lock().expect("followers lock poisoned").values() {
+            t.cancel();
+        }
+    }
+
+    /// Starts following an attached session's transcript once.
+    fn follow_transcript(&self, campaign_id: &str, session: &str, payload: &Value) {
+        let Some(path) = payload.get("transcript_path").and_then(Value::as_str).filter(|p| !p.is_empty()) else {
+            return;
+        };
+        let path = PathBuf::from(path);
+        if !path.is_absolute() {
+            return;
+        }
+        let key = (campaign_id.to_string(), session.to_string());
+        let mut followers = self.inner.followers.lock().expect("followers lock poisoned");
+        if followers.contains_key(&key) {
+            return;
+        }
+        let token = CancellationToken::new();
+        followers.insert(key, token.clone());
+        crate::agent::transcript::spawn_follower(
+            self.clone(),
+            campaign_id.to_string(),
+            session.to_string(),
+            path,
+            token,
+        );
+    }
+
+    fn unfollow_transcript(&self, campaign_id: &str, session: &str) {
+        let key = (campaign_id.to_string(), session.to_string());
+        if let Some(t) = self.inner.followers.lock().expect("followers lock poisoned").remove(&key) {
+            t.cancel();
+        }
+    }
+
+    /// A person's queued question, delivered as context added to a hook's
+    /// answer (PostToolUse, UserPromptSubmit), marked delivered once.
+    async fn context_delivery(
+        &self,
+        campaign_id: &str,
+        session: Option<&str>,
+        event: &str,
+    ) -> anyhow::Result<Option<Value>> {
+        let hook_event = match event {
+            "post-tool-use" => "PostToolUse",
+            "user-prompt-submit" => "UserPromptSubmit",
+            _ => return Ok(None),
+        };
+        let queued = self.inner.store.list_questions(campaign_id, true).await?;
+        let Some(q) = queued.into_iter().find(|q| q.source == "human") else { return Ok(None) };
+        if !self.inner.store.mark_delivered(q.id, "hook_additional_context", None).await? {
+            return Ok(None);
+        }
+        self.record(
+            campaign_id,
+            session,
+            "question.delivered",
+            None,
+            json!({"question_id": q.id, "source": "human", "text": q.text, "via": "hook_additional_context"}),
+        )
+        .await?;
+        let text = format!(
+            "A question from the person supervising this campaign: {}\nAnswer it with a measurement or an experiment.",
+            q.text
+        );
+        Ok(Some(json!({"hookSpecificOutput": {"hookEventName": hook_event, "additionalContext": text}})))
     }
 
     pub fn subscribe(&self) -> broadcast::Receiver<EventRow> {
@@ -260,8 +381,22 @@ impl Supervisor {
                 json!({"agent": agent, "event": event, "payload": payload}),
             )
             .await?;
+        if agent == "claude-code" {
+            if let Some(s) = session.as_deref() {
+                if event == "session-end" {
+                    self.unfollow_transcript(campaign_id, s);
+                } else {
+                    self.follow_transcript(campaign_id, s, &payload);
+                }
+            }
+        }
         if event != "stop" {
-            return Ok(HookReply { output: None, decision: None, event_id });
+            let output = if fresh && spec.mode != Mode::Audit {
+                self.context_delivery(campaign_id, session.as_deref(), event).await?
+            } else {
+                None
+            };
+            return Ok(HookReply { output, decision: None, event_id });
         }
         if !fresh {
             // A retried call: answer exactly as the first time.

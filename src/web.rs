@@ -38,8 +38,9 @@ fn content_type(path: &str) -> &'static str {
 /// `/assets/{*path}`: static files hold no campaign data and need no login.
 pub async fn serve_asset(Path(path): Path<String>) -> Response {
     match asset(&path) {
-        Some(bytes) => ([(header::CONTENT_TYPE, content_type(&path)), (header::CACHE_CONTROL, "no-cache")], bytes)
-            .into_response(),
+        Some(bytes) => {
+            ([(header::CONTENT_TYPE, content_type(&path)), (header::CACHE_CONTROL, "no-cache")], bytes).into_response()
+        }
         None => (StatusCode::NOT_FOUND, "no such asset").into_response(),
     }
 }

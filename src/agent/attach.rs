@@ -1,0 +1,203 @@
+//! `gadfly attach` / `gadfly detach` for Claude Code: gadfly's hooks merged
+//! into DIR/.claude/settings.local.json, leaving every other hook and
+//! setting as it was. Attaching twice changes nothing; detaching removes
+//! exactly the hook entries gadfly added (recognised by their command).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use serde_json::{json, Map, Value};
+
+/// Claude Code hook events gadfly listens to, with the kebab-case name its
+/// hook command takes and the timeout written for it (seconds).
+pub const HOOKS: &[(&str, &str, u64)] = &[
+    ("Stop", "stop", 600),
+    ("SubagentStop", "subagent-stop", 30),
+    ("PostToolUse", "post-tool-use", 30),
+    ("UserPromptSubmit", "user-prompt-submit", 30),
+    ("SessionStart", "session-start", 30),
+    ("SessionEnd", "session-end", 10),
+];
+
+pub fn settings_path(dir: &Path) -> PathBuf {
+    dir.join(".claude").join("settings.local.json")
+}
+
+/// The hook command for one event of one campaign.
+pub fn hook_command(exe: &str, event: &str, campaign: &str) -> String {
+    format!("{} hook claude-code {event} --campaign {campaign}", shell_word(exe))
+}
+
+fn shell_word(s: &str) -> String {
+    if s.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+:".contains(c)) {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+/// Whether a hook command is one of gadfly's for this campaign.
+fn is_ours(command: &str, campaign: &str) -> bool {
+    command.contains(" hook claude-code ") && command.ends_with(&format!("--campaign {campaign}"))
+}
+
+/// gadfly's hooks as a settings object (what spawn mode passes with --settings).
+pub fn hooks_settings(exe: &str, campaign: &str) -> Value {
+    let mut hooks = Map::new();
+    for (event, kebab, timeout) in HOOKS {
+        let mut group =
+            json!({"hooks": [{"type": "command", "command": hook_command(exe, kebab, campaign), "timeout": timeout}]});
+        if *event == "PostToolUse" {
+            group["matcher"] = json!("*");
+        }
+        hooks.insert(event.to_string(), json!([group]));
+    }
+    json!({"hooks": hooks})
+}
+
+/// Merges gadfly's hooks into `settings` (idempotent).
+pub fn merge(settings: &mut Value, exe: &str, campaign: &str) -> anyhow::Result<()> {
+    let obj = settings.as_object_mut().context("the settings file must hold a JSON object")?;
+    let hooks = obj.entry("hooks").or_insert_with(|| json!({}));
+    let hooks = hooks.as_object_mut().context("`hooks` in the settings file must be an object")?;
+    let ours = hooks_settings(exe, campaign);
+    for (event, groups) in ours["hooks"].as_object().into_iter().flatten() {
+        let list = hooks.entry(event.clone()).or_insert_with(|| json!([]));
+        let list = list.as_array_mut().with_context(|| format!("`hooks.{event}` must be an array"))?;
+        let present = list.iter().any(|g| {
+            g["hooks"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|h| h["command"].as_str().is_some_and(|c| is_ours(c, campaign)))
+        });
+        if !present {
+            list.extend(groups.as_array().cloned().unwrap_or_default());
+        }
+    }
+    Ok(())
+}
+
+/// Removes the hook entries gadfly added for `campaign`; returns how many.
+pub fn remove(settings: &mut Value, campaign: &str) -> usize {
+    let mut removed = 0;
+    let Some(hooks) = settings.get_mut("hooks").and_then(Value::as_object_mut) else { return 0 };
+    for list in hooks.values_mut() {
+        let Some(groups) = list.as_array_mut() else { continue };
+        for g in groups.iter_mut() {
+            if let Some(hs) = g.get_mut("hooks").and_then(Value::as_array_mut) {
+                let before = hs.len();
+                hs.retain(|h| !h["command"].as_str().is_some_and(|c| is_ours(c, campaign)));
+                removed += before - hs.len();
+            }
+        }
+        groups.retain(|g| g.get("hooks").and_then(Value::as_array).is_none_or(|hs| !hs.is_empty()));
+    }
+    hooks.retain(|_, list| list.as_array().is_none_or(|l| !l.is_empty()));
+    if hooks.is_empty() {
+        if let Some(obj) = settings.as_object_mut() {
+            obj.remove("hooks");
+        }
+    }
+    removed
+}
+
+fn read(path: &Path) -> anyhow::Result<Value> {
+    match std::fs::read_to_string(path) {
+        Ok(text) if text.trim().is_empty() => Ok(json!({})),
+        Ok(text) => serde_json::from_str(&text).with_context(|| {
+            format!("{} is not valid JSON; fix or move it, gadfly will not overwrite it", path.display())
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(json!({})),
+        Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+    }
+}
+
+fn write(path: &Path, value: &Value) -> anyhow::Result<()> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    let tmp = path.with_extension("json.gadfly-tmp");
+    std::fs::write(&tmp, serde_json::to_string_pretty(value)? + "\n")?;
+    std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+/// Attaches: writes the hooks into DIR/.claude/settings.local.json.
+pub fn attach(dir: &Path, exe: &str, campaign: &str) -> anyhow::Result<PathBuf> {
+    if !dir.is_dir() {
+        bail!("{} is not a directory", dir.display());
+    }
+    let path = settings_path(dir);
+    let mut settings = read(&path)?;
+    merge(&mut settings, exe, campaign)?;
+    write(&path, &settings)?;
+    Ok(path)
+}
+
+/// Detaches: removes exactly what attach added; returns how many hooks.
+pub fn detach(dir: &Path, campaign: &str) -> anyhow::Result<usize> {
+    let path = settings_path(dir);
+    if !path.exists() {
+        return Ok(0);
+    }
+    let mut settings = read(&path)?;
+    let n = remove(&mut settings, campaign);
+    write(&path, &settings)?;
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attach_merges_is_idempotent_and_detach_restores() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = settings_path(dir.path());
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let original = json!({
+            "permissions": {"allow": ["Bash(make:*)"]},
+            "hooks": {
+                "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}],
+                "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "guard.sh"}]}]
+            }
+        });
+        std::fs::write(&path, serde_json::to_string_pretty(&original).unwrap()).unwrap();
+        attach(dir.path(), "/opt/gadfly/bin/gadfly", "qr-1").unwrap();
+        let once = std::fs::read_to_string(&path).unwrap();
+        attach(dir.path(), "/opt/gadfly/bin/gadfly", "qr-1").unwrap();
+        assert_eq!(once, std::fs::read_to_string(&path).unwrap(), "attach is idempotent");
+        let v: Value = serde_json::from_str(&once).unwrap();
+        assert_eq!(v["permissions"], original["permissions"]);
+        assert_eq!(v["hooks"]["Stop"].as_array().unwrap().len(), 2, "the user's Stop hook stays");
+        assert_eq!(
+            v["hooks"]["Stop"][1]["hooks"][0]["command"],
+            "/opt/gadfly/bin/gadfly hook claude-code stop --campaign qr-1"
+        );
+        assert_eq!(v["hooks"]["Stop"][1]["hooks"][0]["timeout"], 600);
+        assert_eq!(v["hooks"]["PostToolUse"][0]["matcher"], "*");
+        for (event, _, _) in HOOKS {
+            assert!(v["hooks"][event].is_array(), "{event}");
+        }
+        assert_eq!(detach(dir.path(), "qr-1").unwrap(), HOOKS.len());
+        let back: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(back, original, "detach removes exactly what attach added");
+    }
+
+    #[test]
+    fn another_campaigns_hooks_are_left_alone_and_bad_json_is_refused() {
+        let mut s = json!({});
+        merge(&mut s, "gadfly", "a").unwrap();
+        merge(&mut s, "gadfly", "b").unwrap();
+        assert_eq!(remove(&mut s, "a"), HOOKS.len());
+        assert_eq!(s["hooks"]["Stop"][0]["hooks"][0]["command"], "gadfly hook claude-code stop --campaign b");
+        let dir = tempfile::tempdir().unwrap();
+        let path = settings_path(dir.path());
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, "{ not json").unwrap();
+        let err = attach(dir.path(), "gadfly", "a").unwrap_err();
+        assert!(format!("{err:#}").contains("is not valid JSON"), "{err:#}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "{ not json", "nothing overwritten");
+    }
+}

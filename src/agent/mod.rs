@@ -1,0 +1,122 @@
+//! Agent adapters: how gadfly attaches to an agent a person runs
+//! ([`attach`]), spawns and supervises one itself ([`run`]: Claude Code,
+//! Codex, any command line), and follows an attached session's transcript
+//! ([`transcript`]).
+
+pub mod attach;
+pub mod run;
+pub mod transcript;
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::campaign::CampaignSpec;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum AgentKind {
+    ClaudeCode,
+    Codex,
+    Command,
+}
+
+impl AgentKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentKind::ClaudeCode => "claude-code",
+            AgentKind::Codex => "codex",
+            AgentKind::Command => "command",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<AgentKind> {
+        match s {
+            "claude-code" | "claude_code" | "claude" => Some(AgentKind::ClaudeCode),
+            "codex" => Some(AgentKind::Codex),
+            "command" => Some(AgentKind::Command),
+            _ => None,
+        }
+    }
+}
+
+/// The `[agent]` section of a campaign spec.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentSpec {
+    #[serde(default)]
+    pub kind: Option<String>,
+    /// The first message to the agent (default: built from the goal).
+    #[serde(default)]
+    pub prompt: Option<String>,
+    /// The agent's executable (default: `claude` / `codex` on PATH, or
+    /// $GADFLY_CLAUDE_BIN / $GADFLY_CODEX_BIN).
+    #[serde(default)]
+    pub bin: Option<String>,
+    /// Extra arguments for the agent's command line.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Extra environment for the agent's process.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Command adapter: start and resume templates with {prompt}, {message}, {session}.
+    #[serde(default)]
+    pub start: Option<String>,
+    #[serde(default)]
+    pub resume: Option<String>,
+    /// Codex: the CODEX_HOME folder to use (it holds config.toml).
+    #[serde(default)]
+    pub codex_home: Option<String>,
+    /// Budgets: wall time of the run, turns, and consecutive turn ends
+    /// judged failing without any gain of the objective.
+    #[serde(default)]
+    pub max_wall_s: Option<u64>,
+    #[serde(default)]
+    pub max_turns: Option<u32>,
+    #[serde(default = "default_blocks")]
+    pub max_blocks_without_gain: u32,
+    /// How many times a crashed agent is resumed before the run fails.
+    #[serde(default = "default_restarts")]
+    pub max_restarts: u32,
+}
+
+fn default_blocks() -> u32 {
+    8
+}
+fn default_restarts() -> u32 {
+    5
+}
+
+impl AgentSpec {
+    pub fn from_campaign(spec: &CampaignSpec) -> anyhow::Result<AgentSpec> {
+        match spec.extra.get("agent") {
+            None => Ok(AgentSpec {
+                max_blocks_without_gain: default_blocks(),
+                max_restarts: default_restarts(),
+                ..Default::default()
+            }),
+            Some(v) => serde_json::from_value(v.clone()).map_err(|e| anyhow::anyhow!("campaign spec [agent]: {e}")),
+        }
+    }
+
+    /// The first message: the campaign's goal and the rule of the game.
+    pub fn first_prompt(&self, spec: &CampaignSpec) -> String {
+        if let Some(p) = &self.prompt {
+            return p.clone();
+        }
+        format!(
+            "{goal}\n\nThis is an optimization campaign supervised by gadfly. The harness runs `{run}` on a snapshot of your work and checks {n} scenarios: {list}. You may stop only when every scenario is correct and at least {min:.2}x faster than the initial kernel{geo}. Do not edit the protected files ({protected}). When you try to stop, gadfly evaluates your work and tells you what still fails.",
+            goal = if spec.goal.is_empty() { "Make the kernel faster." } else { spec.goal.as_str() },
+            run = spec.harness.run,
+            n = spec.harness.scenarios.len(),
+            list = spec.harness.scenarios.join(", "),
+            min = spec.predicate.min_speedup,
+            geo = spec
+                .predicate
+                .min_geomean_speedup
+                .map(|g| format!(", with a geometric-mean speedup of at least {g:.2}x"))
+                .unwrap_or_default(),
+            protected = if spec.harness.protected.is_empty() { "none".into() } else { spec.harness.protected.join(", ") },
+        )
+    }
+}

@@ -1,0 +1,753 @@
+//! `gadfly run`: the daemon spawns an agent in the campaign's workspace and
+//! supervises it to the end. Every line the agent prints goes into the
+//! event log; every end of a turn is a completion claim judged by the same
+//! gate as a Stop hook; while the predicate fails the agent is sent back
+//! with the failing scenarios and a question; a crashed agent is resumed
+//! with backoff; budgets end a run as "stopped by budget", never as success.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context};
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, Command};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::{AgentKind, AgentSpec};
+use crate::campaign::CampaignSpec;
+use crate::supervisor::Supervisor;
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// The predicate held and the agent's stop was allowed.
+    Completed,
+    /// A budget ran out first (which one, with figures).
+    StoppedByBudget(String),
+    /// Someone stopped the run.
+    Stopped,
+    /// The agent could not be kept running.
+    Failed(String),
+}
+
+impl Outcome {
+    pub fn describe(&self) -> (&'static str, String) {
+        match self {
+            Outcome::Completed => {
+                ("completed", "the predicate holds on every scenario and the stop was allowed".into())
+            }
+            Outcome::StoppedByBudget(why) => ("stopped_by_budget", format!("stopped by budget: {why}")),
+            Outcome::Stopped => ("stopped", "stopped on request".into()),
+            Outcome::Failed(why) => ("failed", format!("failed: {why}")),
+        }
+    }
+}
+
+/// Budgets of one run.
+struct Budget {
+    started: Instant,
+    max_wall: Option<Duration>,
+    max_turns: Option<u32>,
+    max_blocks: u32,
+    turns: u32,
+    blocks_without_gain: u32,
+    best: Option<f64>,
+}
+
+impl Budget {
+    fn new(a: &AgentSpec) -> Budget {
+        Budget {
+            started: Instant::now(),
+            max_wall: a.max_wall_s.map(Duration::from_secs),
+            max_turns: a.max_turns,
+            max_blocks: a.max_blocks_without_gain.max(1),
+            turns: 0,
+            blocks_without_gain: 0,
+            best: None,
+        }
+    }
+
+    /// Counts a judged turn end; returns why the run must stop, if it must.
+    fn after_blocked_turn(&mut self, geomean: Option<f64>) -> Option<String> {
+        self.turns += 1;
+        let gained = match (geomean, self.best) {
+            (Some(g), Some(b)) => g > b * 1.001,
+            (Some(_), None) => true,
+            _ => false,
+        };
+        if gained {
+            self.best = geomean;
+            self.blocks_without_gain = 0;
+        } else {
+            self.blocks_without_gain += 1;
+        }
+        self.exhausted()
+    }
+
+    fn exhausted(&self) -> Option<String> {
+        if let Some(w) = self.max_wall {
+            if self.started.elapsed() >= w {
+                return Some(format!(
+                    "wall time {} s reached (max_wall_s = {})",
+                    self.started.elapsed().as_secs(),
+                    w.as_secs()
+                ));
+            }
+        }
+        if let Some(t) = self.max_turns {
+            if self.turns >= t {
+                return Some(format!("{} turns (max_turns = {t})", self.turns));
+            }
+        }
+        if self.blocks_without_gain >= self.max_blocks {
+            return Some(format!(
+                "{} blocked stops in a row without any gain (max_blocks_without_gain = {})",
+                self.blocks_without_gain, self.max_blocks
+            ));
+        }
+        None
+    }
+}
+
+/// Starts a run of `kind` for the campaign; returns the run's id.
+pub async fn start(sup: &Supervisor, campaign_id: &str, kind: AgentKind) -> anyhow::Result<i64> {
+    let (_row, spec) = sup.campaign(campaign_id).await.map_err(|e| anyhow!("{e}"))?;
+    let agent = AgentSpec::from_campaign(&spec)?;
+    let token = CancellationToken::new();
+    if !sup.register_run(campaign_id, token.clone()) {
+        bail!("campaign {campaign_id} already has an agent running; stop it first");
+    }
+    let run_id = match sup.store().insert_run(campaign_id, kind.as_str()).await {
+        Ok(id) => id,
+        Err(e) => {
+            sup.unregister_run(campaign_id);
+            return Err(e);
+        }
+    };
+    sup.record(campaign_id, None, "run.started", None, json!({"run_id": run_id, "agent": kind.as_str()})).await?;
+    let sup2 = sup.clone();
+    let campaign = campaign_id.to_string();
+    tokio::spawn(async move {
+        let ctx = RunCtx { sup: sup2.clone(), campaign: campaign.clone(), spec, agent, run_id, token };
+        let outcome = match kind {
+            AgentKind::ClaudeCode => claude_loop(&ctx).await,
+            AgentKind::Codex | AgentKind::Command => turn_loop(&ctx, kind).await,
+        }
+        .unwrap_or_else(|e| Outcome::Failed(format!("{e:#}")));
+        let (status, text) = outcome.describe();
+        tracing::info!(campaign = %campaign, run = run_id, outcome = status, "agent run ended");
+        let _ = sup2.store().end_run(run_id, "ended", status).await;
+        let _ = sup2
+            .record(&campaign, None, "run.ended", None, json!({"run_id": run_id, "outcome": status, "detail": text}))
+            .await;
+        sup2.unregister_run(&campaign);
+    });
+    Ok(run_id)
+}
+
+struct RunCtx {
+    sup: Supervisor,
+    campaign: String,
+    spec: CampaignSpec,
+    agent: AgentSpec,
+    run_id: i64,
+    token: CancellationToken,
+}
+
+impl RunCtx {
+    fn env(&self) -> Vec<(String, String)> {
+        let (url, token) = self.sup.endpoint();
+        let mut env = vec![("GADFLY_URL".to_string(), url), ("GADFLY_TOKEN".to_string(), token)];
+        env.extend(self.agent.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+        env
+    }
+
+    async fn record(&self, session: Option<&str>, kind: &str, key: Option<String>, payload: Value) {
+        if let Err(e) = self.sup.record(&self.campaign, session, kind, key.as_deref(), payload).await {
+            tracing::warn!(error = %e, "recording an agent event");
+        }
+    }
+
+    /// Judges an end of turn as a completion claim, through the Stop gate.
+    /// Returns the block reason, or None when the stop is allowed.
+    async fn judge(
+        &self,
+        agent: &str,
+        session: &str,
+        claim: &str,
+        after_block: bool,
+    ) -> anyhow::Result<Option<String>> {
+        let payload = json!({
+            "session_id": session,
+            "hook_event_name": "TurnEnd",
+            "stop_hook_active": after_block,
+            "last_assistant_message": claim,
+        });
+        let call_id = format!("run-{}-{}", self.run_id, rand::random::<u64>());
+        let reply = self
+            .sup
+            .handle_hook(&self.campaign, agent, "stop", Some(&call_id), payload)
+            .await
+            .map_err(|e| anyhow!("{e}"))?;
+        Ok(match reply.decision.as_deref() {
+            Some("block") => Some(
+                reply.output.as_ref().and_then(|o| o["reason"].as_str()).unwrap_or("the predicate fails").to_string(),
+            ),
+            _ => None,
+        })
+    }
+
+    async fn latest_geomean(&self) -> Option<f64> {
+        self.sup.evaluate(&self.campaign, false).await.ok().and_then(|e| e.verdict.geomean_speedup)
+    }
+}
+
+fn binary(configured: &Option<String>, env_var: &str, default: &str) -> String {
+    configured
+        .clone()
+        .or_else(|| std::env::var(env_var).ok().filter(|v| !v.is_empty()))
+        .unwrap_or_else(|| default.to_string())
+}
+
+fn spawn(program: &str, args: &[String], ctx: &RunCtx, stdin: bool) -> anyhow::Result<Child> {
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .current_dir(&ctx.spec.workspace)
+        .stdin(if stdin { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    for (k, v) in ctx.env() {
+        cmd.env(k, v);
+    }
+    cmd.spawn().with_context(|| format!("starting {program}"))
+}
+
+/// Ends the agent's whole process group: `first` (SIGTERM or SIGINT), then SIGKILL.
+async fn end_group(child: &mut Child, first: Signal) {
+    if let Some(pid) = child.id() {
+        let pg = Pid::from_raw(pid as i32);
+        let _ = killpg(pg, first);
+        if tokio::time::timeout(Duration::from_secs(3), child.wait()).await.is_err() {
+            let _ = killpg(pg, Signal::SIGKILL);
+        }
+        let _ = child.wait().await;
+        let _ = killpg(pg, Signal::SIGKILL);
+    }
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(n).collect();
+        t.push('…');
+        t
+    }
+}
+
+fn user_line(text: &str) -> String {
+    json!({"type": "user", "message": {"role": "user", "content": text}, "parent_tool_use_id": null, "session_id": ""})
+        .to_string()
+}
+
+fn backoff(restarts: u32) -> Duration {
+    Duration::from_millis((500u64 << restarts.min(6)).min(30_000))
+}
+
+/// Claude Code in stream-json mode: one long-lived process per session;
+/// the Stop hook (from a generated --settings file) gates each stop; after
+/// each `result` the run checks the last decision and, while the predicate
+/// fails, writes the reasons as the next user message.
+async fn claude_loop(ctx: &RunCtx) -> anyhow::Result<Outcome> {
+    let exe = std::env::current_exe()?.display().to_string();
+    let settings_dir = ctx.sup.data_dir().join("runs").join(&ctx.campaign);
+    std::fs::create_dir_all(&settings_dir)?;
+    let settings = settings_dir.join("claude-settings.json");
+    std::fs::write(&settings, serde_json::to_string_pretty(&super::attach::hooks_settings(&exe, &ctx.campaign))?)?;
+    let program = binary(&ctx.agent.bin, "GADFLY_CLAUDE_BIN", "claude");
+    let mut budget = Budget::new(&ctx.agent);
+    let mut session: Option<String> = None;
+    let mut restarts = 0u32;
+    let mut first = true;
+    loop {
+        let mut args: Vec<String> =
+            ["-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose", "--settings"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+        args.push(settings.display().to_string());
+        if !ctx.agent.args.iter().any(|a| a.starts_with("--permission-mode") || a == "--dangerously-skip-permissions") {
+            args.push("--dangerously-skip-permissions".into());
+        }
+        args.extend(ctx.agent.args.iter().cloned());
+        if let Some(s) = &session {
+            args.push("--resume".into());
+            args.push(s.clone());
+        }
+        let mut child = spawn(&program, &args, ctx, true)?;
+        let mut stdin = child.stdin.take().context("agent stdin")?;
+        let (tx, mut rx) = mpsc::channel::<Option<String>>(64);
+        let writer = tokio::spawn(async move {
+            while let Some(msg) = rx.recv().await {
+                match msg {
+                    Some(line) => {
+                        if stdin.write_all(format!("{line}\n").as_bytes()).await.is_err()
+                            || stdin.flush().await.is_err()
+                        {
+                            break;
+                        }
+                    }
+                    None => break, // close stdin: the CLI exits after the current turn
+                }
+            }
+        });
+        let opening = if first {
+            ctx.agent.first_prompt(&ctx.spec)
+        } else {
+            "Your previous process stopped unexpectedly; continue the campaign where you left off.".to_string()
+        };
+        first = false;
+        let _ = tx.send(Some(user_line(&opening))).await;
+        let forwarder = spawn_question_forwarder(ctx, tx.clone());
+        let stderr = child.stderr.take().map(drain_tail);
+        let mut lines = BufReader::new(child.stdout.take().context("agent stdout")?).lines();
+        let mut completed = false;
+        let mut ending: Option<Outcome> = None;
+        let mut last_blocked = false;
+        loop {
+            let line = tokio::select! {
+                _ = ctx.token.cancelled() => { ending = Some(Outcome::Stopped); break; }
+                l = lines.next_line() => l,
+            };
+            let Ok(Some(line)) = line else { break };
+            let Some(ev) = record_claude_line(ctx, &line, &mut session).await else { continue };
+            if ev["type"] != "result" {
+                continue;
+            }
+            let sid = session.clone().unwrap_or_default();
+            if let Some(s) = &session {
+                let _ = ctx.sup.store().update_run(ctx.run_id, Some(s), budget.turns as i64 + 1).await;
+            }
+            // Did the Stop hook allow this stop? If not (a block cap, an API
+            // error, a hook that did not fire), judge the turn end here.
+            let last = ctx
+                .sup
+                .store()
+                .list_stop_attempts(&ctx.campaign)
+                .await?
+                .into_iter()
+                .rev()
+                .find(|s| s.session_id.as_deref() == Some(sid.as_str()));
+            let allowed_by_hook = last.as_ref().is_some_and(|s| s.decision == "allow" || s.decision == "record");
+            let claim = ev["result"].as_str().unwrap_or("").to_string();
+            let reason =
+                if allowed_by_hook { None } else { ctx.judge("claude-code", &sid, &claim, last_blocked).await? };
+            match reason {
+                None => {
+                    completed = true;
+                    let _ = tx.send(None).await;
+                }
+                Some(reason) => {
+                    last_blocked = true;
+                    if let Some(why) = budget.after_blocked_turn(ctx.latest_geomean().await) {
+                        ending = Some(Outcome::StoppedByBudget(why));
+                        let _ = tx.send(None).await;
+                    } else {
+                        let _ = tx.send(Some(user_line(&reason))).await;
+                    }
+                }
+            }
+        }
+        forwarder.abort();
+        drop(tx);
+        if let Some(Outcome::Stopped) = ending {
+            end_group(&mut child, Signal::SIGTERM).await;
+            writer.abort();
+            return Ok(Outcome::Stopped);
+        }
+        let status = tokio::time::timeout(Duration::from_secs(30), child.wait()).await;
+        if status.is_err() {
+            end_group(&mut child, Signal::SIGTERM).await;
+        }
+        writer.abort();
+        let tail = match stderr {
+            Some(h) => h.await.unwrap_or_default(),
+            None => String::new(),
+        };
+        if completed {
+            return Ok(Outcome::Completed);
+        }
+        if let Some(o) = ending {
+            return Ok(o);
+        }
+        if let Some(why) = budget.exhausted() {
+            return Ok(Outcome::StoppedByBudget(why));
+        }
+        restarts += 1;
+        ctx.record(
+            session.as_deref(),
+            "agent.crashed",
+            None,
+            json!({"agent": "claude-code", "restart": restarts, "stderr_tail": truncate(&tail, 2000), "status": format!("{status:?}")}),
+        )
+        .await;
+        if restarts > ctx.agent.max_restarts {
+            return Ok(Outcome::Failed(format!(
+                "the agent stopped unexpectedly {restarts} times; last stderr: {}",
+                truncate(tail.trim(), 300)
+            )));
+        }
+        tokio::select! {
+            _ = ctx.token.cancelled() => return Ok(Outcome::Stopped),
+            _ = tokio::time::sleep(backoff(restarts)) => {}
+        }
+    }
+}
+
+fn drain_tail<R: tokio::io::AsyncRead + Unpin + Send + 'static>(r: R) -> tokio::task::JoinHandle<String> {
+    tokio::spawn(async move {
+        let mut lines = BufReader::new(r).lines();
+        let mut tail: Vec<String> = Vec::new();
+        while let Ok(Some(l)) = lines.next_line().await {
+            tail.push(l);
+            if tail.len() > 40 {
+                tail.remove(0);
+            }
+        }
+        tail.join("\n")
+    })
+}
+
+/// Records one stream-json line of Claude Code as events; returns it parsed.
+async fn record_claude_line(ctx: &RunCtx, line: &str, session: &mut Option<String>) -> Option<Value> {
+    let Ok(ev) = serde_json::from_str::<Value>(line) else {
+        if !line.trim().is_empty() {
+            ctx.record(session.as_deref(), "agent.output", None, json!({"line": truncate(line, 2000)})).await;
+        }
+        return None;
+    };
+    if let Some(s) = ev["session_id"].as_str().filter(|s| !s.is_empty()) {
+        if session.as_deref() != Some(s) {
+            *session = Some(s.to_string());
+        }
+    }
+    let sid = session.clone();
+    let key = ev["uuid"].as_str().map(|u| format!("cc-stream:{u}"));
+    match ev["type"].as_str().unwrap_or("") {
+        "system" if ev["subtype"] == "init" => {
+            ctx.record(sid.as_deref(), "agent.session", key, json!({"agent": "claude-code", "session_id": sid, "model": ev["model"], "cwd": ev["cwd"], "version": ev["claude_code_version"]})).await;
+        }
+        "assistant" => {
+            for (i, block) in ev["message"]["content"].as_array().into_iter().flatten().enumerate() {
+                let k = key.as_ref().map(|k| format!("{k}:{i}"));
+                match block["type"].as_str() {
+                    Some("text") => {
+                        ctx.record(sid.as_deref(), "agent.message", k, json!({"text": block["text"]})).await
+                    }
+                    Some("tool_use") => {
+                        ctx.record(
+                            sid.as_deref(),
+                            "agent.tool_call",
+                            k,
+                            json!({"id": block["id"], "name": block["name"], "input": block["input"]}),
+                        )
+                        .await
+                    }
+                    _ => {}
+                }
+            }
+        }
+        "user" => {
+            for (i, block) in ev["message"]["content"].as_array().into_iter().flatten().enumerate() {
+                let k = key.as_ref().map(|k| format!("{k}:{i}"));
+                match block["type"].as_str() {
+                    Some("tool_result") => {
+                        let content = match &block["content"] {
+                            Value::String(s) => s.clone(),
+                            other => other.to_string(),
+                        };
+                        ctx.record(sid.as_deref(), "agent.tool_result", k, json!({"tool_use_id": block["tool_use_id"], "is_error": block["is_error"], "content": truncate(&content, 2000)})).await
+                    }
+                    Some("text") => {
+                        ctx.record(
+                            sid.as_deref(),
+                            "agent.feedback",
+                            k,
+                            json!({"text": truncate(block["text"].as_str().unwrap_or(""), 4000)}),
+                        )
+                        .await
+                    }
+                    _ => {}
+                }
+            }
+        }
+        "result" => {
+            ctx.record(sid.as_deref(), "agent.result", key, json!({"subtype": ev["subtype"], "is_error": ev["is_error"], "num_turns": ev["num_turns"], "terminal_reason": ev["terminal_reason"], "result": truncate(ev["result"].as_str().unwrap_or(""), 4000)})).await;
+        }
+        "system" => {
+            ctx.record(
+                sid.as_deref(),
+                "agent.system",
+                key,
+                json!({"subtype": ev["subtype"], "content": ev.get("content").cloned().unwrap_or(Value::Null)}),
+            )
+            .await;
+        }
+        _ => {}
+    }
+    Some(ev)
+}
+
+/// Writes a person's question into the running agent's stdin as soon as it
+/// is queued (Claude Code folds it into the current turn).
+fn spawn_question_forwarder(ctx: &RunCtx, tx: mpsc::Sender<Option<String>>) -> tokio::task::JoinHandle<()> {
+    let sup = ctx.sup.clone();
+    let campaign = ctx.campaign.clone();
+    let mut bus = sup.subscribe();
+    tokio::spawn(async move {
+        // Questions queued before the agent started are delivered first.
+        let mut pending: Vec<(i64, String)> = sup
+            .store()
+            .list_questions(&campaign, true)
+            .await
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|q| q.source == "human")
+            .map(|q| (q.id, q.text))
+            .collect();
+        loop {
+            for (id, text) in pending.drain(..) {
+                if sup.store().mark_delivered(id, "agent_stdin", None).await.unwrap_or(false) {
+                    let msg = format!("A question from the person supervising this campaign: {text}\nAnswer it with a measurement or an experiment.");
+                    if tx.send(Some(user_line(&msg))).await.is_err() {
+                        return;
+                    }
+                    let _ = sup
+                        .record(
+                            &campaign,
+                            None,
+                            "question.delivered",
+                            None,
+                            json!({"question_id": id, "source": "human", "text": text, "via": "agent_stdin"}),
+                        )
+                        .await;
+                }
+            }
+            match bus.recv().await {
+                Ok(ev)
+                    if ev.campaign_id == campaign
+                        && ev.kind == "question.queued"
+                        && ev.payload["source"] == "human" =>
+                {
+                    if let (Some(id), Some(text)) = (ev.payload["question_id"].as_i64(), ev.payload["text"].as_str()) {
+                        pending.push((id, text.to_string()));
+                    }
+                }
+                Ok(_) => {}
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(_) => return,
+            }
+        }
+    })
+}
+
+/// Codex (`codex exec --json`, resumed with `exec resume THREAD`) and any
+/// command-line agent (start/resume templates): one process per turn; its
+/// exit is a completion claim.
+async fn turn_loop(ctx: &RunCtx, kind: AgentKind) -> anyhow::Result<Outcome> {
+    let mut budget = Budget::new(&ctx.agent);
+    let mut session: Option<String> = None;
+    let mut message = ctx.agent.first_prompt(&ctx.spec);
+    let mut restarts = 0u32;
+    let mut after_block = false;
+    let local_session = format!("run-{}", ctx.run_id);
+    loop {
+        let (program, args) = match kind {
+            AgentKind::Codex => {
+                let mut args: Vec<String> = vec!["exec".into(), "--json".into(), "--skip-git-repo-check".into()];
+                args.extend(ctx.agent.args.iter().cloned());
+                match &session {
+                    Some(thread) => {
+                        args.push("resume".into());
+                        args.push(thread.clone());
+                        args.push(message.clone());
+                    }
+                    None => args.push(message.clone()),
+                }
+                (binary(&ctx.agent.bin, "GADFLY_CODEX_BIN", "codex"), args)
+            }
+            _ => {
+                let template = match (&session, &ctx.agent.resume, &ctx.agent.start) {
+                    (Some(_), Some(r), _) => r.clone(),
+                    (_, _, Some(s)) => s.clone(),
+                    _ => bail!("the command adapter needs [agent] start (and resume) templates in the campaign spec"),
+                };
+                let cmd = template
+                    .replace("{prompt}", &quote(&message))
+                    .replace("{message}", &quote(&message))
+                    .replace("{session}", &quote(session.as_deref().unwrap_or(&local_session)));
+                ("sh".to_string(), vec!["-c".to_string(), cmd])
+            }
+        };
+        let mut child = spawn(&program, &args, ctx, false)?;
+        let stderr = child.stderr.take().map(drain_tail);
+        let mut lines = BufReader::new(child.stdout.take().context("agent stdout")?).lines();
+        let mut claim = String::new();
+        let mut stopped = false;
+        loop {
+            let line = tokio::select! {
+                _ = ctx.token.cancelled() => { stopped = true; break; }
+                l = lines.next_line() => l,
+            };
+            let Ok(Some(line)) = line else { break };
+            match kind {
+                AgentKind::Codex => record_codex_line(ctx, &line, &mut session, &mut claim).await,
+                _ => {
+                    if !line.trim().is_empty() {
+                        claim = line.clone();
+                        ctx.record(Some(&local_session), "agent.output", None, json!({"line": truncate(&line, 2000)}))
+                            .await;
+                    }
+                }
+            }
+        }
+        if stopped {
+            end_group(&mut child, Signal::SIGINT).await;
+            return Ok(Outcome::Stopped);
+        }
+        let status = child.wait().await?;
+        let tail = match stderr {
+            Some(h) => h.await.unwrap_or_default(),
+            None => String::new(),
+        };
+        if kind == AgentKind::Command && session.is_none() {
+            session = Some(local_session.clone());
+        }
+        if session.is_none() || (!status.success() && claim.is_empty()) {
+            restarts += 1;
+            ctx.record(session.as_deref(), "agent.crashed", None, json!({"agent": kind.as_str(), "restart": restarts, "status": status.to_string(), "stderr_tail": truncate(&tail, 2000)})).await;
+            if restarts > ctx.agent.max_restarts {
+                return Ok(Outcome::Failed(format!(
+                    "{} did not complete a turn ({status}); stderr: {}",
+                    kind.as_str(),
+                    truncate(tail.trim(), 300)
+                )));
+            }
+            tokio::select! {
+                _ = ctx.token.cancelled() => return Ok(Outcome::Stopped),
+                _ = tokio::time::sleep(backoff(restarts)) => {}
+            }
+            continue;
+        }
+        if let Some(s) = &session {
+            let _ = ctx.sup.store().update_run(ctx.run_id, Some(s), budget.turns as i64 + 1).await;
+        }
+        let sid = session.clone().unwrap_or_default();
+        match ctx.judge(kind.as_str(), &sid, &claim, after_block).await? {
+            None => return Ok(Outcome::Completed),
+            Some(reason) => {
+                after_block = true;
+                if let Some(why) = budget.after_blocked_turn(ctx.latest_geomean().await) {
+                    return Ok(Outcome::StoppedByBudget(why));
+                }
+                message = reason;
+            }
+        }
+    }
+}
+
+fn quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// Records one `codex exec --json` line; keeps the thread id and the last
+/// agent message (the claim).
+async fn record_codex_line(ctx: &RunCtx, line: &str, session: &mut Option<String>, claim: &mut String) {
+    let Ok(ev) = serde_json::from_str::<Value>(line) else {
+        if !line.trim().is_empty() {
+            ctx.record(session.as_deref(), "agent.output", None, json!({"line": truncate(line, 2000)})).await;
+        }
+        return;
+    };
+    let kind = ev["type"].as_str().unwrap_or("");
+    if kind == "thread.started" {
+        if let Some(t) = ev["thread_id"].as_str() {
+            *session = Some(t.to_string());
+            ctx.record(session.as_deref(), "agent.session", None, json!({"agent": "codex", "session_id": t})).await;
+        }
+        return;
+    }
+    let item = &ev["item"];
+    let key = item["id"].as_str().zip(session.as_deref()).map(|(i, s)| format!("codex:{s}:{kind}:{i}"));
+    match (kind, item["type"].as_str()) {
+        ("item.completed", Some("agent_message")) => {
+            let text = item["text"].as_str().unwrap_or("").to_string();
+            ctx.record(session.as_deref(), "agent.message", key, json!({"text": text})).await;
+            *claim = text;
+        }
+        ("item.started", Some("command_execution")) => {
+            ctx.record(
+                session.as_deref(),
+                "agent.tool_call",
+                key,
+                json!({"id": item["id"], "name": "exec_command", "input": {"cmd": item["command"]}}),
+            )
+            .await;
+        }
+        ("item.completed", Some("command_execution")) => {
+            ctx.record(session.as_deref(), "agent.tool_result", key, json!({"tool_use_id": item["id"], "exit_code": item["exit_code"], "content": truncate(item["aggregated_output"].as_str().unwrap_or(""), 2000)})).await;
+        }
+        ("turn.completed", _) | ("turn.failed", _) | ("error", _) => {
+            ctx.record(
+                session.as_deref(),
+                "agent.result",
+                None,
+                json!({"agent": "codex", "event": kind, "detail": ev}),
+            )
+            .await;
+        }
+        _ => {
+            ctx.record(session.as_deref(), "agent.event", key, json!({"agent": "codex", "event": ev})).await;
+        }
+    }
+}
+
+/// Where a campaign's spawned agents keep their files.
+pub fn run_dir(data_dir: &std::path::Path, campaign: &str) -> PathBuf {
+    data_dir.join("runs").join(campaign)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn budgets_end_runs_with_a_reason() {
+        let a = AgentSpec { max_turns: Some(3), max_blocks_without_gain: 2, ..Default::default() };
+        let mut b = Budget::new(&a);
+        assert_eq!(b.after_blocked_turn(Some(1.0)), None, "a first objective is a gain");
+        assert_eq!(b.after_blocked_turn(Some(1.0005)), None);
+        let why = b.after_blocked_turn(Some(0.9)).unwrap();
+        assert!(why.contains("3 turns") || why.contains("without any gain"), "{why}");
+        let a = AgentSpec { max_blocks_without_gain: 2, ..Default::default() };
+        let mut b = Budget::new(&a);
+        assert_eq!(b.after_blocked_turn(Some(1.0)), None);
+        assert_eq!(b.after_blocked_turn(Some(1.2)), None, "a gain resets the count");
+        assert_eq!(b.after_blocked_turn(Some(1.2)), None);
+        assert!(b.after_blocked_turn(None).unwrap().contains("2 blocked stops in a row without any gain"));
+    }
+
+    #[test]
+    fn stream_json_user_lines_are_valid() {
+        let v: Value = serde_json::from_str(&user_line("say \"hi\"\nnow")).unwrap();
+        assert_eq!(v["type"], "user");
+        assert_eq!(v["message"]["content"], "say \"hi\"\nnow");
+    }
+}

@@ -1,0 +1,122 @@
+//! Spawn mode with the command adapter: a scripted shell agent, supervised
+//! by the daemon through start/resume templates, budgets and stop.
+
+mod common;
+
+use common::{Daemon, Fixture};
+use serde_json::Value;
+
+/// A shell "agent": each call appends its arguments to ../calls.log (outside
+/// the workspace), then writes the candidate for that call number.
+const AGENT: &str = r#"#!/bin/sh
+log="$(dirname "$PWD")/calls.log"
+printf '%s\n---\n' "$*" >> "$log"
+n=$(grep -c '^---$' "$log")
+case "${MODE:-fix}:$n" in
+  fix:1|never:*) printf 'a true 50 100\nb false 40 100\nc true 80 100\n' > candidate.txt ;;
+  fix:*) printf 'a true 50 100\nb true 40 100\nc true 80 100\n' > candidate.txt ;;
+  sleep:*) (sleep 3; touch "$(dirname "$PWD")/grandchild-survived") & sleep 60 ;;
+esac
+echo "All scenarios pass. Done."
+"#;
+
+fn fixture(mode: &str, extra: &str) -> Fixture {
+    let agent = format!(
+        "[agent]\nkind = \"command\"\nstart = \"sh ../agent.sh start {{prompt}}\"\nresume = \"sh ../agent.sh resume {{session}} {{message}}\"\nenv = {{ MODE = \"{mode}\" }}\n{extra}\n"
+    );
+    let f = Fixture::new(&agent);
+    std::fs::write(f.dir.path().join("agent.sh"), AGENT).unwrap();
+    f
+}
+
+fn wait_run_end(d: &Daemon, id: &str) -> Value {
+    common::wait_until("the run to end", || d.api_get(&format!("/campaigns/{id}/runs"))[0]["status"] == "ended");
+    d.api_get(&format!("/campaigns/{id}/runs"))[0].clone()
+}
+
+#[test]
+fn a_wrong_turn_is_sent_back_with_the_failing_scenario_then_the_run_completes() {
+    let f = fixture("fix", "");
+    let d = Daemon::start(&f.data_dir());
+    let id = d.create_campaign(&f.spec());
+    let out = d.run(&["run", &id, "--agent", "command"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("ended: the predicate holds"), "{stdout}");
+    let run = wait_run_end(&d, &id);
+    assert_eq!(run["outcome"], "completed");
+    let calls = std::fs::read_to_string(f.dir.path().join("calls.log")).unwrap();
+    let parts: Vec<&str> = calls.split("---\n").collect();
+    assert!(parts[0].starts_with("start every scenario faster"), "the first prompt carries the goal: {}", parts[0]);
+    assert!(parts[1].starts_with("resume run-1 gadfly: you may not stop yet"), "{}", parts[1]);
+    assert!(
+        parts[1].lines().any(|l| l.starts_with("b ") && l.contains("NO")),
+        "the failing scenario reaches the agent: {}",
+        parts[1]
+    );
+    assert!(parts[1].contains("Question ("), "{}", parts[1]);
+    let stops = d.api_get(&format!("/campaigns/{id}/stops"));
+    let decisions: Vec<&str> = stops.as_array().unwrap().iter().map(|s| s["decision"].as_str().unwrap()).collect();
+    assert_eq!(decisions, vec!["block", "allow"]);
+    assert_eq!(stops[0]["claim"], "All scenarios pass. Done.");
+    let log = d.api_get(&format!("/campaigns/{id}/log"));
+    assert!(log
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["kind"] == "agent.output" && e["payload"]["line"] == "All scenarios pass. Done."));
+}
+
+#[test]
+fn a_run_without_gain_is_stopped_by_budget_never_as_success() {
+    let f = fixture("never", "max_blocks_without_gain = 2");
+    let d = Daemon::start(&f.data_dir());
+    let id = d.create_campaign(&f.spec());
+    let out = d.run(&["run", &id, "--agent", "command"]);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stdout));
+    let run = wait_run_end(&d, &id);
+    assert_eq!(run["outcome"], "stopped_by_budget");
+    let log = d.api_get(&format!("/campaigns/{id}/log"));
+    let ended = log.as_array().unwrap().iter().find(|e| e["kind"] == "run.ended").unwrap();
+    assert!(
+        ended["payload"]["detail"].as_str().unwrap().contains("blocked stops in a row without any gain"),
+        "{ended}"
+    );
+    // Each block carried a different question.
+    let qs = d.api_get(&format!("/campaigns/{id}/questions"));
+    let ids: Vec<&str> = qs.as_array().unwrap().iter().filter_map(|q| q["bank_id"].as_str()).collect();
+    assert!(ids.len() >= 2 && ids.windows(2).all(|w| w[0] != w[1]), "{ids:?}");
+}
+
+#[test]
+fn stopping_a_run_ends_the_agents_whole_process_group() {
+    let f = fixture("sleep", "");
+    let d = Daemon::start(&f.data_dir());
+    let id = d.create_campaign(&f.spec());
+    let out = d.run(&["run", &id, "--agent", "command", "--detach"]);
+    assert!(out.status.success());
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    let out = d.run(&["stop", &id]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("stopping"));
+    let run = wait_run_end(&d, &id);
+    assert_eq!(run["outcome"], "stopped");
+    std::thread::sleep(std::time::Duration::from_millis(3500));
+    assert!(!f.dir.path().join("grandchild-survived").exists(), "a grandchild of the agent survived the stop");
+}
+
+#[test]
+fn attach_and_detach_through_the_cli() {
+    let f = Fixture::new("");
+    let d = Daemon::start(&f.data_dir());
+    let id = d.create_campaign(&f.spec());
+    let out = d.run(&["attach", &id]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let path = f.ws().join(".claude/settings.local.json");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let cmd = v["hooks"]["Stop"][0]["hooks"][0]["command"].as_str().unwrap();
+    assert!(cmd.ends_with(&format!("hook claude-code stop --campaign {id}")), "{cmd}");
+    let out = d.run(&["detach", &id]);
+    assert!(out.status.success());
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(v, serde_json::json!({}));
+}
