@@ -82,6 +82,9 @@ pub enum Command {
     /// The question bank: lint, list, learned statistics.
     #[command(subcommand)]
     Bank(BankCommand),
+    /// The text classifier for agent messages.
+    #[command(subcommand)]
+    Moments(MomentsCommand),
     /// Run the example campaign (batched QR on the CPU) with a replay agent through the Stop gate.
     Demo(DemoArgs),
 }
@@ -129,6 +132,20 @@ pub enum AuditCommand {
         #[arg(long)]
         json: bool,
     },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum MomentsCommand {
+    /// Read {"id", "text"} JSON lines (stdin by default), print {"id", "labels"} lines.
+    Classify {
+        #[arg(long)]
+        input: Option<PathBuf>,
+        /// Also print the sentence behind each label.
+        #[arg(long)]
+        explain: bool,
+    },
+    /// Precision and recall per label on a labeled set ({"id", "text", "labels"} lines).
+    Score { file: PathBuf },
 }
 
 #[derive(Subcommand, Debug)]
@@ -231,6 +248,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Bank(b) => crate::bank::cli::run(b, client).await,
+        Command::Moments(m) => moments(m),
         Command::Attach { id, agent: _, dir } => {
             let dir = match dir {
                 Some(d) => d,
@@ -470,5 +488,72 @@ async fn follow_run(id: &str, agent: crate::agent::AgentKind, detach: bool) -> a
             println!("{line}");
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+fn moments(cmd: MomentsCommand) -> anyhow::Result<ExitCode> {
+    use crate::classify::{Classifier, RuleClassifier};
+    use std::io::{BufRead, Write};
+    let classifier = RuleClassifier::default();
+    match cmd {
+        MomentsCommand::Classify { input, explain } => {
+            let reader: Box<dyn BufRead> = match &input {
+                Some(p) => Box::new(std::io::BufReader::new(
+                    std::fs::File::open(p).with_context(|| format!("opening {}", p.display()))?,
+                )),
+                None => Box::new(std::io::BufReader::new(std::io::stdin())),
+            };
+            let name = input.as_ref().map_or("stdin".to_string(), |p| p.display().to_string());
+            let mut out = std::io::stdout().lock();
+            let mut bad = 0;
+            for (i, line) in reader.lines().enumerate() {
+                let line = line?;
+                if line.trim().is_empty() {
+                    continue;
+                }
+                let v: Value = match serde_json::from_str(&line) {
+                    Ok(v) => v,
+                    Err(e) => {
+                        eprintln!("{name}:{}: not valid JSON: {e}", i + 1);
+                        bad += 1;
+                        continue;
+                    }
+                };
+                let Some(text) = v["text"].as_str() else {
+                    eprintln!("{name}:{}: field `text` is missing or not a string", i + 1);
+                    bad += 1;
+                    continue;
+                };
+                let labels: Vec<&str> = classifier.classify(text).iter().map(|l| l.as_str()).collect();
+                let mut o = json!({"id": v["id"], "labels": labels});
+                if explain {
+                    o["evidence"] = json!(classifier
+                        .explain(text)
+                        .into_iter()
+                        .map(|(l, q)| json!({"label": l.as_str(), "quote": q}))
+                        .collect::<Vec<_>>());
+                }
+                writeln!(out, "{o}")?;
+            }
+            Ok(if bad == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+        }
+        MomentsCommand::Score { file } => {
+            let examples = crate::classify::load_examples(&file)?;
+            let scores = crate::classify::score(&classifier, &examples);
+            println!("{} examples from {}, classifier {}", examples.len(), file.display(), classifier.name());
+            println!("{:<24} {:>5} {:>5} {:>5} {:>10} {:>8}", "label", "tp", "fp", "fn", "precision", "recall");
+            for s in scores {
+                println!(
+                    "{:<24} {:>5} {:>5} {:>5} {:>10.3} {:>8.3}",
+                    s.label.as_str(),
+                    s.tp,
+                    s.fp,
+                    s.fn_,
+                    s.precision,
+                    s.recall
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }

@@ -5,6 +5,7 @@
 pub mod agent;
 pub mod bank;
 pub mod campaign;
+pub mod classify;
 pub mod cli;
 pub mod client;
 pub mod config;
@@ -15,6 +16,7 @@ pub mod demo;
 pub mod gate;
 pub mod harness;
 pub mod hook;
+pub mod moments;
 pub mod predicate;
 pub mod process;
 pub mod results;

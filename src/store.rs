@@ -235,6 +235,32 @@ impl Store {
             .collect()
     }
 
+    /// The latest `limit` events of one kind, newest first.
+    pub async fn recent_events(&self, campaign_id: &str, kind: &str, limit: i64) -> anyhow::Result<Vec<EventRow>> {
+        let rows = sqlx::query(
+            "select id, campaign_id, session_id, kind, payload, created_at from events
+             where campaign_id = $1 and kind = $2 order by id desc limit $3",
+        )
+        .bind(campaign_id)
+        .bind(kind)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                let payload: String = r.try_get("payload")?;
+                Ok(EventRow {
+                    id: r.try_get("id")?,
+                    campaign_id: r.try_get("campaign_id")?,
+                    session_id: r.try_get("session_id")?,
+                    kind: r.try_get("kind")?,
+                    payload: serde_json::from_str(&payload).unwrap_or(serde_json::Value::String(payload)),
+                    created_at: r.try_get("created_at")?,
+                })
+            })
+            .collect()
+    }
+
     pub async fn count_events(&self, campaign_id: &str) -> anyhow::Result<i64> {
         let row = sqlx::query("select count(*) from events where campaign_id = $1")
             .bind(campaign_id)

@@ -55,6 +55,8 @@ struct Inner {
     runs: Mutex<HashMap<String, CancellationToken>>,
     /// Transcripts being followed, by (campaign, session).
     followers: Mutex<HashMap<(String, String), CancellationToken>>,
+    /// Agent messages waiting for the text classifier (campaign, session, text).
+    messages: tokio::sync::mpsc::UnboundedSender<(String, Option<String>, String)>,
 }
 
 /// What the hook client prints for the agent.
@@ -69,7 +71,8 @@ pub struct HookReply {
 impl Supervisor {
     pub fn new(store: Store, data_dir: &Path, bank: Arc<LiveBank>, endpoint: (String, String)) -> Supervisor {
         let (bus, _) = broadcast::channel(4096);
-        Supervisor {
+        let (messages, mut inbox) = tokio::sync::mpsc::unbounded_channel::<(String, Option<String>, String)>();
+        let sup = Supervisor {
             inner: Arc::new(Inner {
                 store,
                 scratch: data_dir.join("evaluations"),
@@ -81,8 +84,21 @@ impl Supervisor {
                 endpoint,
                 runs: Mutex::new(HashMap::new()),
                 followers: Mutex::new(HashMap::new()),
+                messages,
             }),
-        }
+        };
+        // Messages are classified off the recording path, in order.
+        let weak = Arc::downgrade(&sup.inner);
+        tokio::spawn(async move {
+            while let Some((campaign, session, text)) = inbox.recv().await {
+                let Some(inner) = weak.upgrade() else { break };
+                let sup = Supervisor { inner };
+                if let Err(e) = crate::moments::after_message(&sup, &campaign, session.as_deref(), &text).await {
+                    tracing::warn!(error = %e, "classifying an agent message");
+                }
+            }
+        });
+        sup
     }
 
     pub fn store(&self) -> &Store {
@@ -179,7 +195,7 @@ impl Supervisor {
             _ => return Ok(None),
         };
         let queued = self.inner.store.list_questions(campaign_id, true).await?;
-        let Some(q) = queued.into_iter().find(|q| q.source == "human") else { return Ok(None) };
+        let Some(q) = queued.iter().find(|q| q.source == "human").or(queued.first()).cloned() else { return Ok(None) };
         if !self.inner.store.mark_delivered(q.id, "hook_additional_context", None).await? {
             return Ok(None);
         }
@@ -188,13 +204,10 @@ impl Supervisor {
             session,
             "question.delivered",
             None,
-            json!({"question_id": q.id, "source": "human", "text": q.text, "via": "hook_additional_context"}),
+            json!({"question_id": q.id, "source": q.source, "bank_id": q.bank_id, "moment": q.moment, "text": q.text, "via": "hook_additional_context"}),
         )
         .await?;
-        let text = format!(
-            "A question from the person supervising this campaign: {}\nAnswer it with a measurement or an experiment.",
-            q.text
-        );
+        let text = question_message(&q);
         Ok(Some(json!({"hookSpecificOutput": {"hookEventName": hook_event, "additionalContext": text}})))
     }
 
@@ -212,6 +225,15 @@ impl Supervisor {
         payload: Value,
     ) -> anyhow::Result<(i64, bool)> {
         let (id, fresh) = self.inner.store.append_event(campaign_id, session_id, kind, key, &payload).await?;
+        if fresh && kind == "agent.message" {
+            if let Some(text) = payload.get("text").and_then(Value::as_str).filter(|t| !t.trim().is_empty()) {
+                let _ = self.inner.messages.send((
+                    campaign_id.to_string(),
+                    session_id.map(str::to_string),
+                    text.to_string(),
+                ));
+            }
+        }
         if fresh {
             let _ = self.inner.bus.send(EventRow {
                 id,
@@ -261,6 +283,9 @@ impl Supervisor {
         )
         .await?;
         tracing::info!(campaign = %row.id, "campaign created");
+        if let Err(e) = crate::moments::at_start(self, &row.id, &spec).await {
+            tracing::warn!(error = %e, "raising the start moment");
+        }
         Ok(row)
     }
 
@@ -320,6 +345,9 @@ impl Supervisor {
         )
         .await?;
         tracing::info!(campaign = %campaign_id, tree = %eval.tree, holds = eval.verdict.holds, ms = eval.duration_ms, "evaluated");
+        if let Err(e) = crate::moments::after_evaluation(self, campaign_id, &spec, &eval).await {
+            tracing::warn!(error = %e, "moment detection after an evaluation");
+        }
         Ok(eval)
     }
 
@@ -439,11 +467,20 @@ impl Supervisor {
                 let decision = gate::decide(spec.mode, eval.verdict.holds, human.is_some());
                 let mut question = None;
                 if decision == Decision::Block {
-                    question = Some(match human {
+                    // A person's question first, then one a detected moment
+                    // queued (the start question waits for the agent's next
+                    // hook that can carry context), else one for this claim.
+                    let moment_question =
+                        waiting.iter().find(|q| q.source != "human" && q.moment.as_deref() != Some("start"));
+                    question = Some(match human.or(moment_question) {
                         Some(q) => Question {
                             queued_id: Some(q.id),
-                            source: "human".into(),
-                            moment: "completion_claim".into(),
+                            source: if q.source == "human" {
+                                "human".into()
+                            } else {
+                                q.bank_id.clone().unwrap_or_else(|| "bank".into())
+                            },
+                            moment: q.moment.clone().unwrap_or_else(|| "completion_claim".into()),
                             text: q.text.clone(),
                         },
                         None => {
@@ -555,6 +592,17 @@ impl Supervisor {
         Ok(Question { queued_id: None, source: id.to_string(), moment: moment.to_string(), text: text.to_string() })
     }
 
+    /// A question for a detected moment (bank selection; built-in fallback).
+    pub async fn pick_for_moment(
+        &self,
+        campaign_id: &str,
+        spec: &CampaignSpec,
+        moment: &str,
+        prefer: &[&str],
+    ) -> anyhow::Result<Question> {
+        self.pick_question(campaign_id, spec, moment, prefer).await
+    }
+
     /// Bank suggestions for a person choosing a question for `moment`.
     pub async fn suggestions(&self, campaign_id: &str, moment: &str, n: usize) -> Result<Vec<select::Choice>> {
         if !crate::bank::MOMENTS.contains(&moment) {
@@ -588,6 +636,19 @@ impl Supervisor {
 
     pub fn bank(&self) -> &LiveBank {
         &self.inner.bank
+    }
+}
+
+/// How a queued question is put to the agent outside a block reason.
+pub fn question_message(q: &crate::store::QuestionRow) -> String {
+    match q.source.as_str() {
+        "human" => format!("A question from the person supervising this campaign: {}\nAnswer it with a measurement or an experiment.", q.text),
+        _ => format!(
+            "gadfly noticed a {} moment. Question ({}): {}\nAnswer it with a measurement or an experiment, not an argument.",
+            q.moment.as_deref().unwrap_or("campaign").replace('_', " "),
+            q.bank_id.as_deref().unwrap_or("bank"),
+            q.text
+        ),
     }
 }
 

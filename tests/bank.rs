@@ -88,7 +88,8 @@ fn suggestions_and_learned_yield_from_a_campaign() {
     f.set_candidate("a true 90 100\nb true 90 100\nc true 95 100\n");
     let r = reason(&d.stop(&id, "done"));
     let asked = d.api_get(&format!("/campaigns/{id}/questions"));
-    let bank_id = asked[0]["bank_id"].as_str().unwrap().to_string();
+    let at_stop = asked.as_array().unwrap().iter().find(|q| q["delivered_via"] == "stop_hook_reason").unwrap();
+    let bank_id = at_stop["bank_id"].as_str().unwrap().to_string();
     assert!(r.contains(&format!("Question ({bank_id})")), "{r}");
     f.set_candidate("a true 40 100\nb true 40 100\nc true 40 100\n");
     assert_eq!(d.stop(&id, "done"), None);

@@ -232,17 +232,20 @@ fn an_unknown_campaign_never_blocks_and_other_events_are_recorded() {
     assert!(out.stdout.is_empty());
     assert!(String::from_utf8_lossy(&out.stderr).contains("not found"));
 
-    for event in
-        ["session-start", "user-prompt-submit", "pre-tool-use", "post-tool-use", "subagent-stop", "session-end"]
-    {
-        let out = d.hook(
-            event,
-            &id,
-            &format!("{{\"session_id\": \"s9\", \"hook_event_name\": \"{event}\", \"tool_name\": \"Bash\"}}"),
-        );
+    for event in ["session-start", "pre-tool-use", "subagent-stop", "session-end"] {
+        let payload = format!("{{\"session_id\": \"s9\", \"hook_event_name\": \"{event}\", \"tool_name\": \"Bash\"}}");
+        let out = d.hook(event, &id, &payload);
         assert_eq!(out.status.code(), Some(0), "{event}");
         assert!(out.stdout.is_empty(), "{event} prints nothing");
     }
+    // The campaign's start question rides on the first hook that can carry
+    // context, once; the next such hook prints nothing.
+    let first = d.hook("post-tool-use", &id, "{\"session_id\": \"s9\", \"tool_name\": \"Bash\"}");
+    let v: Value = serde_json::from_slice(&first.stdout).expect("additional context");
+    assert_eq!(v["hookSpecificOutput"]["hookEventName"], "PostToolUse");
+    assert!(v["hookSpecificOutput"]["additionalContext"].as_str().unwrap().contains("start moment"), "{v}");
+    let again = d.hook("user-prompt-submit", &id, "{\"session_id\": \"s9\", \"prompt\": \"x\"}");
+    assert!(again.stdout.is_empty(), "{}", String::from_utf8_lossy(&again.stdout));
     let log = d.api_get(&format!("/campaigns/{id}/log"));
     let kinds: Vec<&str> = log.as_array().unwrap().iter().map(|e| e["kind"].as_str().unwrap()).collect();
     for k in [

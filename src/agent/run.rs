@@ -513,41 +513,33 @@ fn spawn_question_forwarder(ctx: &RunCtx, tx: mpsc::Sender<Option<String>>) -> t
     let mut bus = sup.subscribe();
     tokio::spawn(async move {
         // Questions queued before the agent started are delivered first.
-        let mut pending: Vec<(i64, String)> = sup
-            .store()
-            .list_questions(&campaign, true)
-            .await
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|q| q.source == "human")
-            .map(|q| (q.id, q.text))
-            .collect();
+        let mut pending: Vec<i64> =
+            sup.store().list_questions(&campaign, true).await.unwrap_or_default().into_iter().map(|q| q.id).collect();
         loop {
-            for (id, text) in pending.drain(..) {
+            for id in pending.drain(..) {
+                let Some(q) = sup
+                    .store()
+                    .list_questions(&campaign, true)
+                    .await
+                    .unwrap_or_default()
+                    .into_iter()
+                    .find(|q| q.id == id)
+                else {
+                    continue;
+                };
                 if sup.store().mark_delivered(id, "agent_stdin", None).await.unwrap_or(false) {
-                    let msg = format!("A question from the person supervising this campaign: {text}\nAnswer it with a measurement or an experiment.");
-                    if tx.send(Some(user_line(&msg))).await.is_err() {
+                    if tx.send(Some(user_line(&crate::supervisor::question_message(&q)))).await.is_err() {
                         return;
                     }
                     let _ = sup
-                        .record(
-                            &campaign,
-                            None,
-                            "question.delivered",
-                            None,
-                            json!({"question_id": id, "source": "human", "text": text, "via": "agent_stdin"}),
-                        )
+                        .record(&campaign, None, "question.delivered", None, json!({"question_id": id, "source": q.source, "bank_id": q.bank_id, "moment": q.moment, "text": q.text, "via": "agent_stdin"}))
                         .await;
                 }
             }
             match bus.recv().await {
-                Ok(ev)
-                    if ev.campaign_id == campaign
-                        && ev.kind == "question.queued"
-                        && ev.payload["source"] == "human" =>
-                {
-                    if let (Some(id), Some(text)) = (ev.payload["question_id"].as_i64(), ev.payload["text"].as_str()) {
-                        pending.push((id, text.to_string()));
+                Ok(ev) if ev.campaign_id == campaign && ev.kind == "question.queued" => {
+                    if let Some(id) = ev.payload["question_id"].as_i64() {
+                        pending.push(id);
                     }
                 }
                 Ok(_) => {}

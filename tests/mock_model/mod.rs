@@ -36,7 +36,10 @@ pub enum Block {
     Text(String),
     /// A call of the agent's shell tool: `Bash` for Claude Code,
     /// `exec_command` for Codex.
-    Shell { command: String, description: String },
+    Shell {
+        command: String,
+        description: String,
+    },
 }
 
 /// A guard on the request a step answers.
@@ -62,12 +65,15 @@ impl Guard {
 pub struct Step {
     pub blocks: Vec<Block>,
     pub guard: Option<Guard>,
+    /// What to answer, without consuming the step, while the guard does not
+    /// match (None: the fallback text, recorded as unmatched).
+    pub otherwise: Option<Vec<Block>>,
 }
 
 impl Step {
     /// Reply with text and end the turn.
     pub fn text(text: &str) -> Step {
-        Step { blocks: vec![Block::Text(text.to_string())], guard: None }
+        Step { blocks: vec![Block::Text(text.to_string())], guard: None, otherwise: None }
     }
 
     /// Call the shell tool with this command line.
@@ -75,6 +81,7 @@ impl Step {
         Step {
             blocks: vec![Block::Shell { command: command.to_string(), description: "Run a command".to_string() }],
             guard: None,
+            otherwise: None,
         }
     }
 
@@ -86,6 +93,7 @@ impl Step {
                 Block::Shell { command: command.to_string(), description: "Run a command".to_string() },
             ],
             guard: None,
+            otherwise: None,
         }
     }
 
@@ -107,6 +115,13 @@ impl Step {
     /// Take this step only when the request body contains `needle`.
     pub fn when_body_contains(mut self, needle: &str) -> Step {
         self.guard = Some(Guard::BodyContains(needle.to_string()));
+        self
+    }
+
+    /// While the guard does not match, answer `text` (ending that turn)
+    /// without consuming this step: "say X until the request shows Y".
+    pub fn otherwise_text(mut self, text: &str) -> Step {
+        self.otherwise = Some(vec![Block::Text(text.to_string())]);
         self
     }
 }
@@ -182,13 +197,7 @@ impl MockModel {
                 });
             })
             .unwrap();
-        MockModel {
-            url: format!("http://127.0.0.1:{port}"),
-            port,
-            state,
-            shutdown: Some(tx),
-            thread: Some(thread),
-        }
+        MockModel { url: format!("http://127.0.0.1:{port}"), port, state, shutdown: Some(tx), thread: Some(thread) }
     }
 
     /// Every JSON body the server received, in order (all kinds).
@@ -279,7 +288,21 @@ pub fn last_user_text(body: &Value) -> String {
     String::new()
 }
 
-/// The text of the last input item of a Responses request, whatever its type.
+/// The messages of a request (either API) whose text contains `needle`, as
+/// (role, text), in order. Claude Code puts some hook output in messages
+/// with role `system` in the middle of the conversation.
+pub fn messages_containing(body: &Value, needle: &str) -> Vec<(String, String)> {
+    let list = body.get("messages").or_else(|| body.get("input")).and_then(Value::as_array);
+    list.into_iter()
+        .flatten()
+        .filter_map(|m| {
+            let text = content_text(&m["content"]);
+            text.contains(needle).then(|| (m["role"].as_str().unwrap_or("").to_string(), text))
+        })
+        .collect()
+}
+
+/// The last input item of a Responses request, whatever its type.
 pub fn last_input_item(body: &Value) -> Value {
     body["input"].as_array().and_then(|a| a.last().cloned()).unwrap_or(Value::Null)
 }
@@ -327,20 +350,27 @@ async fn handle(State(state): State<Arc<Mutex<Inner>>>, req: Request) -> Respons
         Some(q) => format!("{path}?{q}"),
         None => path.clone(),
     };
-    let mut record =
-        Recorded { method: method.to_string(), path: full_path, headers, body: body.clone(), kind: Kind::Other, step: None, at: Instant::now() };
+    let mut record = Recorded {
+        method: method.to_string(),
+        path: full_path,
+        headers,
+        body: body.clone(),
+        kind: Kind::Other,
+        step: None,
+        at: Instant::now(),
+    };
 
     let response = if method == Method::POST && path.ends_with("/messages/count_tokens") {
         record.kind = Kind::Side;
         axum::Json(json!({"input_tokens": 42})).into_response()
     } else if method == Method::POST && path.ends_with("/messages") {
-        let (blocks, kind, step) = choose(&state, &body, &mut record);
+        let (blocks, kind, step) = choose(&state, &body);
         record.kind = kind;
         record.step = step;
         let n = bump(&state);
         anthropic_reply(&body, &blocks, n)
     } else if method == Method::POST && path.ends_with("/responses") {
-        let (blocks, kind, step) = choose(&state, &body, &mut record);
+        let (blocks, kind, step) = choose(&state, &body);
         record.kind = kind;
         record.step = step;
         let n = bump(&state);
@@ -357,7 +387,10 @@ async fn handle(State(state): State<Arc<Mutex<Inner>>>, req: Request) -> Respons
     } else if method == Method::GET || method == Method::HEAD {
         axum::Json(json!({})).into_response()
     } else {
-        (StatusCode::NOT_FOUND, axum::Json(json!({"error": {"type": "not_found", "message": "mock: no such endpoint"}})))
+        (
+            StatusCode::NOT_FOUND,
+            axum::Json(json!({"error": {"type": "not_found", "message": "mock: no such endpoint"}})),
+        )
             .into_response()
     };
     state.lock().unwrap().log.push(record);
@@ -380,7 +413,7 @@ fn bump(state: &Arc<Mutex<Inner>>) -> u64 {
 
 /// Picks the reply: a side request gets a short text; an agent request
 /// gets the next script step if its guard matches, else the fallback.
-fn choose(state: &Arc<Mutex<Inner>>, body: &Value, _record: &mut Recorded) -> (Vec<Block>, Kind, Option<usize>) {
+fn choose(state: &Arc<Mutex<Inner>>, body: &Value) -> (Vec<Block>, Kind, Option<usize>) {
     if is_side_request(body) {
         return (vec![Block::Text("Mock title".to_string())], Kind::Side, None);
     }
@@ -391,6 +424,7 @@ fn choose(state: &Arc<Mutex<Inner>>, body: &Value, _record: &mut Recorded) -> (V
             s.next += 1;
             (step.blocks, Kind::Agent, Some(idx))
         }
+        Some(Step { otherwise: Some(blocks), .. }) => (blocks, Kind::Agent, None),
         Some(step) => {
             let last = last_user_text(body);
             s.unmatched.push(format!("step {idx} waits for {:?}; the last user message was {last:?}", step.guard));
@@ -463,8 +497,14 @@ fn anthropic_reply(req: &Value, blocks: &[Block], n: u64) -> Response {
     ];
     for (i, c) in content.iter().enumerate() {
         if c["type"] == "text" {
-            events.push(("content_block_start", json!({"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}})));
-            events.push(("content_block_delta", json!({"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": c["text"]}})));
+            events.push((
+                "content_block_start",
+                json!({"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}}),
+            ));
+            events.push((
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": c["text"]}}),
+            ));
         } else {
             events.push((
                 "content_block_start",
@@ -545,4 +585,133 @@ fn responses_reply(req: &Value, blocks: &[Block], n: u64) -> Response {
             "id": resp_id, "object": "response", "status": "completed", "model": model, "output": items, "usage": usage}}),
     ));
     sse_response(sse(&events))
+}
+
+// ------------------------------------------------------- running a real CLI
+
+/// A finished (or killed) agent CLI run.
+pub struct AgentRun {
+    pub status: Option<std::process::ExitStatus>,
+    pub timed_out: bool,
+    pub stdout: String,
+    pub stderr: String,
+    pub elapsed: Duration,
+}
+
+impl AgentRun {
+    /// The stdout lines that parse as JSON (stream-json / --json events).
+    pub fn events(&self) -> Vec<Value> {
+        self.stdout.lines().filter_map(|l| serde_json::from_str(l.trim()).ok()).collect()
+    }
+
+    pub fn code(&self) -> Option<i32> {
+        self.status.and_then(|s| s.code())
+    }
+
+    /// A failure message with the CLI's output and what the mock saw.
+    pub fn explain(&self, mock: &MockModel) -> String {
+        let tail = |s: &str, n: usize| -> String {
+            let lines: Vec<&str> = s.lines().collect();
+            lines[lines.len().saturating_sub(n)..].join("\n")
+        };
+        format!(
+            "exit {:?}{} after {:.1} s\n--- stderr (tail) ---\n{}\n--- stdout (tail) ---\n{}\n--- mock ---\n{}",
+            self.code(),
+            if self.timed_out { " (killed at the timeout)" } else { "" },
+            self.elapsed.as_secs_f64(),
+            tail(&self.stderr, 40),
+            tail(&self.stdout, 40),
+            mock.describe()
+        )
+    }
+}
+
+/// Runs `cmd` in its own process group with stdin from /dev/null and
+/// stdout/stderr captured in files; after `timeout` the whole group gets
+/// SIGINT, then SIGKILL two seconds later.
+pub fn run_agent(mut cmd: std::process::Command, timeout: Duration) -> AgentRun {
+    use std::os::unix::process::CommandExt;
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    let out_path = dir.path().join("stdout");
+    let err_path = dir.path().join("stderr");
+    cmd.stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out_path).unwrap())
+        .stderr(std::fs::File::create(&err_path).unwrap())
+        .process_group(0);
+    let started = Instant::now();
+    let mut child = cmd.spawn().expect("spawn the agent CLI");
+    let pgid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let mut timed_out = false;
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break Some(s);
+        }
+        if started.elapsed() > timeout {
+            timed_out = true;
+            let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGINT);
+            let grace = Instant::now();
+            while grace.elapsed() < Duration::from_secs(2) {
+                if child.try_wait().unwrap().is_some() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+            break child.wait().ok();
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    };
+    // Tools the agent started in the background must not outlive the test.
+    let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+    AgentRun {
+        status,
+        timed_out,
+        stdout: std::fs::read_to_string(&out_path).unwrap_or_default(),
+        stderr: std::fs::read_to_string(&err_path).unwrap_or_default(),
+        elapsed: started.elapsed(),
+    }
+}
+
+/// The agent CLI for a test, or None after a visible `SKIPPED` line when it
+/// is not installed. With `GADFLY_REQUIRE_AGENTS=1` (CI, after
+/// `.ci/install-agents.sh`) a missing CLI fails the test instead.
+pub fn agent_or_skip(env_var: &str, name: &str, test: &str) -> Option<std::path::PathBuf> {
+    use std::io::Write;
+    let bin = agent_bin(env_var, name);
+    if bin.is_none() {
+        let why = format!(
+            "the `{name}` CLI is not installed (set {env_var}, or run .ci/install-agents.sh to fill \
+             ${{GADFLY_AGENTS_DIR:-$HOME/.cache/gadfly-agents}})"
+        );
+        assert!(std::env::var("GADFLY_REQUIRE_AGENTS").map_or(true, |v| v != "1"), "{test}: {why}");
+        // Straight to the stderr handle: the test harness captures eprintln!.
+        let _ = writeln!(std::io::stderr().lock(), "SKIPPED: {test}: {why}");
+    }
+    bin
+}
+
+/// The path of an agent CLI: `$ENV_VAR`, else the cache that
+/// `.ci/install-agents.sh` fills. None when it is not installed.
+pub fn agent_bin(env_var: &str, name: &str) -> Option<std::path::PathBuf> {
+    if let Some(p) = std::env::var_os(env_var).filter(|p| !p.is_empty()) {
+        let p = std::path::PathBuf::from(p);
+        return p.exists().then_some(p);
+    }
+    let dir = std::env::var_os("GADFLY_AGENTS_DIR")
+        .filter(|d| !d.is_empty())
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".cache/gadfly-agents")))?;
+    let p = dir.join("node_modules/.bin").join(name);
+    p.exists().then_some(p)
+}
+
+/// PATH with the directory of the `gadfly` binary under test first.
+pub fn path_with_gadfly() -> std::ffi::OsString {
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_gadfly"));
+    let mut dirs = vec![bin.parent().unwrap().to_path_buf()];
+    if let Some(p) = std::env::var_os("PATH") {
+        dirs.extend(std::env::split_paths(&p));
+    }
+    std::env::join_paths(dirs).unwrap()
 }

@@ -1,0 +1,396 @@
+//! Numeric detectors over a campaign's evaluations, in order: plateau,
+//! suspicious gains (a one-step jump of the geometric mean, a scenario
+//! faster than its speed-of-light bound, an error of exactly zero where the
+//! reference itself is rounded, a gain concentrated on a few scenarios, a
+//! jump of timing variation) and correctness regressions. Each finding
+//! carries its evidence: which evaluations, which scenarios, which numbers.
+
+use serde::{Deserialize, Serialize};
+
+use crate::harness::Evaluation;
+
+/// Thresholds, from the campaign's `[moments]` section.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Settings {
+    /// Plateau: no gain of `plateau_min_gain` over the last N evaluations.
+    pub plateau_evaluations: usize,
+    pub plateau_min_gain: f64,
+    /// Plateau: this many agent tool calls in a row without a new evaluation.
+    pub plateau_tool_calls: usize,
+    /// A one-step jump of the geometric mean by this factor is suspicious.
+    pub suspicious_gain: f64,
+    /// A gain is concentrated when this share of its log-gain comes from
+    /// at most a fifth of the scenarios.
+    pub concentration_share: f64,
+    /// The coefficient of variation jumping by this factor is suspicious.
+    pub cv_jump: f64,
+    /// Edit loop: share of added lines identical to lines deleted earlier.
+    pub edit_loop_share: f64,
+    /// Edit loop: over the last N snapshots.
+    pub edit_loop_window: usize,
+    /// The same moment is not raised again within this many evaluations.
+    pub cooldown_evaluations: usize,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            plateau_evaluations: 8,
+            plateau_min_gain: 0.01,
+            plateau_tool_calls: 60,
+            suspicious_gain: 1.5,
+            concentration_share: 0.8,
+            cv_jump: 3.0,
+            edit_loop_share: 0.30,
+            edit_loop_window: 6,
+            cooldown_evaluations: 3,
+        }
+    }
+}
+
+impl Settings {
+    pub fn from_campaign(spec: &crate::campaign::CampaignSpec) -> anyhow::Result<Settings> {
+        match spec.extra.get("moments") {
+            None => Ok(Settings::default()),
+            Some(v) => serde_json::from_value(v.clone()).map_err(|e| anyhow::anyhow!("campaign spec [moments]: {e}")),
+        }
+    }
+}
+
+/// One detected moment with its evidence.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Finding {
+    /// The moment it raises: plateau, suspicious_gain, correctness_dismissal...
+    pub moment: String,
+    /// What exactly was seen: `plateau`, `geomean_jump`, `faster_than_bound`,
+    /// `zero_error`, `concentrated_gain`, `cv_jump`, `correctness_regression`.
+    pub detector: String,
+    pub evaluations: Vec<i64>,
+    pub scenarios: Vec<String>,
+    pub detail: String,
+}
+
+fn id(e: &Evaluation) -> i64 {
+    e.id.unwrap_or(0)
+}
+
+/// Runs every numeric detector on the latest evaluation of `history`
+/// (oldest first).
+pub fn detect(history: &[Evaluation], s: &Settings) -> Vec<Finding> {
+    let mut out = Vec::new();
+    out.extend(plateau(history, s));
+    out.extend(geomean_jump(history, s));
+    out.extend(faster_than_bound(history));
+    out.extend(zero_error(history));
+    out.extend(concentrated_gain(history, s));
+    out.extend(cv_jump(history, s));
+    out.extend(correctness_regression(history));
+    out
+}
+
+/// No gain of at least `plateau_min_gain` (relative) in the best geometric
+/// mean over the last N evaluations, compared with the best before them.
+pub fn plateau(history: &[Evaluation], s: &Settings) -> Option<Finding> {
+    let n = s.plateau_evaluations.max(1);
+    if history.len() <= n {
+        return None;
+    }
+    let (before, window) = history.split_at(history.len() - n);
+    let best_before = before
+        .iter()
+        .filter_map(|e| e.verdict.geomean_speedup)
+        .fold(None, |a: Option<f64>, g| Some(a.map_or(g, |a| a.max(g))))?;
+    let best_window = window.iter().filter_map(|e| e.verdict.geomean_speedup).fold(f64::NEG_INFINITY, f64::max);
+    if best_window >= best_before * (1.0 + s.plateau_min_gain) {
+        return None;
+    }
+    Some(Finding {
+        moment: "plateau".into(),
+        detector: "plateau".into(),
+        evaluations: window.iter().map(id).collect(),
+        scenarios: vec![],
+        detail: format!(
+            "the best geometric mean over the last {n} evaluations is {}, against {best_before:.3}x before them: less than the {:.1}% gain asked",
+            if best_window.is_finite() { format!("{best_window:.3}x") } else { "unknown".into() },
+            s.plateau_min_gain * 100.0
+        ),
+    })
+}
+
+/// Tool calls going on without any new evaluation.
+pub fn idle_plateau(tool_calls_since_evaluation: usize, s: &Settings) -> Option<Finding> {
+    (tool_calls_since_evaluation >= s.plateau_tool_calls).then(|| Finding {
+        moment: "plateau".into(),
+        detector: "tool_calls_without_evaluation".into(),
+        evaluations: vec![],
+        scenarios: vec![],
+        detail: format!("{tool_calls_since_evaluation} tool calls since the last evaluation"),
+    })
+}
+
+fn last_two(history: &[Evaluation]) -> Option<(&Evaluation, &Evaluation)> {
+    match history {
+        [.., a, b] => Some((a, b)),
+        _ => None,
+    }
+}
+
+/// The geometric mean jumped by more than `suspicious_gain` in one step.
+pub fn geomean_jump(history: &[Evaluation], s: &Settings) -> Option<Finding> {
+    let (prev, last) = last_two(history)?;
+    let (a, b) = (prev.verdict.geomean_speedup?, last.verdict.geomean_speedup?);
+    (b > a * s.suspicious_gain).then(|| Finding {
+        moment: "suspicious_gain".into(),
+        detector: "geomean_jump".into(),
+        evaluations: vec![id(prev), id(last)],
+        scenarios: vec![],
+        detail: format!(
+            "the geometric mean went from {a:.3}x to {b:.3}x in one step ({:.2}x, threshold {:.2}x)",
+            b / a,
+            s.suspicious_gain
+        ),
+    })
+}
+
+/// A scenario measured faster than its speed-of-light estimate.
+pub fn faster_than_bound(history: &[Evaluation]) -> Option<Finding> {
+    let last = history.last()?;
+    let hits: Vec<(String, f64, f64)> = last
+        .verdict
+        .scenarios
+        .iter()
+        .filter_map(|s| {
+            let m = s.measured.as_ref()?;
+            let b = m.bound_us?;
+            (b > 0.0 && m.time_us < b).then(|| (s.scenario.clone(), m.time_us, b))
+        })
+        .collect();
+    (!hits.is_empty()).then(|| Finding {
+        moment: "suspicious_gain".into(),
+        detector: "faster_than_bound".into(),
+        evaluations: vec![id(last)],
+        scenarios: hits.iter().map(|h| h.0.clone()).collect(),
+        detail: hits.iter().map(|(s, t, b)| format!("{s}: {t:.2} us < bound {b:.2} us")).collect::<Vec<_>>().join("; "),
+    })
+}
+
+/// An error of exactly zero against the reference while the reference
+/// itself differs from the high-precision one: the candidate reproduces
+/// the reference bit for bit (a copy, a cached answer).
+pub fn zero_error(history: &[Evaluation]) -> Option<Finding> {
+    let last = history.last()?;
+    let hits: Vec<String> = last
+        .verdict
+        .scenarios
+        .iter()
+        .filter(|s| {
+            s.measured
+                .as_ref()
+                .is_some_and(|m| m.max_abs_err_ref == Some(0.0) && m.max_abs_err_hi.is_some_and(|h| h > 0.0))
+        })
+        .map(|s| s.scenario.clone())
+        .collect();
+    (!hits.is_empty()).then(|| Finding {
+        moment: "suspicious_gain".into(),
+        detector: "zero_error".into(),
+        evaluations: vec![id(last)],
+        scenarios: hits.clone(),
+        detail: format!(
+            "error exactly 0 against the reference while the reference is itself rounded, on {}",
+            hits.join(", ")
+        ),
+    })
+}
+
+/// Most of a step's gain comes from a few scenarios.
+pub fn concentrated_gain(history: &[Evaluation], s: &Settings) -> Option<Finding> {
+    let (prev, last) = last_two(history)?;
+    let mut gains: Vec<(String, f64)> = last
+        .verdict
+        .scenarios
+        .iter()
+        .filter_map(|sc| {
+            let now = sc.speedup?;
+            let before = prev.verdict.scenarios.iter().find(|p| p.scenario == sc.scenario)?.speedup?;
+            Some((sc.scenario.clone(), (now / before).ln()))
+        })
+        .collect();
+    if gains.len() < 5 {
+        return None;
+    }
+    let total: f64 = gains.iter().map(|g| g.1.max(0.0)).sum();
+    if total < (1.2f64).ln() {
+        return None; // not a gain worth explaining
+    }
+    gains.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let few = (gains.len() / 5).max(1);
+    let top: f64 = gains[..few].iter().map(|g| g.1.max(0.0)).sum();
+    (top / total >= s.concentration_share).then(|| Finding {
+        moment: "suspicious_gain".into(),
+        detector: "concentrated_gain".into(),
+        evaluations: vec![id(prev), id(last)],
+        scenarios: gains[..few].iter().map(|g| g.0.clone()).collect(),
+        detail: format!(
+            "{:.0}% of this step's log-gain comes from {few} of {} scenarios",
+            top / total * 100.0,
+            gains.len()
+        ),
+    })
+}
+
+/// The timing variation of scenarios jumped.
+pub fn cv_jump(history: &[Evaluation], s: &Settings) -> Option<Finding> {
+    let (prev, last) = last_two(history)?;
+    let hits: Vec<String> = last
+        .verdict
+        .scenarios
+        .iter()
+        .filter_map(|sc| {
+            let now = sc.measured.as_ref()?.cv?;
+            let before = prev.verdict.scenarios.iter().find(|p| p.scenario == sc.scenario)?.measured.as_ref()?.cv?;
+            (now > 0.02 && now > before.max(0.001) * s.cv_jump)
+                .then(|| format!("{} ({before:.3} -> {now:.3})", sc.scenario))
+        })
+        .collect();
+    (!hits.is_empty()).then(|| Finding {
+        moment: "suspicious_gain".into(),
+        detector: "cv_jump".into(),
+        evaluations: vec![id(prev), id(last)],
+        scenarios: hits.iter().map(|h| h.split(' ').next().unwrap_or("").to_string()).collect(),
+        detail: format!("timing variation jumped: {}", hits.join(", ")),
+    })
+}
+
+/// A scenario that was correct became incorrect.
+pub fn correctness_regression(history: &[Evaluation]) -> Option<Finding> {
+    let (prev, last) = last_two(history)?;
+    let hits: Vec<String> = last
+        .verdict
+        .scenarios
+        .iter()
+        .filter(|sc| sc.present && !sc.correct)
+        .filter(|sc| prev.verdict.scenarios.iter().any(|p| p.scenario == sc.scenario && p.present && p.correct))
+        .map(|sc| sc.scenario.clone())
+        .collect();
+    (!hits.is_empty()).then(|| Finding {
+        moment: "correctness_dismissal".into(),
+        detector: "correctness_regression".into(),
+        evaluations: vec![id(prev), id(last)],
+        scenarios: hits.clone(),
+        detail: format!("correct before, incorrect now: {}", hits.join(", ")),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::campaign::PredicateSpec;
+    use crate::predicate::judge;
+    use crate::results::ScenarioResult;
+
+    /// An evaluation from (scenario, correct, speedup, cv, err_ref, err_hi, bound).
+    fn ev(id: i64, rows: &[(&str, bool, f64)]) -> Evaluation {
+        ev_full(id, &rows.iter().map(|r| (r.0, r.1, r.2, 0.01, 1e-15, 2e-15, None)).collect::<Vec<_>>())
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn ev_full(id: i64, rows: &[(&str, bool, f64, f64, f64, f64, Option<f64>)]) -> Evaluation {
+        let spec = PredicateSpec { correct: true, min_speedup: 1.0, min_geomean_speedup: None };
+        let names: Vec<String> = rows.iter().map(|r| r.0.to_string()).collect();
+        let measured: Vec<ScenarioResult> = rows
+            .iter()
+            .map(|(n, c, s, cv, er, eh, b)| ScenarioResult {
+                scenario: n.to_string(),
+                correct: *c,
+                time_us: 100.0 / s,
+                baseline_us: 100.0,
+                max_abs_err_ref: Some(*er),
+                max_abs_err_hi: Some(*eh),
+                tolerance: Some(1e-9),
+                compare_us: None,
+                bound_us: *b,
+                samples: Some(10),
+                cv: Some(*cv),
+                reason: None,
+            })
+            .collect();
+        Evaluation {
+            id: Some(id),
+            tree: format!("t{id}"),
+            verdict: judge(&spec, &names, &measured, vec![]),
+            build: None,
+            run: None,
+            violations: vec![],
+            duration_ms: 1,
+            created_at: String::new(),
+            cached: false,
+        }
+    }
+
+    fn flat(id: i64, g: f64) -> Evaluation {
+        ev(id, &[("a", true, g), ("b", true, g), ("c", true, g), ("d", true, g), ("e", true, g)])
+    }
+
+    #[test]
+    fn plateau_fires_after_n_flat_evaluations_and_not_on_a_near_miss() {
+        let s = Settings { plateau_evaluations: 3, plateau_min_gain: 0.01, ..Default::default() };
+        let mut h = vec![flat(1, 1.5), flat(2, 1.50), flat(3, 1.505), flat(4, 1.509)];
+        let f = plateau(&h, &s).expect("no 1% gain over 3 evaluations");
+        assert_eq!(f.evaluations, vec![2, 3, 4]);
+        // near miss: a 1.2% gain inside the window
+        h[3] = flat(4, 1.518);
+        assert_eq!(plateau(&h, &s), None);
+        // too short a history
+        assert_eq!(plateau(&h[..3], &s), None);
+        assert!(idle_plateau(60, &Settings::default()).is_some());
+        assert!(idle_plateau(59, &Settings::default()).is_none());
+    }
+
+    #[test]
+    fn a_one_step_jump_is_suspicious_and_a_large_but_smaller_one_is_not() {
+        let s = Settings::default();
+        let f = geomean_jump(&[flat(1, 1.0), flat(2, 1.6)], &s).unwrap();
+        assert!(f.detail.contains("1.000x to 1.600x"), "{}", f.detail);
+        assert_eq!(geomean_jump(&[flat(1, 1.0), flat(2, 1.45)], &s), None);
+    }
+
+    #[test]
+    fn faster_than_the_bound_and_exact_zero_errors() {
+        let e = ev_full(
+            1,
+            &[("a", true, 2.0, 0.01, 1e-15, 2e-15, Some(49.0)), ("b", true, 2.0, 0.01, 1e-15, 2e-15, Some(51.0))],
+        );
+        // time = 50 us: a is above its bound (49: fine), b is below (51: impossible)
+        let f = faster_than_bound(&[e]).unwrap();
+        assert_eq!(f.scenarios, vec!["b"]);
+        let e = ev_full(1, &[("a", true, 2.0, 0.01, 0.0, 3e-16, None), ("b", true, 2.0, 0.01, 0.0, 0.0, None)]);
+        let f = zero_error(&[e]).unwrap();
+        assert_eq!(f.scenarios, vec!["a"], "b's reference is exact too: not suspicious");
+    }
+
+    #[test]
+    fn a_gain_on_one_scenario_of_five_is_concentrated_and_a_broad_one_is_not() {
+        let s = Settings::default();
+        let before = flat(1, 1.0);
+        let narrow =
+            ev(2, &[("a", true, 4.0), ("b", true, 1.0), ("c", true, 1.0), ("d", true, 1.02), ("e", true, 1.0)]);
+        let f = concentrated_gain(&[before.clone(), narrow], &s).unwrap();
+        assert_eq!(f.scenarios, vec!["a"]);
+        let broad = ev(2, &[("a", true, 1.5), ("b", true, 1.4), ("c", true, 1.5), ("d", true, 1.45), ("e", true, 1.5)]);
+        assert_eq!(concentrated_gain(&[before, broad], &s), None);
+    }
+
+    #[test]
+    fn cv_jumps_and_correctness_regressions() {
+        let s = Settings::default();
+        let a = ev_full(1, &[("a", true, 2.0, 0.010, 1e-15, 2e-15, None), ("b", true, 2.0, 0.01, 1e-15, 2e-15, None)]);
+        let b = ev_full(2, &[("a", true, 2.0, 0.050, 1e-15, 2e-15, None), ("b", true, 2.0, 0.025, 1e-15, 2e-15, None)]);
+        let f = cv_jump(&[a.clone(), b], &s).unwrap();
+        assert_eq!(f.scenarios, vec!["a"], "b went 0.01 -> 0.025: below the 3x jump");
+        let c = ev(3, &[("a", false, 2.0), ("b", true, 2.0)]);
+        let f = correctness_regression(&[a.clone(), c.clone()]).unwrap();
+        assert_eq!((f.moment.as_str(), f.scenarios.clone()), ("correctness_dismissal", vec!["a".to_string()]));
+        assert_eq!(correctness_regression(&[c.clone(), c]), None, "still wrong is not a regression");
+    }
+}

@@ -1,0 +1,256 @@
+//! The real Claude Code CLI, offline against the scripted mock model, with
+//! gadfly's hooks installed through `--settings`: the Stop gate must keep it
+//! working while a scenario fails, and let it stop when all pass.
+//!
+//! The CLI comes from `GADFLY_CLAUDE_BIN`, else from the cache that
+//! `.ci/install-agents.sh` fills; without it these tests print `SKIPPED` and
+//! pass.
+
+mod common;
+mod mock_model;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use common::{Daemon, Fixture, ALL_PASS};
+use mock_model::{
+    agent_or_skip, last_user_text, messages_containing, path_with_gadfly, run_agent, AgentRun, MockModel, Step,
+};
+use serde_json::Value;
+
+const TIMEOUT: Duration = Duration::from_secs(120);
+
+fn claude_bin(test: &str) -> Option<PathBuf> {
+    agent_or_skip("GADFLY_CLAUDE_BIN", "claude", test)
+}
+
+/// The hooks `gadfly attach` writes for a campaign (and spawn mode passes
+/// with `--settings`), with `gadfly` found on PATH.
+fn settings(id: &str) -> Value {
+    gadfly::agent::attach::hooks_settings("gadfly", id)
+}
+
+/// `claude -p PROMPT` in the workspace, against the mock, with gadfly's hooks.
+fn claude(bin: &Path, home: &Path, mock: &MockModel, d: &Daemon, id: &str, ws: &Path, prompt: &str) -> Command {
+    let settings_file = home.join("gadfly-settings.json");
+    std::fs::write(&settings_file, serde_json::to_string_pretty(&settings(id)).unwrap()).unwrap();
+    let config = home.join("claude-config");
+    std::fs::create_dir_all(&config).unwrap();
+    let mut cmd = Command::new(bin);
+    cmd.args(["-p", prompt, "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions"])
+        .arg("--settings")
+        .arg(&settings_file)
+        .current_dir(ws)
+        .env_clear()
+        .env("PATH", path_with_gadfly())
+        .env("HOME", home)
+        .env("LANG", "C.UTF-8")
+        .env("CLAUDE_CONFIG_DIR", &config)
+        .env("ANTHROPIC_BASE_URL", &mock.url)
+        .env("ANTHROPIC_API_KEY", "dummy")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("IS_SANDBOX", "1")
+        .env("GADFLY_URL", &d.url)
+        .env("GADFLY_TOKEN", &d.token);
+    cmd
+}
+
+/// A shell command that writes `text` into candidate.txt.
+fn write_candidate(text: &str) -> String {
+    format!("printf '{}' > candidate.txt", text.replace('\n', "\\n"))
+}
+
+fn assert_success(run: &AgentRun, mock: &MockModel) {
+    assert!(!run.timed_out && run.code() == Some(0), "claude failed: {}", run.explain(mock));
+    let result = run.events().into_iter().rfind(|e| e["type"] == "result");
+    let result = result.unwrap_or_else(|| panic!("no result line: {}", run.explain(mock)));
+    assert_eq!(result["is_error"], false, "{result}\n{}", run.explain(mock));
+}
+
+fn log_kinds(d: &Daemon, id: &str) -> Vec<String> {
+    let log = d.api_get(&format!("/campaigns/{id}/log"));
+    log.as_array().unwrap().iter().map(|e| e["kind"].as_str().unwrap_or("").to_string()).collect()
+}
+
+#[test]
+fn stop_is_blocked_while_a_scenario_fails_then_allowed() {
+    let Some(bin) = claude_bin("stop_is_blocked_while_a_scenario_fails_then_allowed") else { return };
+    let f = Fixture::new("");
+    let d = Daemon::start(&f.data_dir());
+    let id = d.create_campaign(&f.spec());
+    let home = tempfile::tempdir().unwrap();
+
+    let mock = MockModel::start(vec![
+        Step::shell(&write_candidate("a true 50 100\nb false 40 100\nc true 80 100\n"))
+            .described("Write the new candidate"),
+        Step::text("All scenarios pass now. Done."),
+        Step::shell(&write_candidate(ALL_PASS)).described("Fix b").when_last_user_contains("Stop hook feedback"),
+        Step::text("Fixed b. Done."),
+    ]);
+    let run = run_agent(claude(&bin, home.path(), &mock, &d, &id, &f.ws(), "Make every scenario pass"), TIMEOUT);
+    eprintln!("claude ran for {:.2} s\n{}", run.elapsed.as_secs_f64(), mock.describe());
+    assert_success(&run, &mock);
+    assert_eq!(mock.steps_served(), 4, "every step was used: {}", run.explain(&mock));
+    assert!(mock.unmatched().is_empty(), "{}", run.explain(&mock));
+
+    // What the model received after the blocked stop.
+    let requests = mock.agent_requests();
+    let feedback = requests
+        .iter()
+        .map(last_user_text)
+        .find(|t| t.contains("Stop hook feedback"))
+        .unwrap_or_else(|| panic!("no request carried the Stop hook feedback: {}", run.explain(&mock)));
+    let row = feedback
+        .lines()
+        .find(|l| l.starts_with("b "))
+        .unwrap_or_else(|| panic!("no row for scenario b in the feedback:\n{feedback}"));
+    assert!(row.contains("NO"), "{row}");
+    assert!(!feedback.lines().any(|l| l.starts_with("a ") || l.starts_with("c ")), "{feedback}");
+    assert!(feedback.contains("Question"), "a question is carried:\n{feedback}");
+    // The last request is the answer to the fix, after which the stop went through.
+    assert!(!last_user_text(requests.last().unwrap()).contains("Stop hook feedback"));
+
+    // The daemon saw a block then an allow, from the CLI's own session.
+    let stops = d.api_get(&format!("/campaigns/{id}/stops"));
+    let stops = stops.as_array().unwrap();
+    assert_eq!(stops.len(), 2, "{stops:?}");
+    assert_eq!(stops[0]["decision"], "block", "{stops:?}");
+    assert_eq!(stops[0]["claim"], "All scenarios pass now. Done.", "{stops:?}");
+    assert_eq!(stops[1]["decision"], "allow", "{stops:?}");
+    assert_eq!(stops[1]["claim"], "Fixed b. Done.", "{stops:?}");
+    let session = run.events().into_iter().find(|e| e["type"] == "system" && e["subtype"] == "init").unwrap()
+        ["session_id"]
+        .clone();
+    assert_eq!(stops[0]["session_id"], session, "{stops:?}");
+
+    let kinds = log_kinds(&d, &id);
+    for k in ["hook.session_start", "hook.user_prompt_submit", "hook.post_tool_use"] {
+        assert!(kinds.iter().any(|x| x == k), "{k} not in the log: {kinds:?}");
+    }
+    assert_eq!(std::fs::read_to_string(f.ws().join("candidate.txt")).unwrap(), ALL_PASS);
+}
+
+/// A question a person queues with `gadfly ask` while the agent is busy in a
+/// tool call reaches the model in a later request, once. gadfly may carry it
+/// as hook context (PostToolUse `additionalContext`) or in a Stop block
+/// reason; the test accepts either and says which it saw.
+#[test]
+fn a_human_question_queued_mid_run_reaches_the_model() {
+    let Some(bin) = claude_bin("a_human_question_queued_mid_run_reaches_the_model") else { return };
+    let f = Fixture::new("");
+    let d = Daemon::start(&f.data_dir());
+    let id = d.create_campaign(&f.spec());
+    let home = tempfile::tempdir().unwrap();
+    let go = home.path().join("go");
+    let question = "Does the reference win in cycles or only in wall-clock time?";
+
+    // Step 1 writes a passing candidate, then waits (inside the tool call)
+    // until the test has queued its question.
+    let wait = format!(
+        "{} && for i in $(seq 1 600); do [ -f '{}' ] && break; sleep 0.1; done",
+        write_candidate(ALL_PASS),
+        go.display()
+    );
+    let mock = MockModel::start(vec![
+        Step::shell(&wait).described("Write the candidate and measure"),
+        Step::text("Measured with perf: cycles too, not only wall-clock time. Done.")
+            .when_body_contains(question)
+            .otherwise_text("Every scenario passes. Done."),
+    ]);
+    let cmd = claude(&bin, home.path(), &mock, &d, &id, &f.ws(), "Make every scenario pass");
+    let agent = std::thread::spawn(move || run_agent(cmd, TIMEOUT));
+
+    assert!(mock.wait_for_steps(1, TIMEOUT), "the agent never made its tool call: {}", mock.describe());
+    let asked_after = mock.agent_requests().len();
+    let out = d.run(&["ask", &id, question]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    std::fs::write(&go, "").unwrap();
+    let run = agent.join().unwrap();
+    eprintln!("claude ran for {:.2} s\n{}", run.elapsed.as_secs_f64(), mock.describe());
+    assert_success(&run, &mock);
+    assert!(mock.unmatched().is_empty(), "{}", run.explain(&mock));
+    assert_eq!(mock.steps_served(), 2, "the model answered the question: {}", run.explain(&mock));
+
+    let requests = mock.agent_requests();
+    assert!(requests[..asked_after].iter().all(|r| !r.to_string().contains(question)));
+    let first = requests
+        .iter()
+        .position(|r| r.to_string().contains(question))
+        .unwrap_or_else(|| panic!("the question never reached the model: {}", run.explain(&mock)));
+    // Where it is: a Stop block reason arrives as a user message ("Stop hook
+    // feedback"); PostToolUse context as a `system` message right after the
+    // tool result ("PostToolUse:Bash hook additional context: ...").
+    let found = messages_containing(&requests[first], question);
+    let (role, text) = found.last().unwrap();
+    eprintln!("the question reached the model in request #{first}, in a {role} message: {text:?}");
+    match role.as_str() {
+        "user" => assert!(text.contains("Stop hook feedback"), "{text}"),
+        "system" => assert!(text.starts_with("PostToolUse:Bash hook additional context: "), "{text}"),
+        other => panic!("the question came in a {other} message: {text}"),
+    }
+    assert!(text.contains("from the person supervising"), "{text}");
+
+    // The run ended with an allowed stop, and the question was delivered once.
+    let stops = d.api_get(&format!("/campaigns/{id}/stops"));
+    let stops = stops.as_array().unwrap();
+    assert_eq!(stops.last().unwrap()["decision"], "allow", "{stops:?}");
+    let qs = d.api_get(&format!("/campaigns/{id}/questions"));
+    let human: Vec<&Value> = qs.as_array().unwrap().iter().filter(|q| q["source"] == "human").collect();
+    assert_eq!(human.len(), 1, "{qs}");
+    assert_eq!(human[0]["status"], "delivered", "{qs}");
+    for r in &requests[first..] {
+        assert_eq!(messages_containing(r, question).len(), 1, "delivered once: {}", run.explain(&mock));
+    }
+}
+
+/// Claude Code overrides a Stop hook after a number of consecutive blocks
+/// (`CLAUDE_CODE_STOP_HOOK_BLOCK_CAP`, 8 by default, the turn ends on the
+/// block after that) and the run then ends like a success: exit 0, result
+/// `success`, no error, an empty `result`. Only a `system`/`informational`
+/// line tells. gadfly must not read such an end as a verdict.
+#[test]
+fn the_block_cap_ends_a_blocked_turn_looking_like_a_success() {
+    let Some(bin) = claude_bin("the_block_cap_ends_a_blocked_turn_looking_like_a_success") else { return };
+    let f = Fixture::new("");
+    let d = Daemon::start(&f.data_dir());
+    let id = d.create_campaign(&f.spec());
+    let home = tempfile::tempdir().unwrap();
+    // b stays wrong whatever the agent says.
+    let mut script = vec![Step::shell(&write_candidate("a true 50 100\nb false 40 100\nc true 80 100\n"))];
+    for i in 1..=5 {
+        script.push(Step::text(&format!("Done, attempt {i}.")));
+    }
+    let mock = MockModel::start(script);
+    let mut cmd = claude(&bin, home.path(), &mock, &d, &id, &f.ws(), "Make every scenario pass");
+    cmd.env("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP", "2");
+    let run = run_agent(cmd, TIMEOUT);
+    eprintln!("claude ran for {:.2} s\n{}", run.elapsed.as_secs_f64(), mock.describe());
+    assert_success(&run, &mock);
+
+    // A cap of 2 lets the third consecutive block end the turn.
+    let stops = d.api_get(&format!("/campaigns/{id}/stops"));
+    let decisions: Vec<&str> = stops.as_array().unwrap().iter().map(|s| s["decision"].as_str().unwrap()).collect();
+    assert_eq!(decisions, ["block", "block", "block"], "{}", run.explain(&mock));
+    assert_eq!(mock.steps_served(), 4, "{}", run.explain(&mock));
+    let events = run.events();
+    let result = events.iter().rfind(|e| e["type"] == "result").unwrap();
+    assert_eq!(result["subtype"], "success", "{result}");
+    assert_eq!(result["terminal_reason"], "completed", "{result}");
+    assert_eq!(result["result"], "", "{result}");
+    let capped = events
+        .iter()
+        .find(|e| e["type"] == "system" && e["subtype"] == "informational")
+        .unwrap_or_else(|| panic!("no informational line: {}", run.explain(&mock)));
+    assert!(
+        capped["content"].as_str().unwrap().contains("blocked the turn from ending 3 consecutive times"),
+        "{capped}"
+    );
+    assert!(
+        events.iter().any(|e| e["subtype"] == "notification" && e["key"] == "stop-hook-block-cap"),
+        "{}",
+        run.explain(&mock)
+    );
+}

@@ -1,0 +1,154 @@
+//! Moments end to end: numeric detectors on real evaluations, the text
+//! classifier on an attached session's transcript, wiring by mode, and a
+//! real transcript replayed through the detectors.
+
+mod common;
+
+use common::{Daemon, Fixture};
+use serde_json::Value;
+
+const AUTONOMOUS: &str = "[moments]\nplateau_evaluations = 2\nplateau_min_gain = 0.05\ncooldown_evaluations = 1\n";
+
+fn moments(d: &Daemon, id: &str) -> Vec<Value> {
+    d.api_get(&format!("/campaigns/{id}/log?limit=10000"))
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "moment")
+        .map(|e| e["payload"].clone())
+        .collect()
+}
+
+fn evaluate(d: &Daemon, f: &Fixture, id: &str, candidate: &str, note: &str) {
+    f.set_candidate(candidate);
+    std::fs::write(f.ws().join("notes.txt"), note).unwrap();
+    let out = d.run(&["eval", id, "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn numeric_moments_are_raised_with_evidence_and_their_questions_reach_the_next_stop() {
+    let f = Fixture::new(AUTONOMOUS);
+    let d = Daemon::start(&f.data_dir());
+    let id = d.create_campaign(&f.spec());
+    assert_eq!(moments(&d, &id)[0]["moment"], "start");
+
+    evaluate(&d, &f, &id, "a true 90 100\nb true 90 100\nc true 90 100\n", "1");
+    evaluate(&d, &f, &id, "a true 40 100\nb true 40 100\nc true 40 100\n", "2");
+    let m = moments(&d, &id);
+    let jump = m.iter().find(|m| m["detector"] == "geomean_jump").expect("a 2.25x jump in one step");
+    assert_eq!(jump["moment"], "suspicious_gain");
+    assert_eq!(jump["evaluations"].as_array().unwrap().len(), 2);
+    assert!(jump["question"]["bank_id"].is_string(), "autonomous mode queues a bank question: {jump}");
+
+    // Flat: two more evaluations without a 5% gain.
+    evaluate(&d, &f, &id, "a true 40 100\nb true 40 100\nc true 40 100\n", "3");
+    evaluate(&d, &f, &id, "a true 39 100\nb true 40 100\nc true 40 100\n", "4");
+    let m = moments(&d, &id);
+    let plateau = m.iter().find(|m| m["detector"] == "plateau").expect("a plateau");
+    assert!(plateau["detail"].as_str().unwrap().contains("last 2 evaluations"), "{plateau}");
+
+    // A scenario that was correct turns incorrect.
+    evaluate(&d, &f, &id, "a true 39 100\nb false 40 100\nc true 40 100\n", "5");
+    let m = moments(&d, &id);
+    let reg = m.iter().find(|m| m["detector"] == "correctness_regression").expect("a regression");
+    assert_eq!(reg["scenarios"], serde_json::json!(["b"]));
+    assert_eq!(reg["moment"], "correctness_dismissal");
+
+    // The next stop carries a question a moment queued, not a new pick.
+    let r = common::reason(&d.stop(&id, "done"));
+    let queued: Vec<Value> = d.api_get(&format!("/campaigns/{id}/questions")).as_array().unwrap().clone();
+    let delivered_at_stop: Vec<&Value> = queued.iter().filter(|q| q["delivered_via"] == "stop_hook_reason").collect();
+    assert_eq!(delivered_at_stop.len(), 1);
+    let q = delivered_at_stop[0];
+    assert!(["suspicious_gain", "plateau", "correctness_dismissal"].contains(&q["moment"].as_str().unwrap()), "{q}");
+    assert!(r.contains(q["text"].as_str().unwrap()), "{r}");
+}
+
+#[test]
+fn near_misses_raise_nothing() {
+    let f = Fixture::new(AUTONOMOUS);
+    let d = Daemon::start(&f.data_dir());
+    let id = d.create_campaign(&f.spec());
+    // 1.4x in one step (under 1.5), steady 6% gains (over the 5% plateau bar), errors not zero.
+    evaluate(&d, &f, &id, "a true 90 100\nb true 90 100\nc true 90 100\n", "1");
+    evaluate(&d, &f, &id, "a true 65 100\nb true 65 100\nc true 65 100\n", "2");
+    evaluate(&d, &f, &id, "a true 61 100\nb true 61 100\nc true 61 100\n", "3");
+    evaluate(&d, &f, &id, "a true 57 100\nb true 57 100\nc true 57 100\n", "4");
+    let m = moments(&d, &id);
+    assert_eq!(m.len(), 1, "only the start moment: {m:?}");
+}
+
+#[test]
+fn a_dismissal_in_the_transcript_is_noticed_and_asked_about() {
+    let f = Fixture::new("");
+    let d = Daemon::start(&f.data_dir());
+    let id = d.create_campaign(&f.spec());
+    let transcript = f.dir.path().join("session.jsonl");
+    let line = |uuid: &str, text: &str| {
+        serde_json::json!({"type": "assistant", "uuid": uuid, "sessionId": "s1", "message": {"role": "assistant", "content": [{"type": "text", "text": text}]}})
+            .to_string()
+            + "\n"
+    };
+    std::fs::write(&transcript, line("u1", "Let me run the harness on every scenario first.")).unwrap();
+    let hook = serde_json::json!({"session_id": "s1", "transcript_path": transcript, "tool_name": "Bash"}).to_string();
+    let first = d.hook("post-tool-use", &id, &hook);
+    assert!(String::from_utf8_lossy(&first.stdout).contains("start moment"), "the start question comes first");
+    let mut text = std::fs::read_to_string(&transcript).unwrap();
+    text.push_str(&line("u2", "Scenario b still differs from the reference by 3e-4, but that is just floating point noise, so we can ignore it."));
+    std::fs::write(&transcript, text).unwrap();
+    common::wait_until("the dismissal moment", || {
+        moments(&d, &id).iter().any(|m| m["moment"] == "correctness_dismissal" && m["source"] == "text")
+    });
+    let m = moments(&d, &id);
+    let dis = m.iter().find(|m| m["moment"] == "correctness_dismissal").unwrap();
+    assert!(dis["detail"].as_str().unwrap().contains("floating point noise"), "{dis}");
+    // Its question rides on the next hook that can carry context.
+    let next = d.hook("post-tool-use", &id, &hook);
+    let v: Value = serde_json::from_slice(&next.stdout).expect("additional context");
+    let ctx = v["hookSpecificOutput"]["additionalContext"].as_str().unwrap();
+    assert!(ctx.contains("correctness dismissal moment"), "{ctx}");
+    let log = d.api_get(&format!("/campaigns/{id}/log?limit=10000"));
+    let msgs: Vec<&Value> = log.as_array().unwrap().iter().filter(|e| e["kind"] == "agent.message").collect();
+    assert_eq!(msgs.len(), 2, "both transcript messages were recorded once");
+}
+
+#[test]
+fn human_mode_offers_suggestions_instead_of_asking() {
+    let f = Fixture::new(&format!("{AUTONOMOUS}\n[questions]\nmode = \"human\"\n"));
+    let d = Daemon::start(&f.data_dir());
+    let id = d.create_campaign(&f.spec());
+    let m = moments(&d, &id);
+    assert_eq!(m[0]["moment"], "start");
+    assert_eq!(m[0]["suggestions"].as_array().unwrap().len(), 3);
+    assert!(m[0].get("question").is_none());
+    assert_eq!(d.api_get(&format!("/campaigns/{id}/questions")).as_array().unwrap().len(), 0);
+}
+
+#[test]
+fn a_real_transcript_replayed_through_the_detectors() {
+    let f = Fixture::new("");
+    let d = Daemon::start(&f.data_dir());
+    let id = d.create_campaign(&f.spec());
+    let src = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/corpus/6dc88126-2048-43a9-b5c2-b9747d5a0301.jsonl");
+    let transcript = f.dir.path().join("replay.jsonl");
+    std::fs::copy(src, &transcript).unwrap();
+    let hook = serde_json::json!({"session_id": "real", "transcript_path": transcript}).to_string();
+    d.hook("session-start", &id, &hook);
+    common::wait_until("the transcript's messages", || {
+        d.api_get(&format!("/campaigns/{id}/log?limit=10000"))
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["kind"] == "agent.message")
+            .count()
+            == 7
+    });
+    common::wait_until("the completion claims of the real session", || {
+        moments(&d, &id).iter().filter(|m| m["moment"] == "completion_claim").count() == 2
+    });
+    let m = moments(&d, &id);
+    let quotes: Vec<&str> =
+        m.iter().filter(|m| m["moment"] == "completion_claim").map(|m| m["quote"].as_str().unwrap()).collect();
+    assert!(quotes.contains(&"Done!"), "{quotes:?}");
+}
