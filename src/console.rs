@@ -24,7 +24,16 @@ pub async fn campaign_summaries(s: &Supervisor) -> anyhow::Result<Vec<Value>> {
     for c in s.store().list_campaigns().await? {
         let latest = latest_evaluation(s, &c.id).await?;
         let stops = s.store().list_stop_attempts(&c.id).await?;
+        let series = s.store().evaluation_series(&c.id).await?;
+        let best = series.iter().filter_map(|e| e.3).fold(None, |a: Option<f64>, g| Some(a.map_or(g, |a| a.max(g))));
+        let recent: Vec<Option<f64>> = series.iter().rev().take(50).rev().map(|e| e.3).collect();
+        let last_event = s.store().tail_events(&c.id, 1).await?.pop();
+        let spec: serde_json::Value = serde_json::from_str(&c.spec_json).unwrap_or_default();
         out.push(json!({
+            "agent": spec["extra"]["agent"]["kind"],
+            "best_geomean_speedup": best,
+            "geomean_series": recent,
+            "last_event": last_event.map(|e| json!({"id": e.id, "kind": e.kind, "created_at": e.created_at})),
             "id": c.id,
             "name": c.name,
             "mode": c.mode,

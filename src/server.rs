@@ -234,6 +234,11 @@ async fn hook(
 #[derive(Deserialize)]
 struct Ask {
     text: String,
+    /// Set when the person started from a bank suggestion.
+    #[serde(default)]
+    bank_id: Option<String>,
+    #[serde(default)]
+    moment: Option<String>,
 }
 
 async fn ask(
@@ -242,7 +247,7 @@ async fn ask(
     body: Bytes,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let req: Ask = parse_body(&body)?;
-    let q = state.supervisor.ask(&id, &req.text).await?;
+    let q = state.supervisor.ask_with(&id, &req.text, req.bank_id.as_deref(), req.moment.as_deref()).await?;
     Ok((StatusCode::CREATED, Json(json!(q))))
 }
 
@@ -262,6 +267,9 @@ struct After {
     after: i64,
     #[serde(default)]
     limit: Option<i64>,
+    /// The last N events instead (oldest first).
+    #[serde(default)]
+    tail: Option<i64>,
 }
 
 async fn list_events(
@@ -271,6 +279,9 @@ async fn list_events(
 ) -> ApiResult<Json<Value>> {
     state.supervisor.campaign(&id).await?;
     let limit = q.limit.unwrap_or(1000).clamp(1, 10_000);
+    if let Some(n) = q.tail {
+        return Ok(Json(json!(state.supervisor.store().tail_events(&id, n.clamp(1, 10_000)).await?)));
+    }
     Ok(Json(json!(state.supervisor.store().events_after(&id, q.after, limit).await?)))
 }
 
@@ -288,14 +299,35 @@ async fn stream_events(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<i64>().ok())
         .unwrap_or(q.after);
-    // Subscribe before reading the backlog, so nothing falls between the two.
+    // Subscribe before reading the backlog, so nothing falls between the two;
+    // the backlog is read page by page until it is caught up.
     let live = tokio_stream::wrappers::BroadcastStream::new(state.supervisor.subscribe());
-    let backlog = state.supervisor.store().events_after(&id, after, 10_000).await?;
-    let last = backlog.last().map_or(after, |e| e.id);
+    let store = state.supervisor.store().clone();
+    let last_replayed = std::sync::Arc::new(std::sync::atomic::AtomicI64::new(after));
     let campaign = id.clone();
-    let replay = futures::stream::iter(backlog.into_iter().map(|e| Ok(to_sse(&e))));
+    let marker = last_replayed.clone();
+    let replay = futures::stream::unfold(Some(after), move |cursor| {
+        let (store, campaign, marker) = (store.clone(), campaign.clone(), marker.clone());
+        async move {
+            let from = cursor?;
+            let page = store.events_after(&campaign, from, 2000).await.unwrap_or_default();
+            if page.is_empty() {
+                return None;
+            }
+            let next = page.last().map(|e| e.id);
+            if let Some(n) = next {
+                marker.store(n, std::sync::atomic::Ordering::SeqCst);
+            }
+            let done = page.len() < 2000;
+            let events: Vec<Result<Event, Infallible>> = page.iter().map(|e| Ok(to_sse(e))).collect();
+            Some((futures::stream::iter(events), if done { None } else { next }))
+        }
+    })
+    .flatten();
+    let campaign = id.clone();
     let follow = live.filter_map(move |item| {
         let campaign = campaign.clone();
+        let last = last_replayed.load(std::sync::atomic::Ordering::SeqCst);
         async move {
             match item {
                 Ok(e) if e.campaign_id == campaign && e.id > last => Some(Ok(to_sse(&e))),

@@ -187,6 +187,7 @@ impl Store {
         kind: &str,
         key: Option<&str>,
         payload: &serde_json::Value,
+        created_at: &str,
     ) -> anyhow::Result<(i64, bool)> {
         let row = sqlx::query(
             "insert into events (campaign_id, session_id, kind, idempotency_key, payload, created_at)
@@ -199,7 +200,7 @@ impl Store {
         .bind(kind)
         .bind(key)
         .bind(payload.to_string())
-        .bind(now())
+        .bind(created_at)
         .fetch_optional(&self.pool)
         .await?;
         if let Some(row) = row {
@@ -259,6 +260,25 @@ impl Store {
                 })
             })
             .collect()
+    }
+
+    /// The last `n` events of a campaign, oldest first.
+    pub async fn tail_events(&self, campaign_id: &str, n: i64) -> anyhow::Result<Vec<EventRow>> {
+        let row = sqlx::query("select coalesce(max(id), 0) from events where campaign_id = $1")
+            .bind(campaign_id)
+            .fetch_one(&self.pool)
+            .await?;
+        let max: i64 = row.try_get(0)?;
+        let floor = sqlx::query(
+            "select coalesce(min(id), 0) from (select id from events where campaign_id = $1 and id <= $2 order by id desc limit $3) t",
+        )
+        .bind(campaign_id)
+        .bind(max)
+        .bind(n)
+        .fetch_one(&self.pool)
+        .await?;
+        let from: i64 = floor.try_get(0)?;
+        self.events_after(campaign_id, from.saturating_sub(1), n).await
     }
 
     pub async fn count_events(&self, campaign_id: &str) -> anyhow::Result<i64> {
@@ -329,6 +349,25 @@ impl Store {
             .fetch_all(&self.pool)
             .await?;
         rows.iter().map(|r| Ok((r.try_get("id")?, r.try_get("body")?))).collect()
+    }
+
+    /// (id, created_at, holds, geometric mean) of every evaluation, oldest first.
+    pub async fn evaluation_series(&self, campaign_id: &str) -> anyhow::Result<Vec<(i64, String, bool, Option<f64>)>> {
+        let rows =
+            sqlx::query("select id, created_at, holds, geomean from evaluations where campaign_id = $1 order by id")
+                .bind(campaign_id)
+                .fetch_all(&self.pool)
+                .await?;
+        rows.iter()
+            .map(|r| {
+                Ok((
+                    r.try_get("id")?,
+                    r.try_get("created_at")?,
+                    r.try_get::<i64, _>("holds")? != 0,
+                    r.try_get("geomean")?,
+                ))
+            })
+            .collect()
     }
 
     pub async fn count_evaluations(&self, campaign_id: &str) -> anyhow::Result<i64> {
@@ -569,12 +608,12 @@ mod tests {
         };
         store.insert_campaign(&c).await.unwrap();
         let p = serde_json::json!({"a": 1});
-        let (a, fresh) = store.append_event("c1", Some("s"), "hook.stop", Some("k1"), &p).await.unwrap();
+        let (a, fresh) = store.append_event("c1", Some("s"), "hook.stop", Some("k1"), &p, &now()).await.unwrap();
         assert!(fresh);
-        let (b, fresh) = store.append_event("c1", Some("s"), "hook.stop", Some("k1"), &p).await.unwrap();
+        let (b, fresh) = store.append_event("c1", Some("s"), "hook.stop", Some("k1"), &p, &now()).await.unwrap();
         assert_eq!((a, fresh), (b, false));
-        store.append_event("c1", None, "note", None, &p).await.unwrap();
-        store.append_event("c1", None, "note", None, &p).await.unwrap();
+        store.append_event("c1", None, "note", None, &p, &now()).await.unwrap();
+        store.append_event("c1", None, "note", None, &p, &now()).await.unwrap();
         assert_eq!(store.count_events("c1").await.unwrap(), 3);
         let mode: String = sqlx::query("pragma journal_mode").fetch_one(&store.pool).await.unwrap().try_get(0).unwrap();
         assert_eq!(mode, "wal");

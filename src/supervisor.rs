@@ -224,7 +224,9 @@ impl Supervisor {
         key: Option<&str>,
         payload: Value,
     ) -> anyhow::Result<(i64, bool)> {
-        let (id, fresh) = self.inner.store.append_event(campaign_id, session_id, kind, key, &payload).await?;
+        let created_at = crate::store::now();
+        let (id, fresh) =
+            self.inner.store.append_event(campaign_id, session_id, kind, key, &payload, &created_at).await?;
         if fresh && kind == "agent.message" {
             if let Some(text) = payload.get("text").and_then(Value::as_str).filter(|t| !t.trim().is_empty()) {
                 let _ = self.inner.messages.send((
@@ -241,7 +243,7 @@ impl Supervisor {
                 session_id: session_id.map(str::to_string),
                 kind: kind.to_string(),
                 payload,
-                created_at: crate::store::now(),
+                created_at,
             });
         }
         Ok((id, fresh))
@@ -353,6 +355,17 @@ impl Supervisor {
 
     /// Queues a person's question; it reaches the agent at its next stop.
     pub async fn ask(&self, campaign_id: &str, text: &str) -> Result<crate::store::QuestionRow> {
+        self.ask_with(campaign_id, text, None, None).await
+    }
+
+    /// Like [`Self::ask`], naming the bank entry and moment it started from.
+    pub async fn ask_with(
+        &self,
+        campaign_id: &str,
+        text: &str,
+        bank_id: Option<&str>,
+        moment: Option<&str>,
+    ) -> Result<crate::store::QuestionRow> {
         let text = text.trim();
         if text.is_empty() {
             return Err(SupervisorError::Invalid("the question text is empty".into()));
@@ -361,7 +374,12 @@ impl Supervisor {
             return Err(SupervisorError::Invalid("the question is longer than 4000 characters".into()));
         }
         self.campaign(campaign_id).await?;
-        let id = self.inner.store.queue_question(campaign_id, "human", None, None, text).await?;
+        if let Some(m) = moment {
+            if !crate::bank::MOMENTS.contains(&m) {
+                return Err(SupervisorError::Invalid(format!("unknown moment `{m}`")));
+            }
+        }
+        let id = self.inner.store.queue_question(campaign_id, "human", bank_id, moment, text).await?;
         self.record(
             campaign_id,
             None,

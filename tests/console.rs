@@ -1,0 +1,142 @@
+//! The web console end to end, in a real headless Chromium: the daemon
+//! serves the web/ assets embedded in the binary (GADFLY_WEB_DIR unset), a
+//! campaign gets evaluations and a blocked then an allowed stop attempt,
+//! and tests/console/console.test.mjs (Playwright, Debian's chromium)
+//! checks the pages, the live feed and the question composer.
+//!
+//! Needs node, /usr/bin/chromium (or $GADFLY_CHROMIUM) and
+//! `npm ci --prefix tests/console`; skipped, saying so, without node or
+//! chromium.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{reason, Daemon, Fixture, ALL_PASS};
+
+/// A name and a claim full of markup: the console must show them as text.
+const NAME: &str = r#"qr <img src=x onerror="window.__xss=1"> & <b>co</b>"#;
+const CLAIM: &str = "All done <script>window.__xss=2</script>, every scenario is faster.";
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn found(program: &str) -> bool {
+    Command::new(program)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn chromium() -> Option<String> {
+    let path = std::env::var("GADFLY_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    Path::new(&path).exists().then_some(path)
+}
+
+/// Every file of web/ as the daemon serves it under /assets/ must be the
+/// file on disk: the binary embeds web/ when it is built.
+fn assert_serves_this_web_dir(d: &Daemon) {
+    let web = root().join("web");
+    let client = reqwest::blocking::Client::new();
+    let mut checked = 0;
+    for entry in walkdir::WalkDir::new(&web).into_iter().filter_map(Result::ok).filter(|e| e.file_type().is_file()) {
+        let rel = entry.path().strip_prefix(&web).unwrap().to_string_lossy().replace('\\', "/");
+        let res = client.get(format!("{}/assets/{rel}", d.url)).send().unwrap();
+        let status = res.status();
+        let served = res.bytes().unwrap();
+        assert!(
+            status.is_success() && served.as_ref() == std::fs::read(entry.path()).unwrap().as_slice(),
+            "the daemon serves a stale or missing web/{rel} (HTTP {status}): the binary embeds web/ when it is built; \
+             cargo rebuilds it when an embedded file changes, but not when a file is added or removed: `touch src/web.rs`"
+        );
+        checked += 1;
+    }
+    assert!(checked >= 3, "web/ has index.html, app.js and style.css");
+    let res = client.get(format!("{}/assets/app.js", d.url)).send().unwrap();
+    assert_eq!(res.headers()["content-type"], "text/javascript; charset=utf-8");
+    let index = client.get(format!("{}/assets/index.html", d.url)).send().unwrap().text().unwrap();
+    for asset in ["/assets/app.js", "/assets/style.css"] {
+        assert!(index.contains(asset), "index.html loads {asset}");
+    }
+    assert!(!index.contains("http://") && !index.contains("https://"), "index.html loads nothing from elsewhere");
+}
+
+#[test]
+fn the_console_in_headless_chromium() {
+    // The embedded assets are under test, not a folder on disk.
+    std::env::remove_var("GADFLY_WEB_DIR");
+    let Some(chromium) = chromium() else {
+        eprintln!("SKIPPED: the console test needs chromium (apt-get install -y chromium, or set GADFLY_CHROMIUM)");
+        return;
+    };
+    if !found("node") {
+        eprintln!("SKIPPED: the console test needs node (apt-get install -y nodejs npm)");
+        return;
+    }
+    let tests = root().join("tests/console");
+    if !tests.join("node_modules/playwright-core/package.json").exists() {
+        let ok = Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund", "--prefix"])
+            .arg(&tests)
+            .env("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "tests/console needs its packages: npm ci --prefix tests/console");
+    }
+
+    let f = Fixture::new("[agent]\nkind = \"claude-code\"\n");
+    let spec = std::fs::read_to_string(f.spec()).unwrap();
+    let quoted = serde_json::to_string(NAME).unwrap(); // a valid TOML basic string too
+    std::fs::write(f.spec(), spec.replacen("name = \"fixture\"", &format!("name = {quoted}"), 1)).unwrap();
+    let d = Daemon::start(&f.data_dir());
+    assert_serves_this_web_dir(&d);
+    let id = d.create_campaign(&f.spec());
+
+    // Blocked (b is wrong), allowed (all pass), then a candidate slow on c.
+    f.set_candidate("a true 50 100\nb false 40 100\nc true 80 100\n");
+    reason(&d.stop(&id, CLAIM));
+    f.set_candidate(ALL_PASS);
+    assert_eq!(d.stop(&id, "Now it is really done."), None);
+    f.set_candidate("a true 50 100\nb true 40 100\nc true 120 100\n");
+    let res = reqwest::blocking::Client::new()
+        .post(format!("{}/api/v1/campaigns/{id}/evaluate", d.url))
+        .bearer_auth(&d.token)
+        .send()
+        .unwrap();
+    assert!(res.status().is_success());
+    let e: serde_json::Value = res.json().unwrap();
+    assert_eq!(e["holds"], false, "{e}");
+    assert_eq!(d.api_get(&format!("/campaigns/{id}/evaluations")).as_array().unwrap().len(), 3);
+
+    let shots = std::env::var("SCREENSHOT_DIR").unwrap_or_else(|_| std::env::temp_dir().display().to_string());
+    let mut child = Command::new("node")
+        .arg(tests.join("console.test.mjs"))
+        .current_dir(&tests)
+        .env("GADFLY_URL", &d.url)
+        .env("GADFLY_TOKEN", &d.token)
+        .env("CAMPAIGN", &id)
+        .env("CAMPAIGN_NAME", NAME)
+        .env("BLOCKED_CLAIM", CLAIM)
+        .env("CHROMIUM", &chromium)
+        .env("SCREENSHOT_DIR", &shots)
+        .spawn()
+        .expect("start node");
+    let deadline = Instant::now() + Duration::from_secs(240);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the console test ran past 240 s");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(status.success(), "the console test failed ({status}); screenshots of the failure in {shots}");
+}

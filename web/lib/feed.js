@@ -1,0 +1,289 @@
+// The live feed: events arrive in bursts (a busy agent fires several hooks
+// a second); they are queued and rendered once per animation frame, newest
+// first, with at most CAP rows in the DOM and a filter by family and text.
+
+import { h, fill } from './dom.js';
+import { clock, full, oneLine, truncate, speedup, millis, shortTree } from './format.js';
+
+export const CAP = 500;
+const KEEP = 5000;
+
+export const FAMILIES = [
+  ['agent', 'Agent'],
+  ['tool', 'Tools'],
+  ['evaluation', 'Evaluations'],
+  ['stop', 'Stops'],
+  ['question', 'Questions'],
+  ['moment', 'Moments'],
+  ['session', 'Session'],
+];
+
+export function family(kind) {
+  if (kind === 'hook.pre_tool_use' || kind === 'hook.post_tool_use' || kind === 'agent.tool_call' || kind === 'agent.tool_result') return 'tool';
+  if (kind.startsWith('agent.')) return 'agent';
+  if (kind.startsWith('evaluation')) return 'evaluation';
+  if (kind === 'hook.stop' || kind === 'hook.subagent_stop' || kind === 'decision') return 'stop';
+  if (kind.startsWith('question.')) return 'question';
+  if (kind === 'moment' || kind.startsWith('moment.')) return 'moment';
+  return 'session';
+}
+
+const LABELS = {
+  'campaign.created': 'created',
+  'hook.stop': 'stop attempt',
+  'hook.pre_tool_use': 'tool call',
+  'hook.post_tool_use': 'tool done',
+  'hook.user_prompt_submit': 'prompt',
+  'hook.session_start': 'session start',
+  'hook.session_end': 'session end',
+  'hook.subagent_stop': 'subagent stop',
+  'evaluation.started': 'evaluating',
+  evaluation: 'evaluation',
+  decision: 'decision',
+  'question.queued': 'question queued',
+  'question.delivered': 'question delivered',
+  'agent.message': 'message',
+  'agent.tool_call': 'tool call',
+  'agent.tool_result': 'tool result',
+  moment: 'moment',
+  'moment.escalated': 'escalated',
+};
+
+export function label(kind) {
+  return LABELS[kind] || kind;
+}
+
+function str(v) {
+  if (v === null || v === undefined) return '';
+  if (typeof v === 'string') return v;
+  if (Array.isArray(v)) return v.map(str).filter(Boolean).join(' ');
+  if (typeof v === 'object') {
+    if (typeof v.text === 'string') return v.text;
+    return JSON.stringify(v);
+  }
+  return String(v);
+}
+
+function toolInput(input) {
+  if (!input || typeof input !== 'object') return str(input);
+  for (const k of ['command', 'cmd', 'file_path', 'path', 'pattern', 'url', 'query', 'description', 'prompt']) {
+    if (typeof input[k] === 'string' && input[k]) return input[k];
+  }
+  return JSON.stringify(input);
+}
+
+/** A one-line summary and a tone (pass, fail, warn, ask or none) for an event. */
+export function describe(ev) {
+  const p = (ev.payload && typeof ev.payload === 'object') ? ev.payload : {};
+  const hook = (p.payload && typeof p.payload === 'object') ? p.payload : {};
+  switch (ev.kind) {
+    case 'campaign.created':
+      return { text: `campaign created: ${(p.scenarios || []).length} scenarios, ${p.mode || ''} mode`, tone: '' };
+    case 'hook.stop':
+      return { text: hook.last_assistant_message ? `claims: ${oneLine(hook.last_assistant_message)}` : 'tries to stop', tone: 'warn' };
+    case 'hook.subagent_stop':
+      return { text: oneLine(hook.last_assistant_message || 'a subagent stopped'), tone: '' };
+    case 'hook.pre_tool_use':
+    case 'hook.post_tool_use': {
+      const name = hook.tool_name || '?';
+      const err = ev.kind === 'hook.post_tool_use' && hook.tool_response && (hook.tool_response.is_error || hook.tool_response.error);
+      return { text: `${name}  ${oneLine(toolInput(hook.tool_input))}`, tone: err ? 'fail' : '' };
+    }
+    case 'hook.user_prompt_submit':
+      return { text: oneLine(hook.prompt || ''), tone: '' };
+    case 'hook.session_start':
+      return { text: `session started${hook.source ? ` (${hook.source})` : ''}`, tone: '' };
+    case 'hook.session_end':
+      return { text: `session ended${hook.reason ? ` (${hook.reason})` : ''}`, tone: '' };
+    case 'evaluation.started':
+      return { text: `evaluating tree ${shortTree(p.tree)}`, tone: '' };
+    case 'evaluation': {
+      const verdict = p.holds ? 'predicate holds' : `predicate fails${p.failing ? ` on ${p.failing} scenario${p.failing === 1 ? '' : 's'}` : ''}`;
+      const worst = p.worst_scenario ? ` · worst ${p.worst_scenario} ${speedup(p.worst_speedup)}` : '';
+      const extra = !p.holds && p.failures && p.failures.length ? ` · ${oneLine(p.failures[0])}` : '';
+      return { text: `${verdict} · geomean ${speedup(p.geomean_speedup)}${worst} · ${millis(p.duration_ms)}${extra}`, tone: p.holds ? 'pass' : 'fail' };
+    }
+    case 'decision': {
+      const d = String(p.decision || '?');
+      const first = p.reason ? oneLine(String(p.reason).split('\n')[0].replace(/^gadfly:\s*/, '')) : (p.holds ? 'the predicate holds' : '');
+      return { text: `${d.toUpperCase()}${first ? ` · ${first}` : ''}`, tone: d === 'block' ? 'fail' : d === 'allow' ? 'pass' : '' };
+    }
+    case 'question.queued':
+      return { text: `${p.source === 'human' ? 'a person asks' : 'queued'}: ${oneLine(p.text)}`, tone: 'ask' };
+    case 'question.delivered':
+      return { text: `delivered${p.via ? ` via ${p.via}` : ''}: ${oneLine(p.text)}`, tone: 'ask' };
+    case 'agent.message':
+      return { text: oneLine(str(p.text ?? p.message ?? p.content)), tone: '' };
+    case 'agent.tool_call':
+      return { text: `${p.name || p.tool || p.tool_name || '?'}  ${oneLine(toolInput(p.input ?? p.arguments ?? p.tool_input))}`, tone: '' };
+    case 'agent.tool_result': {
+      const failed = p.is_error === true || p.error || (typeof p.exit_code === 'number' && p.exit_code !== 0);
+      const exit = typeof p.exit_code === 'number' && p.exit_code !== 0 ? `exit ${p.exit_code} · ` : '';
+      return { text: `${exit}${oneLine(str(p.output ?? p.content ?? p.result))}`, tone: failed ? 'fail' : '' };
+    }
+    case 'moment': {
+      const q = p.question && p.question.text ? ` · asks: ${oneLine(p.question.text)}` : '';
+      return { text: `${p.moment || p.name || 'moment'}${p.detail || p.reason || p.why ? ` · ${oneLine(str(p.detail || p.reason || p.why))}` : ''}${q}`, tone: 'warn' };
+    }
+    case 'moment.escalated':
+      return { text: `${p.moment || 'moment'} escalated${p.why ? ` · ${oneLine(p.why)}` : ''}`, tone: 'fail' };
+    default:
+      return { text: oneLine(JSON.stringify(p)), tone: '' };
+  }
+}
+
+export class Feed {
+  constructor() {
+    this.all = [];
+    this.seen = new Set();
+    this.pending = [];
+    this.enabled = new Set(FAMILIES.map(([f]) => f));
+    this.query = '';
+    this.paused = false;
+    this.unseen = 0;
+    this.counts = Object.fromEntries(FAMILIES.map(([f]) => [f, 0]));
+    this.frame = 0;
+    this.received = 0;
+    this.stale = false;
+
+    this.chips = FAMILIES.map(([f, name]) =>
+      h('button', { type: 'button', class: `chip fam-${f}`, 'aria-pressed': 'true', dataset: { family: f }, onclick: () => this.toggle(f) },
+        name, ' ', h('span', { class: 'chip-count num' }, '0')));
+    this.search = h('input', {
+      type: 'search', class: 'feed-search', placeholder: 'Filter events  ( / )', 'aria-label': 'Filter events by text',
+      oninput: () => { this.query = this.search.value.trim().toLowerCase(); this.rerender(); },
+    });
+    this.pauseBtn = h('button', { type: 'button', class: 'btn small', onclick: () => this.setPaused(!this.paused) }, 'Pause');
+    this.total = h('span', { class: 'muted num feed-total' }, '0 events');
+    this.list = h('div', { class: 'feed-list', role: 'log', 'aria-live': 'off', 'aria-label': 'Live events' });
+    this.empty = h('div', { class: 'empty' }, 'Waiting for events…');
+    this.list.appendChild(this.empty);
+    this.noteEl = h('div', { class: 'feed-note muted small', hidden: true });
+    this.el = h('div', { class: 'feed' },
+      h('div', { class: 'feed-bar' }, h('div', { class: 'chips', role: 'group', 'aria-label': 'Event kinds' }, this.chips), this.search, this.total, this.pauseBtn),
+      this.noteEl,
+      this.list);
+  }
+
+  /** A line above the list (e.g. that older events were not loaded). */
+  note(text) {
+    this.noteEl.textContent = text;
+    this.noteEl.hidden = !text;
+  }
+
+  focusSearch() {
+    this.search.focus();
+    this.search.select();
+  }
+
+  toggle(f) {
+    if (this.enabled.has(f)) this.enabled.delete(f);
+    else this.enabled.add(f);
+    for (const c of this.chips) c.setAttribute('aria-pressed', String(this.enabled.has(c.dataset.family)));
+    this.rerender();
+  }
+
+  setPaused(paused) {
+    this.paused = paused;
+    this.pauseBtn.classList.toggle('active', paused);
+    if (!paused) {
+      this.unseen = 0;
+      this.rerender();
+    }
+    this.updateBar();
+  }
+
+  push(ev) {
+    if (!ev || typeof ev.id !== 'number' || this.seen.has(ev.id)) return;
+    this.seen.add(ev.id);
+    ev.family = family(String(ev.kind || ''));
+    this.all.push(ev);
+    this.counts[ev.family] = (this.counts[ev.family] || 0) + 1;
+    if (this.all.length > KEEP * 1.2) {
+      for (const old of this.all.splice(0, this.all.length - KEEP)) this.seen.delete(old.id);
+    }
+    this.received++;
+    if (this.stale) return;
+    this.pending.push(ev);
+    // In a background tab no frame runs: rather than queue a day of events,
+    // rebuild from `all` when the tab shows again.
+    if (this.pending.length > CAP * 4) {
+      this.pending = [];
+      this.stale = true;
+    }
+    if (!this.frame) this.frame = requestAnimationFrame(() => this.flush());
+  }
+
+  matches(ev) {
+    if (!this.enabled.has(ev.family)) return false;
+    if (!this.query) return true;
+    if (ev._text === undefined) ev._text = `${ev.kind} ${ev.session_id || ''} ${describe(ev).text}`.toLowerCase();
+    return ev._text.includes(this.query);
+  }
+
+  flush() {
+    this.frame = 0;
+    if (this.stale) {
+      this.stale = false;
+      if (!this.paused) {
+        this.rerender();
+        return;
+      }
+    }
+    const batch = this.pending;
+    this.pending = [];
+    if (this.paused) {
+      this.unseen += batch.filter((e) => this.matches(e)).length;
+      this.updateBar();
+      return;
+    }
+    const shown = batch.filter((e) => this.matches(e)).slice(-CAP);
+    if (shown.length) {
+      if (this.empty.parentNode) this.empty.remove();
+      const frag = document.createDocumentFragment();
+      for (let i = shown.length - 1; i >= 0; i--) frag.appendChild(this.row(shown[i]));
+      this.list.prepend(frag);
+      while (this.list.childElementCount > CAP) this.list.lastElementChild.remove();
+    }
+    this.updateBar();
+  }
+
+  rerender() {
+    const rows = [];
+    for (let i = this.all.length - 1; i >= 0 && rows.length < CAP; i--) {
+      if (this.matches(this.all[i])) rows.push(this.row(this.all[i]));
+    }
+    this.pending = [];
+    fill(this.list, rows.length ? rows : this.emptyFor());
+    this.updateBar();
+  }
+
+  emptyFor() {
+    this.empty.textContent = this.all.length ? 'No event matches the filter.' : 'Waiting for events…';
+    return this.empty;
+  }
+
+  updateBar() {
+    for (const c of this.chips) c.querySelector('.chip-count').textContent = String(this.counts[c.dataset.family] || 0);
+    const n = this.all.length;
+    this.total.textContent = `${n} event${n === 1 ? '' : 's'}${n > CAP ? ` · newest ${CAP} shown` : ''}`;
+    this.pauseBtn.textContent = this.paused ? (this.unseen ? `Resume (${this.unseen} new)` : 'Resume') : 'Pause';
+  }
+
+  row(ev) {
+    const { text, tone } = describe(ev);
+    const line = h('button', { type: 'button', class: 'ev-line', 'aria-expanded': 'false' },
+      h('time', { class: 'num ev-time', datetime: ev.created_at }, clock(ev.created_at)),
+      h('span', { class: 'ev-kind' }, label(ev.kind)),
+      h('span', { class: 'ev-text' }, truncate(text, 400)),
+      ev.session_id ? h('span', { class: 'ev-sess num', title: `session ${ev.session_id}` }, truncate(ev.session_id, 14)) : null);
+    const row = h('div', { class: `ev fam-${ev.family}${tone ? ` tone-${tone}` : ''}`, dataset: { kind: ev.kind, id: ev.id } }, line);
+    line.addEventListener('click', () => {
+      const open = line.getAttribute('aria-expanded') === 'true';
+      line.setAttribute('aria-expanded', String(!open));
+      if (open) row.querySelector('.ev-detail')?.remove();
+      else row.appendChild(h('pre', { class: 'ev-detail' }, `#${ev.id} ${ev.kind} · ${full(ev.created_at)}${ev.session_id ? ` · session ${ev.session_id}` : ''}\n${JSON.stringify(ev.payload, null, 2)}`));
+    });
+    return row;
+  }
+}
