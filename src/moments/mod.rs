@@ -119,8 +119,8 @@ pub async fn after_message(
     text: &str,
 ) -> anyhow::Result<()> {
     let (_row, spec) = sup.campaign(campaign_id).await.map_err(|e| anyhow::anyhow!("{e}"))?;
-    let classifier = RuleClassifier::default();
-    let labels = classifier.explain(text);
+    static CLASSIFIER: std::sync::LazyLock<RuleClassifier> = std::sync::LazyLock::new(RuleClassifier::default);
+    let labels = CLASSIFIER.explain(text);
     let count = sup.store().count_evaluations(campaign_id).await? as usize;
     for (label, quote) in labels {
         let moment = match label {
