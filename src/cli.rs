@@ -126,12 +126,32 @@ pub enum CampaignCommand {
 
 #[derive(Subcommand, Debug)]
 pub enum AuditCommand {
-    /// Every stop attempt of a campaign with its verdict and decision.
+    /// Every completion claim (stop attempt) of a campaign: verdict, decision, question, what followed.
     Campaign {
         id: String,
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        format: ReportFormat,
     },
+    /// Audit a Claude Code transcript or a Codex rollout for completion claims and the evidence against them.
+    Transcript {
+        file: PathBuf,
+        #[command(flatten)]
+        format: ReportFormat,
+    },
+}
+
+#[derive(Args, Debug)]
+#[group(multiple = false)]
+pub struct ReportFormat {
+    /// JSON for programs (documented in docs/AUDIT.md).
+    #[arg(long)]
+    pub json: bool,
+    /// Markdown (the default is the same, for a terminal).
+    #[arg(long)]
+    pub md: bool,
+    /// A self-contained HTML page.
+    #[arg(long)]
+    pub html: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -284,21 +304,35 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             );
             Ok(ExitCode::SUCCESS)
         }
-        Command::Audit(AuditCommand::Campaign { id, json }) => {
-            let stops = client(Duration::from_secs(30))?.get(&format!("/campaigns/{id}/stops")).await?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&json!({"campaign": id, "stop_attempts": stops}))?);
+        Command::Audit(AuditCommand::Campaign { id, format }) => {
+            let v = client(Duration::from_secs(60))?.get(&format!("/campaigns/{id}/audit")).await?;
+            let audit: crate::audit::CampaignAudit = serde_json::from_value(v).context("reading the campaign audit")?;
+            if format.json {
+                println!("{}", serde_json::to_string_pretty(&crate::audit::campaign_json(&audit))?);
+            } else if format.html {
+                println!("{}", crate::audit::html(&format!("audit of {id}"), &crate::audit::campaign_markdown(&audit)));
             } else {
-                for s in stops.as_array().into_iter().flatten() {
-                    println!(
-                        "#{} {} session {} -> {} (predicate {})",
-                        s["id"],
-                        s["created_at"].as_str().unwrap_or(""),
-                        s["session_id"].as_str().unwrap_or("-"),
-                        s["decision"].as_str().unwrap_or(""),
-                        if s["holds"].as_bool() == Some(true) { "holds" } else { "fails" }
-                    );
-                }
+                print!("{}", crate::audit::campaign_markdown(&audit));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Audit(AuditCommand::Transcript { file, format }) => {
+            let report = crate::audit::transcript::audit_file(&file)?;
+            for p in &report.problems {
+                eprintln!("warning: {p}");
+            }
+            if format.json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else if format.html {
+                println!(
+                    "{}",
+                    crate::audit::html(
+                        &format!("audit of {}", file.display()),
+                        &crate::audit::transcript_markdown(&report)
+                    )
+                );
+            } else {
+                print!("{}", crate::audit::transcript_markdown(&report));
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -3,6 +3,7 @@
 //! at the moments agents go wrong, gadfly asks one short, checkable question.
 
 pub mod agent;
+pub mod audit;
 pub mod bank;
 pub mod campaign;
 pub mod classify;

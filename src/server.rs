@@ -82,6 +82,7 @@ pub fn router(state: AppState) -> Router {
         .route("/campaigns/{id}/hooks/{agent}/{event}", post(hook))
         .route("/campaigns/{id}/questions", get(list_questions).post(ask))
         .route("/campaigns/{id}/stops", get(list_stops))
+        .route("/campaigns/{id}/audit", get(campaign_audit))
         .route("/campaigns/{id}/events", get(stream_events))
         .route("/campaigns/{id}/log", get(list_events))
         .route("/campaigns/{id}/suggestions", get(suggestions))
@@ -435,4 +436,10 @@ async fn list_runs(State(state): State<AppState>, Path(id): Path<String>) -> Api
 async fn stop_run(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     state.supervisor.campaign(&id).await?;
     Ok(Json(json!({"stopped": state.supervisor.stop_run(&id)})))
+}
+
+async fn campaign_audit(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+    state.supervisor.campaign(&id).await?;
+    let audit = crate::audit::campaign(state.supervisor.store(), &id).await?;
+    Ok(Json(crate::audit::campaign_json(&audit)))
 }

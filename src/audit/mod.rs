@@ -1,0 +1,399 @@
+//! Audit of completion claims. Live: every stop attempt of a campaign is a
+//! claim record (the claim, the evaluation it was judged on, the verdict
+//! per scenario, the decision, the question, and what followed), with the
+//! premature-claim rate and the gain won after premature claims, per
+//! campaign and per agent. Offline: [`transcript`] audits agent sessions
+//! that ran without gadfly. Reports render as JSON, Markdown and HTML.
+
+pub mod evidence;
+pub mod transcript;
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::harness::Evaluation;
+use crate::store::{StopAttemptRow, Store};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FailingScenario {
+    pub scenario: String,
+    pub reasons: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ClaimRecord {
+    pub stop_attempt: i64,
+    pub created_at: String,
+    pub session_id: Option<String>,
+    pub agent: String,
+    pub claim: Option<String>,
+    pub evaluation_id: Option<i64>,
+    pub holds: bool,
+    pub geomean_speedup: Option<f64>,
+    pub failing: Vec<FailingScenario>,
+    pub decision: String,
+    /// Blocked while the predicate failed.
+    pub premature: bool,
+    pub question: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SessionOutcome {
+    pub session_id: Option<String>,
+    pub agent: String,
+    pub claims: usize,
+    pub premature: usize,
+    /// Blocks before the claim that was finally accepted (None: never accepted).
+    pub blocks_before_acceptance: Option<usize>,
+    pub first_geomean: Option<f64>,
+    pub accepted_geomean: Option<f64>,
+    /// Relative gain from the first claim to the accepted one.
+    pub gain_after_first_claim: Option<f64>,
+    /// `accepted`, `stopped_by_budget`, or `open` (neither yet).
+    pub ended: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AgentSummary {
+    pub agent: String,
+    pub claims: usize,
+    pub premature: usize,
+    pub premature_rate: f64,
+    pub mean_gain_after_premature: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CampaignAudit {
+    pub campaign: String,
+    pub claims: usize,
+    pub premature: usize,
+    pub premature_rate: f64,
+    pub mean_gain_after_premature: Option<f64>,
+    pub records: Vec<ClaimRecord>,
+    pub sessions: Vec<SessionOutcome>,
+    pub agents: Vec<AgentSummary>,
+    /// Every stop attempt as stored (with the hook call's session_id).
+    pub stop_attempts: Vec<StopAttemptRow>,
+}
+
+/// Builds the audit of one campaign from its stored stop attempts.
+pub async fn campaign(store: &Store, campaign_id: &str) -> anyhow::Result<CampaignAudit> {
+    let stops = store.list_stop_attempts(campaign_id).await?;
+    let evals: HashMap<i64, Evaluation> = store
+        .list_evaluations(campaign_id)
+        .await?
+        .into_iter()
+        .filter_map(|(id, body)| serde_json::from_str::<Evaluation>(&body).ok().map(|e| (id, e)))
+        .collect();
+    let questions: HashMap<i64, String> =
+        store.list_questions(campaign_id, false).await?.into_iter().map(|q| (q.id, q.text)).collect();
+    let budget_sessions: Vec<Option<String>> = store
+        .list_runs(campaign_id)
+        .await?
+        .into_iter()
+        .filter(|r| r.outcome.as_deref() == Some("stopped_by_budget"))
+        .map(|r| r.session_id)
+        .collect();
+    let records: Vec<ClaimRecord> = stops
+        .iter()
+        .map(|s| {
+            let e = s.evaluation_id.and_then(|id| evals.get(&id));
+            ClaimRecord {
+                stop_attempt: s.id,
+                created_at: s.created_at.clone(),
+                session_id: s.session_id.clone(),
+                agent: s.agent.clone(),
+                claim: s.claim.clone(),
+                evaluation_id: s.evaluation_id,
+                holds: s.holds,
+                geomean_speedup: e.and_then(|e| e.verdict.geomean_speedup),
+                failing: e
+                    .map(|e| {
+                        e.verdict
+                            .scenarios
+                            .iter()
+                            .filter(|sc| !sc.passes)
+                            .map(|sc| FailingScenario { scenario: sc.scenario.clone(), reasons: sc.reasons.clone() })
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                decision: s.decision.clone(),
+                premature: !s.holds && s.decision != "allow",
+                question: s.question_id.and_then(|q| questions.get(&q).cloned()),
+            }
+        })
+        .collect();
+    let sessions = sessions_of(&records, &budget_sessions);
+    let agents = agents_of(&records, &sessions);
+    let premature = records.iter().filter(|r| r.premature).count();
+    Ok(CampaignAudit {
+        campaign: campaign_id.to_string(),
+        claims: records.len(),
+        premature,
+        premature_rate: rate(premature, records.len()),
+        mean_gain_after_premature: mean(
+            sessions.iter().filter(|s| s.premature > 0).filter_map(|s| s.gain_after_first_claim),
+        ),
+        records,
+        sessions,
+        agents,
+        stop_attempts: stops,
+    })
+}
+
+fn rate(a: usize, b: usize) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
+    }
+}
+
+fn mean(it: impl Iterator<Item = f64>) -> Option<f64> {
+    let v: Vec<f64> = it.collect();
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+fn sessions_of(records: &[ClaimRecord], budget_sessions: &[Option<String>]) -> Vec<SessionOutcome> {
+    let mut order: Vec<Option<String>> = Vec::new();
+    let mut by: HashMap<Option<String>, Vec<&ClaimRecord>> = HashMap::new();
+    for r in records {
+        if !by.contains_key(&r.session_id) {
+            order.push(r.session_id.clone());
+        }
+        by.entry(r.session_id.clone()).or_default().push(r);
+    }
+    order
+        .into_iter()
+        .map(|sid| {
+            let rs = &by[&sid];
+            let accepted = rs.iter().position(|r| r.decision == "allow");
+            let first = rs.first().and_then(|r| r.geomean_speedup);
+            let acc = accepted.and_then(|i| rs[i].geomean_speedup);
+            SessionOutcome {
+                session_id: sid.clone(),
+                agent: rs[0].agent.clone(),
+                claims: rs.len(),
+                premature: rs.iter().filter(|r| r.premature).count(),
+                blocks_before_acceptance: accepted.map(|i| rs[..i].iter().filter(|r| r.decision == "block").count()),
+                first_geomean: first,
+                accepted_geomean: acc,
+                gain_after_first_claim: match (first, acc) {
+                    (Some(f), Some(a)) if f > 0.0 => Some(a / f - 1.0),
+                    _ => None,
+                },
+                ended: if accepted.is_some() {
+                    "accepted".into()
+                } else if budget_sessions.contains(&sid) {
+                    "stopped_by_budget".into()
+                } else {
+                    "open".into()
+                },
+            }
+        })
+        .collect()
+}
+
+fn agents_of(records: &[ClaimRecord], sessions: &[SessionOutcome]) -> Vec<AgentSummary> {
+    let mut agents: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    for r in records {
+        let e = agents.entry(r.agent.clone()).or_default();
+        e.0 += 1;
+        e.1 += r.premature as usize;
+    }
+    agents
+        .into_iter()
+        .map(|(agent, (claims, premature))| AgentSummary {
+            mean_gain_after_premature: mean(
+                sessions
+                    .iter()
+                    .filter(|s| s.agent == agent && s.premature > 0)
+                    .filter_map(|s| s.gain_after_first_claim),
+            ),
+            agent,
+            claims,
+            premature,
+            premature_rate: rate(premature, claims),
+        })
+        .collect()
+}
+
+fn pct(x: Option<f64>) -> String {
+    x.map_or("-".into(), |g| format!("{:+.1}%", g * 100.0))
+}
+
+fn md_cell(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+/// The campaign audit for a person, in Markdown.
+pub fn campaign_markdown(a: &CampaignAudit) -> String {
+    let mut out = format!("# Audit of campaign {}\n\n", a.campaign);
+    out.push_str(&format!(
+        "{} completion claims, {} premature ({:.0}%); mean gain won after premature claims: {}.\n\n",
+        a.claims,
+        a.premature,
+        a.premature_rate * 100.0,
+        pct(a.mean_gain_after_premature)
+    ));
+    out.push_str("| agent | claims | premature | rate | gain after premature |\n|---|---|---|---|---|\n");
+    for g in &a.agents {
+        out.push_str(&format!(
+            "| {} | {} | {} | {:.0}% | {} |\n",
+            g.agent,
+            g.claims,
+            g.premature,
+            g.premature_rate * 100.0,
+            pct(g.mean_gain_after_premature)
+        ));
+    }
+    out.push_str("\n## Sessions\n\n| session | agent | claims | blocks before acceptance | first geomean | accepted geomean | gain | ended |\n|---|---|---|---|---|---|---|---|\n");
+    for s in &a.sessions {
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            md_cell(s.session_id.as_deref().unwrap_or("-")),
+            s.agent,
+            s.claims,
+            s.blocks_before_acceptance.map_or("-".into(), |b| b.to_string()),
+            s.first_geomean.map_or("-".into(), |g| format!("{g:.2}x")),
+            s.accepted_geomean.map_or("-".into(), |g| format!("{g:.2}x")),
+            pct(s.gain_after_first_claim),
+            s.ended
+        ));
+    }
+    out.push_str("\n## Claims\n\n| # | time | session | decision | geomean | failing scenarios | claim | question |\n|---|---|---|---|---|---|---|---|\n");
+    for r in &a.records {
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            r.stop_attempt,
+            r.created_at,
+            md_cell(r.session_id.as_deref().unwrap_or("-")),
+            r.decision,
+            r.geomean_speedup.map_or("-".into(), |g| format!("{g:.2}x")),
+            md_cell(
+                &r.failing
+                    .iter()
+                    .map(|f| format!("{} ({})", f.scenario, f.reasons.join("; ")))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            md_cell(r.claim.as_deref().unwrap_or("")),
+            md_cell(r.question.as_deref().unwrap_or("")),
+        ));
+    }
+    out
+}
+
+/// The offline audit for a person, in Markdown.
+pub fn transcript_markdown(r: &transcript::Report) -> String {
+    let mut out = format!("# Audit of {}\n\nFormat {}, {} lines, {} steps. ", r.file, r.format, r.lines, r.steps);
+    out.push_str(&format!(
+        "{} completion claims: {} supported, {} unverified, {} contradicted.\n\n",
+        r.claims.len(),
+        r.supported,
+        r.unverified,
+        r.contradicted
+    ));
+    out.push_str("| line | message | verdict | claim | why | evidence |\n|---|---|---|---|---|---|\n");
+    for c in &r.claims {
+        let ev: Vec<String> =
+            c.evidence.iter().skip(1).map(|e| format!("{} {} (line {}): {}", e.kind, e.id, e.line, e.quote)).collect();
+        out.push_str(&format!(
+            "| {} | {} | {:?} | {} | {} | {} |\n",
+            c.line,
+            c.id,
+            c.verdict,
+            md_cell(&c.quote),
+            md_cell(&c.why),
+            md_cell(&ev.join("; "))
+        ));
+    }
+    if !r.problems.is_empty() {
+        out.push_str("\n## Lines that could not be read\n\n");
+        for p in &r.problems {
+            out.push_str(&format!("- {p}\n"));
+        }
+    }
+    out
+}
+
+/// A minimal, self-contained HTML rendering of a Markdown report's tables.
+pub fn html(title: &str, markdown: &str) -> String {
+    let esc = crate::console::escape;
+    let mut body = String::new();
+    let mut in_table = false;
+    for line in markdown.lines() {
+        if line.starts_with('|') {
+            if line.starts_with("|---") {
+                continue;
+            }
+            let cells: Vec<String> = split_cells(line).iter().map(|c| esc(c)).collect();
+            if !in_table {
+                body.push_str("<table><tr>");
+                body.push_str(&cells.iter().map(|c| format!("<th>{c}</th>")).collect::<String>());
+                body.push_str("</tr>");
+                in_table = true;
+            } else {
+                let class = if cells.iter().any(|c| c == "block" || c == "Contradicted") {
+                    " class=\"fail\""
+                } else if cells.iter().any(|c| c == "allow" || c == "Supported") {
+                    " class=\"pass\""
+                } else {
+                    ""
+                };
+                body.push_str(&format!(
+                    "<tr{class}>{}</tr>",
+                    cells.iter().map(|c| format!("<td>{c}</td>")).collect::<String>()
+                ));
+            }
+            continue;
+        }
+        if in_table {
+            body.push_str("</table>");
+            in_table = false;
+        }
+        if let Some(h) = line.strip_prefix("## ") {
+            body.push_str(&format!("<h2>{}</h2>", esc(h)));
+        } else if let Some(h) = line.strip_prefix("# ") {
+            body.push_str(&format!("<h1>{}</h1>", esc(h)));
+        } else if let Some(item) = line.strip_prefix("- ") {
+            body.push_str(&format!("<li>{}</li>", esc(item)));
+        } else if !line.trim().is_empty() {
+            body.push_str(&format!("<p>{}</p>", esc(line)));
+        }
+    }
+    if in_table {
+        body.push_str("</table>");
+    }
+    format!(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>{}</title><style>body{{font:14px system-ui,sans-serif;margin:2em}}table{{border-collapse:collapse;margin:1em 0}}td,th{{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}}.pass{{background:#e6f4e6}}.fail{{background:#fbe4e4}}</style></head><body>{body}</body></html>",
+        esc(title)
+    )
+}
+
+fn split_cells(line: &str) -> Vec<String> {
+    let inner = line.trim().trim_start_matches('|').trim_end_matches('|');
+    let mut cells = Vec::new();
+    let mut cur = String::new();
+    let mut chars = inner.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\\' && chars.peek() == Some(&'|') {
+            cur.push('|');
+            chars.next();
+        } else if c == '|' {
+            cells.push(cur.trim().to_string());
+            cur.clear();
+        } else {
+            cur.push(c);
+        }
+    }
+    cells.push(cur.trim().to_string());
+    cells
+}
+
+/// JSON value of a campaign audit (what `--json` prints).
+pub fn campaign_json(a: &CampaignAudit) -> Value {
+    serde_json::to_value(a).unwrap_or(Value::Null)
+}
