@@ -48,7 +48,8 @@ fn the_demo_campaign_audits_as_two_premature_claims_then_acceptance() {
     let out =
         common::gadfly().args(["demo", "--exit", "--listen", "127.0.0.1:0", "--data-dir"]).arg(&data).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
-    let d = Daemon::start(&data);
+    // The demo runs on its embedded default, SQLite in the data dir.
+    let d = Daemon::start_with(&data, None);
     let id = d.api_get("/campaigns")[0]["id"].as_str().unwrap().to_string();
     let a: Value = serde_json::from_slice(&d.run(&["audit", "campaign", &id, "--json"]).stdout).unwrap();
     assert_eq!((a["claims"].as_u64(), a["premature"].as_u64()), (Some(3), Some(2)));

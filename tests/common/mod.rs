@@ -21,8 +21,14 @@ pub struct Daemon {
 }
 
 impl Daemon {
+    /// A daemon on SQLite in `data_dir`, or, when GADFLY_TEST_DATABASE_URL
+    /// names a PostgreSQL server, on a fresh database of its own there (the
+    /// same data dir keeps the same database across restarts).
     pub fn start(data_dir: &Path) -> Daemon {
-        Self::start_with(data_dir, None)
+        match postgres_for(data_dir) {
+            Some(url) => Self::start_with(data_dir, Some(&url)),
+            None => Self::start_with(data_dir, None),
+        }
     }
 
     pub fn start_with(data_dir: &Path, database_url: Option<&str>) -> Daemon {
@@ -215,6 +221,34 @@ min_geomean_speedup = 1.2
         std::fs::create_dir_all(&d).unwrap();
         d
     }
+}
+
+/// With GADFLY_TEST_DATABASE_URL set (postgres://.../DB), a database made
+/// for this data dir (created on first use, remembered in the data dir).
+pub fn postgres_for(data_dir: &Path) -> Option<String> {
+    let base = std::env::var("GADFLY_TEST_DATABASE_URL").ok().filter(|u| u.starts_with("postgres"))?;
+    let marker = data_dir.join("test-database-url");
+    if let Ok(url) = std::fs::read_to_string(&marker) {
+        return Some(url);
+    }
+    let name = format!(
+        "gadfly_t_{}_{}",
+        std::process::id(),
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
+    );
+    let out = Command::new("psql")
+        .arg(&base)
+        .args(["-v", "ON_ERROR_STOP=1", "-qc", &format!("create database {name}")])
+        .output()
+        .expect("psql");
+    assert!(out.status.success(), "creating a test database: {}", String::from_utf8_lossy(&out.stderr));
+    let url = match base.rfind('/') {
+        Some(i) if i > "postgres://".len() => format!("{}/{name}", &base[..i]),
+        _ => format!("{base}/{name}"),
+    };
+    std::fs::create_dir_all(data_dir).unwrap();
+    std::fs::write(&marker, &url).unwrap();
+    Some(url)
 }
 
 /// Polls `pred` until it holds, for at most 15 s.
