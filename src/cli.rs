@@ -76,6 +76,9 @@ pub enum Command {
     },
     /// Stop the campaign's running agent (its whole process group).
     Stop { id: String },
+    /// The beam of candidate families (git refs under refs/heads/beam/).
+    #[command(subcommand)]
+    Beam(BeamCommand),
     /// Stop attempts and their verdicts.
     #[command(subcommand)]
     Audit(AuditCommand),
@@ -152,6 +155,32 @@ pub struct ReportFormat {
     /// A self-contained HTML page.
     #[arg(long)]
     pub html: bool,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum BeamCommand {
+    /// Point refs/heads/beam/FAMILY at the workspace's HEAD (or --from) and declare the family.
+    Tag {
+        family: String,
+        /// The campaign (default: $GADFLY_CAMPAIGN).
+        #[arg(long, env = "GADFLY_CAMPAIGN")]
+        campaign: String,
+        #[arg(long)]
+        from: Option<String>,
+    },
+    /// Families, best per family, status, and each one's evaluations (evaluates new candidate commits first).
+    List {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Abandon a family, with the reason on record.
+    Abandon {
+        id: String,
+        family: String,
+        #[arg(long)]
+        reason: String,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -269,6 +298,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Bank(b) => crate::bank::cli::run(b, client).await,
         Command::Moments(m) => moments(m),
+        Command::Beam(b) => beam(b).await,
         Command::Attach { id, agent: _, dir } => {
             let dir = match dir {
                 Some(d) => d,
@@ -590,4 +620,45 @@ fn moments(cmd: MomentsCommand) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+async fn beam(cmd: BeamCommand) -> anyhow::Result<ExitCode> {
+    let c = client(Duration::from_secs(3600))?;
+    match cmd {
+        BeamCommand::Tag { family, campaign, from } => {
+            let v =
+                c.post(&format!("/campaigns/{campaign}/beam/tag"), &json!({"family": family, "from": from})).await?;
+            println!("{} -> {}", v["ref"].as_str().unwrap_or(""), v["commit"].as_str().unwrap_or(""));
+        }
+        BeamCommand::Abandon { id, family, reason } => {
+            c.post(&format!("/campaigns/{id}/beam/abandon"), &json!({"family": family, "reason": reason})).await?;
+            println!("family {family} abandoned: {reason}");
+        }
+        BeamCommand::List { id, json } => {
+            let b = c.get(&format!("/campaigns/{id}/beam")).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&b)?);
+                return Ok(ExitCode::SUCCESS);
+            }
+            println!(
+                "beam: {} live famil(ies){}",
+                b["live"],
+                if b["enabled"] == true { format!(", keeps at least {}", b["min_families"]) } else { String::new() }
+            );
+            println!("{:<20} {:<10} {:>9} {:>9} {:>6}  note", "family", "status", "best", "last", "evals");
+            for f in b["families"].as_array().into_iter().flatten() {
+                let g = |p: &Value| p["geomean_speedup"].as_f64().map_or("-".to_string(), |x| format!("{x:.2}x"));
+                println!(
+                    "{:<20} {:<10} {:>9} {:>9} {:>6}  {}",
+                    f["family"].as_str().unwrap_or(""),
+                    f["status"].as_str().unwrap_or(""),
+                    g(&f["best"]),
+                    g(&f["last"]),
+                    f["history"].as_array().map_or(0, Vec::len),
+                    f["note"].as_str().or(f["reason"].as_str()).unwrap_or("")
+                );
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }

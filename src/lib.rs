@@ -5,6 +5,7 @@
 pub mod agent;
 pub mod audit;
 pub mod bank;
+pub mod beam;
 pub mod campaign;
 pub mod classify;
 pub mod cli;

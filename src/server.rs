@@ -83,6 +83,9 @@ pub fn router(state: AppState) -> Router {
         .route("/campaigns/{id}/questions", get(list_questions).post(ask))
         .route("/campaigns/{id}/stops", get(list_stops))
         .route("/campaigns/{id}/audit", get(campaign_audit))
+        .route("/campaigns/{id}/beam", get(beam_list))
+        .route("/campaigns/{id}/beam/tag", post(beam_tag))
+        .route("/campaigns/{id}/beam/abandon", post(beam_abandon))
         .route("/campaigns/{id}/events", get(stream_events))
         .route("/campaigns/{id}/log", get(list_events))
         .route("/campaigns/{id}/suggestions", get(suggestions))
@@ -442,4 +445,61 @@ async fn campaign_audit(State(state): State<AppState>, Path(id): Path<String>) -
     state.supervisor.campaign(&id).await?;
     let audit = crate::audit::campaign(state.supervisor.store(), &id).await?;
     Ok(Json(crate::audit::campaign_json(&audit)))
+}
+
+async fn beam_list(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+    state.supervisor.campaign(&id).await?;
+    Ok(Json(json!(crate::beam::sync(&state.supervisor, &id).await?)))
+}
+
+#[derive(Deserialize)]
+struct BeamTag {
+    family: String,
+    #[serde(default)]
+    from: Option<String>,
+}
+
+async fn beam_tag(State(state): State<AppState>, Path(id): Path<String>, body: Bytes) -> ApiResult<Json<Value>> {
+    let req: BeamTag = parse_body(&body)?;
+    let (_row, spec) = state.supervisor.campaign(&id).await?;
+    let from = req.from.unwrap_or_else(|| "HEAD".into());
+    let (ws, family) = (spec.workspace.clone(), req.family.clone());
+    let (r, commit) = tokio::task::spawn_blocking(move || crate::beam::tag(&ws, &family, &from))
+        .await
+        .map_err(|e| ApiError::Internal(e.into()))?
+        .map_err(|e| ApiError::Invalid(format!("{e:#}")))?;
+    state.supervisor.store().upsert_family(&id, &req.family, &r).await?;
+    state
+        .supervisor
+        .record(
+            &id,
+            None,
+            "beam.family",
+            None,
+            json!({"family": req.family, "ref": r, "commit": commit, "how": "tagged"}),
+        )
+        .await?;
+    Ok(Json(json!({"family": req.family, "ref": r, "commit": commit})))
+}
+
+#[derive(Deserialize)]
+struct BeamAbandon {
+    family: String,
+    reason: String,
+}
+
+async fn beam_abandon(State(state): State<AppState>, Path(id): Path<String>, body: Bytes) -> ApiResult<Json<Value>> {
+    let req: BeamAbandon = parse_body(&body)?;
+    state.supervisor.campaign(&id).await?;
+    if req.reason.trim().is_empty() {
+        return Err(ApiError::Invalid("abandoning a family needs a reason".into()));
+    }
+    if !state.supervisor.store().abandon_family(&id, &req.family, req.reason.trim()).await? {
+        return Err(ApiError::NotFound(format!("no family `{}` in campaign {id}", req.family)));
+    }
+    state
+        .supervisor
+        .record(&id, None, "beam.abandoned", None, json!({"family": req.family, "reason": req.reason}))
+        .await?;
+    Ok(Json(json!({"family": req.family, "status": "abandoned", "reason": req.reason})))
 }

@@ -302,17 +302,41 @@ impl Supervisor {
     /// is answered from the store unless `force` is set.
     pub async fn evaluate(&self, campaign_id: &str, force: bool) -> Result<Evaluation> {
         let (row, spec) = self.campaign(campaign_id).await?;
-        let lock = {
-            let mut locks = self.inner.eval_locks.lock().expect("evaluation lock table poisoned");
-            locks.entry(campaign_id.to_string()).or_default().clone()
-        };
+        let lock = self.eval_lock(campaign_id);
         let mut last = lock.lock().await;
         let index = self.inner.indexes.join(format!("{campaign_id}.index"));
         let (tree, remember) =
             harness::snapshot_tree(&spec, &index, last.clone()).await.context("taking a snapshot of the workspace")?;
         *last = remember;
+        self.evaluate_tree_locked(&row, &spec, &tree, force, true).await
+    }
+
+    /// Evaluates a given tree of the workspace's repository (a beam
+    /// candidate's commit), through the same cache and records. Moments
+    /// are not raised for it: it is not the candidate the agent presents.
+    pub async fn evaluate_tree(&self, campaign_id: &str, tree: &str) -> Result<Evaluation> {
+        let (row, spec) = self.campaign(campaign_id).await?;
+        let lock = self.eval_lock(campaign_id);
+        let _guard = lock.lock().await;
+        self.evaluate_tree_locked(&row, &spec, tree, false, false).await
+    }
+
+    fn eval_lock(&self, campaign_id: &str) -> Arc<tokio::sync::Mutex<Option<harness::LastSnapshot>>> {
+        let mut locks = self.inner.eval_locks.lock().expect("evaluation lock table poisoned");
+        locks.entry(campaign_id.to_string()).or_default().clone()
+    }
+
+    async fn evaluate_tree_locked(
+        &self,
+        row: &CampaignRow,
+        spec: &CampaignSpec,
+        tree: &str,
+        force: bool,
+        moments: bool,
+    ) -> Result<Evaluation> {
+        let campaign_id = row.id.as_str();
         if !force {
-            if let Some((id, body)) = self.inner.store.find_evaluation(campaign_id, &tree).await? {
+            if let Some((id, body)) = self.inner.store.find_evaluation(campaign_id, tree).await? {
                 let mut e: Evaluation = serde_json::from_str(&body).map_err(|e| anyhow!(e))?;
                 e.id = Some(id);
                 e.cached = true;
@@ -321,7 +345,7 @@ impl Supervisor {
         }
         let protected: BTreeMap<String, String> = serde_json::from_str(&row.protected_json).map_err(|e| anyhow!(e))?;
         self.record(campaign_id, None, "evaluation.started", None, json!({"tree": tree})).await?;
-        let mut eval = harness::evaluate_tree(&spec, campaign_id, &tree, &protected, &self.inner.scratch).await?;
+        let mut eval = harness::evaluate_tree(spec, campaign_id, tree, &protected, &self.inner.scratch).await?;
         if force {
             // A forced re-run replaces nothing: it is stored under its own tree key suffix.
             eval.tree = format!("{tree}+{}", self.inner.store.count_evaluations(campaign_id).await?);
@@ -347,8 +371,10 @@ impl Supervisor {
         )
         .await?;
         tracing::info!(campaign = %campaign_id, tree = %eval.tree, holds = eval.verdict.holds, ms = eval.duration_ms, "evaluated");
-        if let Err(e) = crate::moments::after_evaluation(self, campaign_id, &spec, &eval).await {
-            tracing::warn!(error = %e, "moment detection after an evaluation");
+        if moments {
+            if let Err(e) = crate::moments::after_evaluation(self, campaign_id, spec, &eval).await {
+                tracing::warn!(error = %e, "moment detection after an evaluation");
+            }
         }
         Ok(eval)
     }

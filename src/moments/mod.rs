@@ -193,7 +193,20 @@ pub async fn raise(
     });
     match spec.mode {
         Mode::Autonomous => {
-            let q = sup.pick_for_moment(campaign_id, spec, &f.moment, groups_for(&f.moment)).await?;
+            // With a beam of too few live families, a plateau or a claimed
+            // limit asks for a new family.
+            let beam_q = if f.moment == "plateau" || f.moment == "limit_claim" {
+                crate::beam::new_family_question(sup, campaign_id, spec).await?
+            } else {
+                None
+            };
+            let q = match beam_q {
+                Some((bank_id, text)) => {
+                    payload["beam"] = json!("too few live families");
+                    crate::gate::Question { queued_id: None, source: bank_id, moment: f.moment.clone(), text }
+                }
+                None => sup.pick_for_moment(campaign_id, spec, &f.moment, groups_for(&f.moment)).await?,
+            };
             let id = sup.store().queue_question(campaign_id, "bank", Some(&q.source), Some(&f.moment), &q.text).await?;
             payload["question"] = json!({"question_id": id, "bank_id": q.source, "text": q.text});
             sup.record(campaign_id, None, "moment", None, payload).await?;
