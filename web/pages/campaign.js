@@ -82,6 +82,7 @@ export function mount(root, ctx, id) {
   const feed = new Feed();
   const stopsBody = h('div');
   const evalBody = h('div');
+  const beamBody = h('div', null, h('div', { class: 'empty' }, 'Loading the beam…'));
   const questionsList = h('ol', { class: 'questions-list' });
   const questionsCount = h('span', { class: 'muted small num' });
 
@@ -89,6 +90,7 @@ export function mount(root, ctx, id) {
     ['feed', 'Live feed', feed.el],
     ['stops', 'Stop attempts', stopsBody],
     ['evaluation', 'Latest evaluation', evalBody],
+    ['beam', 'Beam', beamBody],
   ];
   const tabButtons = new Map();
   const tabPanels = new Map();
@@ -115,6 +117,7 @@ export function mount(root, ctx, id) {
 
   function selectTab(key) {
     st.tab = key;
+    if (key === 'beam') loadBeam();
     for (const [k, btn] of tabButtons) {
       btn.setAttribute('aria-selected', String(k === key));
       btn.tabIndex = k === key ? 0 : -1;
@@ -439,6 +442,36 @@ export function mount(root, ctx, id) {
       h('div', { class: 'step-head' }, h('b', null, name), ' ', pill(sp.ok ? 'ok' : 'failed', sp.ok ? 'pass' : 'fail'), ' ', h('span', { class: 'muted' }, `${sp.exit} · ${isNum(sp.seconds) ? `${sp.seconds.toFixed(2)} s` : DASH}`)),
       h('code', { class: 'cmd' }, sp.command),
       sp.output_tail ? h('pre', { class: 'tail' }, sp.output_tail) : null);
+  }
+
+  // The beam: families of candidates (loading it evaluates new candidate commits).
+  async function loadBeam() {
+    let b;
+    try {
+      b = await api(`/campaigns/${encodeURIComponent(id)}/beam`);
+    } catch (e) {
+      fill(beamBody, h('div', { class: 'notice fail' }, `The beam could not be read: ${e.message}`));
+      return;
+    }
+    const fams = b.families || [];
+    tabButtons.get('beam').querySelector('.tab-count').textContent = fams.length ? String(b.live) : '';
+    if (!fams.length) {
+      fill(beamBody, h('div', { class: 'empty' }, 'No candidate family yet. The agent declares one with `gadfly beam tag FAMILY` (a ref under refs/heads/beam/) or a `Gadfly-Family:` commit trailer.'));
+      return;
+    }
+    const g = (p) => (p && isNum(p.geomean_speedup) ? speedup(p.geomean_speedup) : DASH);
+    const rows = fams.map((f) => h('tr', { class: f.status === 'alive' ? '' : 'muted' },
+      h('td', null, h('b', null, f.family), h('div', { class: 'small muted' }, f.git_ref)),
+      h('td', null, pill(f.status, f.status === 'alive' ? 'pass' : 'none')),
+      h('td', { class: 'num' }, g(f.best)),
+      h('td', { class: 'num' }, g(f.last), f.last && !f.last.built ? h('div', { class: 'small bad' }, 'did not build or run') : null),
+      h('td', { class: 'num' }, String((f.history || []).length)),
+      h('td', { class: 'small' }, f.note || f.reason || '')));
+    fill(beamBody,
+      h('p', { class: 'muted small' }, `${b.live} live famil${b.live === 1 ? 'y' : 'ies'}${b.enabled ? `; the campaign keeps at least ${b.min_families}` : ''}.`),
+      h('div', { class: 'table-wrap' }, h('table', { class: 'table beam' },
+        h('thead', null, h('tr', null, h('th', null, 'Family'), h('th', null, 'Status'), h('th', null, 'Best'), h('th', null, 'Last'), h('th', null, 'Evaluations'), h('th', null, 'Note'))),
+        h('tbody', null, rows))));
   }
 
   function renderEvaluation() {
