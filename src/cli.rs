@@ -110,6 +110,9 @@ pub struct ServeArgs {
     /// A question bank folder to use and watch for edits (default: the bank built into the binary).
     #[arg(long, env = "GADFLY_BANK_DIR")]
     pub bank_dir: Option<PathBuf>,
+    /// Allow a listen address that is not loopback (every API call still needs the token).
+    #[arg(long)]
+    pub allow_remote: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -258,6 +261,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
                 data_dir: args.data_dir.unwrap_or_else(config::default_data_dir),
                 database_url: args.database_url,
                 bank_dir: args.bank_dir,
+                allow_remote: args.allow_remote,
             };
             let token = tokio_util::sync::CancellationToken::new();
             crate::daemon::cancel_on_signals(token.clone());

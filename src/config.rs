@@ -24,6 +24,8 @@ pub struct DaemonConfig {
     pub database_url: Option<String>,
     /// A question bank folder to load and watch; None: the embedded bank.
     pub bank_dir: Option<PathBuf>,
+    /// Listen on a non-loopback address and accept any Host header.
+    pub allow_remote: bool,
 }
 
 impl std::fmt::Debug for DaemonConfig {

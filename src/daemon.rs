@@ -19,6 +19,8 @@ pub struct Daemon {
     state: AppState,
     addr: SocketAddr,
     config: DaemonConfig,
+    /// Held for the daemon's life: one daemon per data dir (and SQLite file).
+    _lock: std::fs::File,
 }
 
 impl Daemon {
@@ -27,12 +29,31 @@ impl Daemon {
     pub async fn build(config: DaemonConfig, shutdown: CancellationToken) -> anyhow::Result<Daemon> {
         std::fs::create_dir_all(&config.data_dir)
             .with_context(|| format!("creating data dir {}", config.data_dir.display()))?;
+        let lock_path = config.data_dir.join("daemon.lock");
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .with_context(|| format!("opening {}", lock_path.display()))?;
+        if lock.try_lock().is_err() {
+            anyhow::bail!(
+                "another gadfly daemon already uses the data dir {} (its lock {} is held)",
+                config.data_dir.display(),
+                lock_path.display()
+            );
+        }
         let token = config::ensure_token(&config.data_dir)?;
         let store = Store::connect(&config.database_url()).await?;
         let listener = tokio::net::TcpListener::bind(&config.listen)
             .await
             .with_context(|| format!("listening on {}", config.listen))?;
         let addr = listener.local_addr()?;
+        if !addr.ip().is_loopback() && !config.allow_remote {
+            anyhow::bail!(
+                "refusing to listen on {addr}, which is not a loopback address: pass --allow-remote (the API still needs the token) or listen on 127.0.0.1"
+            );
+        }
         let bank = Arc::new(match &config.bank_dir {
             Some(dir) => LiveBank::from_dir(dir)?,
             None => LiveBank::embedded(),
@@ -45,8 +66,8 @@ impl Daemon {
         let supervisor = Supervisor::new(store, &config.data_dir, bank, (format!("http://{addr}"), token.clone()));
         // Left over from a run that was killed mid-evaluation.
         let _ = std::fs::remove_dir_all(config.data_dir.join("evaluations"));
-        let state = AppState { supervisor, token, shutdown };
-        Ok(Daemon { listener, state, addr, config })
+        let state = AppState { supervisor, token, shutdown, allow_remote: config.allow_remote };
+        Ok(Daemon { listener, state, addr, config, _lock: lock })
     }
 
     pub fn local_addr(&self) -> SocketAddr {

@@ -123,8 +123,13 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     let shutdown = tokio_util::sync::CancellationToken::new();
     crate::daemon::cancel_on_signals(shutdown.clone());
 
-    let mut config =
-        DaemonConfig { listen: args.listen.clone(), data_dir: data_dir.clone(), database_url: None, bank_dir: None };
+    let mut config = DaemonConfig {
+        listen: args.listen.clone(),
+        data_dir: data_dir.clone(),
+        database_url: None,
+        bank_dir: None,
+        allow_remote: false,
+    };
     let daemon = match crate::daemon::Daemon::build(config.clone(), shutdown.clone()).await {
         Ok(d) => d,
         Err(e) => {

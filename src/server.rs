@@ -24,6 +24,8 @@ pub struct AppState {
     pub supervisor: Supervisor,
     pub token: String,
     pub shutdown: CancellationToken,
+    /// When false, only loopback Host headers are served (DNS rebinding).
+    pub allow_remote: bool,
 }
 
 /// The one error shape of the API: `{"code", "message"}`.
@@ -105,9 +107,43 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .nest("/api/v1", api)
         .merge(pages)
+        .layer(middleware::from_fn_with_state(state.clone(), check_host_and_origin))
         .layer(tower_http::limit::RequestBodyLimitLayer::new(16 * 1024 * 1024))
         .layer(tower_http::trace::TraceLayer::new_for_http())
         .with_state(state)
+}
+
+/// Against DNS rebinding and cross-site requests: a loopback daemon answers
+/// only requests addressed to a loopback host, and refuses a state-changing
+/// request whose Origin is another site.
+async fn check_host_and_origin(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let host_of = |v: &str| -> String {
+        let v = v.trim();
+        if let Some(rest) = v.strip_prefix('[') {
+            return rest.split(']').next().unwrap_or("").to_string();
+        }
+        v.rsplit_once(':')
+            .map_or(v, |(h, port)| if port.chars().all(|c| c.is_ascii_digit()) { h } else { v })
+            .to_string()
+    };
+    let loopback = |h: &str| h == "localhost" || h.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
+    if !state.allow_remote {
+        if let Some(host) = req.headers().get(header::HOST).and_then(|v| v.to_str().ok()) {
+            if !loopback(&host_of(host)) {
+                return (StatusCode::FORBIDDEN, Json(json!({"code": "forbidden_host", "message": format!("this daemon serves loopback hosts only, not `{host}` (start it with --allow-remote to serve others)")}))).into_response();
+            }
+        }
+    }
+    if req.method() != axum::http::Method::GET && req.method() != axum::http::Method::HEAD {
+        if let Some(origin) = req.headers().get(header::ORIGIN).and_then(|v| v.to_str().ok()) {
+            let origin_host = origin.split("://").nth(1).map(host_of).unwrap_or_default();
+            let own = req.headers().get(header::HOST).and_then(|v| v.to_str().ok()).map(host_of).unwrap_or_default();
+            if origin == "null" || (origin_host != own && !(loopback(&origin_host) && loopback(&own))) {
+                return (StatusCode::FORBIDDEN, Json(json!({"code": "forbidden_origin", "message": format!("cross-origin request from {origin} refused")}))).into_response();
+            }
+        }
+    }
+    next.run(req).await
 }
 
 fn constant_time_eq(a: &str, b: &str) -> bool {
