@@ -89,6 +89,23 @@ pub async fn evaluate_tree(
     protected: &BTreeMap<String, String>,
     scratch: &Path,
 ) -> anyhow::Result<Evaluation> {
+    evaluate_tree_seeded(spec, campaign_id, tree, protected, scratch, DEFAULT_SEED).await
+}
+
+/// The seed of ordinary evaluations; a re-check of a suspicious gain uses
+/// another, so inputs (and memory contents) differ from what the candidate
+/// may have been tuned or cached for. Harnesses read it from `{seed}` in
+/// the run command or from `$GADFLY_SEED`.
+pub const DEFAULT_SEED: u64 = 1;
+
+pub async fn evaluate_tree_seeded(
+    spec: &CampaignSpec,
+    campaign_id: &str,
+    tree: &str,
+    protected: &BTreeMap<String, String>,
+    scratch: &Path,
+    seed: u64,
+) -> anyhow::Result<Evaluation> {
     let started = Instant::now();
     let sandbox = snapshot::Sandbox::new(scratch)?;
     let tree_dir = sandbox.tree();
@@ -110,6 +127,7 @@ pub async fn evaluate_tree(
         ("GADFLY_CAMPAIGN", campaign_id.to_string()),
         ("GADFLY_TREE", tree.to_string()),
         ("GADFLY_RESULTS", results_path.display().to_string()),
+        ("GADFLY_SEED", seed.to_string()),
     ];
 
     let mut build_step = None;
@@ -126,7 +144,11 @@ pub async fn evaluate_tree(
     let mut run_step = None;
     let mut measured = Vec::new();
     if built {
-        let command = spec.harness.run.replace("{results}", &shell_quote(&results_path.display().to_string()));
+        let command = spec
+            .harness
+            .run
+            .replace("{results}", &shell_quote(&results_path.display().to_string()))
+            .replace("{seed}", &seed.to_string());
         let outcome = process::run_shell(&command, &tree_dir, &env, timeout).await;
         if !outcome.exit.success() {
             failures.push(with_tail(outcome.exit.describe("harness run", timeout), &outcome));

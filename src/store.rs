@@ -26,6 +26,13 @@ pub enum Backend {
     Postgres,
 }
 
+/// An optional number bound as text and cast in SQL: sqlx's Any driver
+/// sends a NULL f64 to PostgreSQL as a float4, which then clashes with the
+/// float8 of the same prepared statement ("incorrect binary data format").
+fn num(x: Option<f64>) -> Option<String> {
+    x.filter(|v| v.is_finite()).map(|v| format!("{v:?}"))
+}
+
 pub fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
@@ -304,14 +311,14 @@ impl Store {
         let body = serde_json::to_string(e)?;
         let row = sqlx::query(
             "insert into evaluations (campaign_id, tree, holds, geomean, worst_scenario, worst_speedup, failing_count, body, duration_ms, created_at)
-             values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) returning id",
+             values ($1, $2, $3, cast($4 as double precision), $5, cast($6 as double precision), $7, $8, $9, $10) returning id",
         )
         .bind(campaign_id)
         .bind(&e.tree)
         .bind(e.verdict.holds as i64)
-        .bind(e.verdict.geomean_speedup)
+        .bind(num(e.verdict.geomean_speedup))
         .bind(e.verdict.worst_scenario.as_deref())
-        .bind(e.verdict.worst_speedup)
+        .bind(num(e.verdict.worst_speedup))
         .bind(e.verdict.failing_count as i64)
         .bind(body)
         .bind(e.duration_ms as i64)
@@ -322,24 +329,37 @@ impl Store {
         for s in &e.verdict.scenarios {
             sqlx::query(
                 "insert into scenario_results (evaluation_id, scenario, present, correct, passes, speedup, time_us, baseline_us, max_abs_err_ref, max_abs_err_hi, reasons)
-                 values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+                 values ($1, $2, $3, $4, $5, cast($6 as double precision), cast($7 as double precision), cast($8 as double precision),
+                         cast($9 as double precision), cast($10 as double precision), $11)",
             )
             .bind(id)
             .bind(&s.scenario)
             .bind(s.present as i64)
             .bind(s.correct as i64)
             .bind(s.passes as i64)
-            .bind(s.speedup)
-            .bind(s.measured.as_ref().map(|m| m.time_us))
-            .bind(s.measured.as_ref().map(|m| m.baseline_us))
-            .bind(s.measured.as_ref().and_then(|m| m.max_abs_err_ref))
-            .bind(s.measured.as_ref().and_then(|m| m.max_abs_err_hi))
+            .bind(num(s.speedup))
+            .bind(num(s.measured.as_ref().map(|m| m.time_us)))
+            .bind(num(s.measured.as_ref().map(|m| m.baseline_us)))
+            .bind(num(s.measured.as_ref().and_then(|m| m.max_abs_err_ref)))
+            .bind(num(s.measured.as_ref().and_then(|m| m.max_abs_err_hi)))
             .bind(serde_json::to_string(&s.reasons)?)
             .execute(&mut *tx)
             .await?;
         }
         tx.commit().await?;
         Ok(id)
+    }
+
+    /// Rewrites a stored evaluation after gadfly's own re-check changed its verdict.
+    pub async fn replace_evaluation_body(&self, id: i64, e: &crate::harness::Evaluation) -> anyhow::Result<()> {
+        sqlx::query("update evaluations set body = $1, holds = $2, failing_count = $3 where id = $4")
+            .bind(serde_json::to_string(e)?)
+            .bind(e.verdict.holds as i64)
+            .bind(e.verdict.failing_count as i64)
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
     }
 
     /// Evaluations of a campaign, oldest first, as (id, JSON body).
@@ -476,12 +496,13 @@ impl Store {
         objective_before: Option<f64>,
     ) -> anyhow::Result<bool> {
         let done = sqlx::query(
-            "update questions set status = 'delivered', delivered_at = $1, delivered_via = $2, objective_before = $3
+            "update questions set status = 'delivered', delivered_at = $1, delivered_via = $2,
+                 objective_before = cast($3 as double precision)
              where id = $4 and status = 'queued'",
         )
         .bind(now())
         .bind(via)
-        .bind(objective_before)
+        .bind(num(objective_before))
         .bind(question_id)
         .execute(&self.pool)
         .await?;

@@ -372,8 +372,9 @@ impl Supervisor {
         .await?;
         tracing::info!(campaign = %campaign_id, tree = %eval.tree, holds = eval.verdict.holds, ms = eval.duration_ms, "evaluated");
         if moments {
-            if let Err(e) = crate::moments::after_evaluation(self, campaign_id, spec, &eval).await {
-                tracing::warn!(error = %e, "moment detection after an evaluation");
+            match crate::moments::after_evaluation(self, campaign_id, spec, &eval).await {
+                Ok(now) => eval = now,
+                Err(e) => tracing::warn!(error = %e, "moment detection after an evaluation"),
             }
         }
         Ok(eval)

@@ -152,3 +152,33 @@ fn a_real_transcript_replayed_through_the_detectors() {
         m.iter().filter(|m| m["moment"] == "completion_claim").map(|m| m["quote"].as_str().unwrap()).collect();
     assert!(quotes.contains(&"Done!"), "{quotes:?}");
 }
+
+#[test]
+fn a_suspicious_gain_that_fails_fresh_inputs_is_rejected() {
+    // The harness honours gadfly's seed; a "cached" candidate is right only
+    // on the default inputs.
+    let f = Fixture::with_run(AUTONOMOUS, "sh harness/seeded.sh {results}");
+    std::fs::write(
+        f.ws().join("harness/seeded.sh"),
+        "sh harness/run.sh \"$1\"\nif [ \"$GADFLY_SEED\" != 1 ] && [ -f cached.flag ]; then\n  sed -i 's/\"scenario\":\"b\",\"correct\":true/\"scenario\":\"b\",\"correct\":false/' \"$1\"\nfi\n",
+    )
+    .unwrap();
+    let d = Daemon::start(&f.data_dir());
+    let id = d.create_campaign(&f.spec());
+    evaluate(&d, &f, &id, "a true 90 100\nb true 90 100\nc true 90 100\n", "1");
+    std::fs::write(f.ws().join("cached.flag"), "1").unwrap();
+    f.set_candidate("a true 30 100\nb true 30 100\nc true 30 100\n");
+    let r = common::reason(&d.stop(&id, "3x faster everywhere, done."));
+    assert!(
+        r.contains("the gain did not survive gadfly's re-evaluation: scenario b is incorrect with fresh inputs"),
+        "{r}"
+    );
+    let log = d.api_get(&format!("/campaigns/{id}/log?limit=10000"));
+    let kinds: Vec<&str> = log.as_array().unwrap().iter().map(|e| e["kind"].as_str().unwrap()).collect();
+    assert!(kinds.contains(&"gain.recheck") && kinds.contains(&"gain.rejected"), "{kinds:?}");
+
+    // An honest candidate with the same speed survives the re-check.
+    std::fs::remove_file(f.ws().join("cached.flag")).unwrap();
+    std::fs::write(f.ws().join("notes.txt"), "honest").unwrap();
+    assert_eq!(d.stop(&id, "done"), None);
+}

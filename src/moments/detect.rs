@@ -31,6 +31,9 @@ pub struct Settings {
     pub edit_loop_window: usize,
     /// The same moment is not raised again within this many evaluations.
     pub cooldown_evaluations: usize,
+    /// A suspicious gain on a candidate that passes is re-evaluated with
+    /// another seed before it counts.
+    pub recheck_suspicious: bool,
 }
 
 impl Default for Settings {
@@ -45,6 +48,7 @@ impl Default for Settings {
             edit_loop_share: 0.30,
             edit_loop_window: 6,
             cooldown_evaluations: 3,
+            recheck_suspicious: true,
         }
     }
 }

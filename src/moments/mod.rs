@@ -10,6 +10,7 @@
 
 pub mod detect;
 pub mod edit_loop;
+pub mod recheck;
 
 use serde_json::{json, Value};
 
@@ -34,12 +35,14 @@ pub fn groups_for(moment: &str) -> &'static [&'static str] {
 
 /// Runs the numeric detectors and the edit-loop check after a new
 /// evaluation, and raises what they find.
+/// Returns the evaluation as it stands afterwards: a suspicious gain that
+/// fails gadfly's own re-evaluation makes it fail the predicate.
 pub async fn after_evaluation(
     sup: &Supervisor,
     campaign_id: &str,
     spec: &CampaignSpec,
     eval: &Evaluation,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Evaluation> {
     let settings = Settings::from_campaign(spec)?;
     let history: Vec<Evaluation> = sup
         .store()
@@ -49,7 +52,8 @@ pub async fn after_evaluation(
         .filter_map(|(id, body)| {
             let mut e: Evaluation = serde_json::from_str(&body).ok()?;
             e.id = Some(id);
-            Some(e)
+            // gadfly's own re-checks are not steps of the agent's search
+            (!e.tree.contains("+recheck-")).then_some(e)
         })
         .collect();
     let mut findings = detect::detect(&history, &settings);
@@ -57,14 +61,17 @@ pub async fn after_evaluation(
         findings.push(f);
     }
     let count = history.len();
+    let suspicious = findings.iter().any(|f| f.moment == "suspicious_gain");
     for f in findings {
         if in_cooldown(sup, campaign_id, &f.detector, count, settings.cooldown_evaluations).await? {
             continue;
         }
         raise(sup, campaign_id, spec, &f, "numeric", count).await?;
     }
-    let _ = eval;
-    Ok(())
+    if suspicious && settings.recheck_suspicious && eval.verdict.holds {
+        return recheck::recheck(sup, campaign_id, spec, eval).await;
+    }
+    Ok(eval.clone())
 }
 
 fn edit_loop_finding(spec: &CampaignSpec, history: &[Evaluation], s: &Settings) -> Option<Finding> {
