@@ -24,7 +24,7 @@ if out is not None:
     print(json.dumps(out))
 "#;
 
-const CURL_HOOK: &str = r#"curl -s -X POST -H "Authorization: Bearer $GADFLY_TOKEN" -H 'Content-Type: application/json' --data-binary @- "$GADFLY_URL/api/v1/campaigns/$1/hooks/claude-code/stop" >/dev/null"#;
+const CURL_HOOK: &str = r#"curl -s -X POST -H "Authorization: Bearer $GADFLY_TOKEN" -H 'Content-Type: application/json' --data-binary @- "$GADFLY_URL/api/v1/campaigns/$1/hooks/claude-code/$2" >/dev/null"#;
 
 fn time_one(mut cmd: Command, payload: &[u8]) -> Duration {
     let start = Instant::now();
@@ -57,56 +57,61 @@ fn main() {
     std::fs::write(&sh, CURL_HOOK).unwrap();
     let payload = serde_json::json!({
         "session_id": "bench", "transcript_path": "/tmp/x.jsonl", "cwd": "/tmp",
-        "hook_event_name": "Stop", "stop_hook_active": false,
+        "hook_event_name": "Stop", "stop_hook_active": false, "tool_name": "Bash",
         "last_assistant_message": "Done: every scenario is faster.",
     })
     .to_string();
 
-    let make = |kind: usize| -> Command {
-        let mut c = match kind {
-            0 => {
-                let mut c = d.cmd();
-                c.args(["hook", "claude-code", "stop", "--campaign", &id]);
-                c
-            }
-            1 => {
-                let mut c = Command::new("python3");
-                c.arg(&py).arg(&id);
-                c
-            }
-            _ => {
-                let mut c = Command::new("sh");
-                c.arg(&sh).arg(&id);
-                c
-            }
+    for event in ["stop", "post-tool-use"] {
+        let make = |kind: usize| -> Command {
+            let mut c = match kind {
+                0 => {
+                    let mut c = d.cmd();
+                    c.args(["hook", "claude-code", event, "--campaign", &id]);
+                    c
+                }
+                1 => {
+                    let mut c = Command::new("python3");
+                    c.arg(&py).arg(&id).arg(event);
+                    c
+                }
+                _ => {
+                    let mut c = Command::new("sh");
+                    c.arg(&sh).arg(&id).arg(event);
+                    c
+                }
+            };
+            c.env("GADFLY_URL", &d.url).env("GADFLY_TOKEN", &d.token);
+            c
         };
-        c.env("GADFLY_URL", &d.url).env("GADFLY_TOKEN", &d.token);
-        c
-    };
-    let names = ["gadfly hook (Rust)", "python3 + urllib", "sh + curl"];
-    let mut samples: Vec<Vec<Duration>> = vec![Vec::new(); 3];
-    for _ in 0..5 {
-        for k in 0..3 {
-            time_one(make(k), payload.as_bytes());
+        let names = ["gadfly hook (Rust)", "python3 + urllib", "sh + curl"];
+        let mut samples: Vec<Vec<Duration>> = vec![Vec::new(); 3];
+        for _ in 0..5 {
+            for k in 0..3 {
+                time_one(make(k), payload.as_bytes());
+            }
         }
-    }
-    for _ in 0..calls {
+        for _ in 0..calls {
+            for (k, s) in samples.iter_mut().enumerate() {
+                s.push(time_one(make(k), payload.as_bytes()));
+            }
+        }
+        println!(
+            "\n{event} hook round trip{}, {calls} calls each, interleaved (spawn + HTTP + answer)",
+            if event == "stop" { " on a cached evaluation" } else { "" }
+        );
+        println!("{:<22} {:>10} {:>10} {:>10} {:>10}", "hook", "median ms", "p99 ms", "min ms", "IQR ms");
+        let mut medians = Vec::new();
         for (k, s) in samples.iter_mut().enumerate() {
-            s.push(time_one(make(k), payload.as_bytes()));
+            let (med, p99, min, iqr) = stats(s);
+            medians.push(med);
+            println!("{:<22} {:>10.2} {:>10.2} {:>10.2} {:>10.2}", names[k], med, p99, min, iqr);
         }
+        println!(
+            "python/gadfly median ratio: {:.1}x; curl/gadfly: {:.1}x",
+            medians[1] / medians[0],
+            medians[2] / medians[0]
+        );
     }
-    println!("Stop hook round trip on a cached evaluation, {calls} calls each, interleaved (spawn + HTTP + answer)");
-    println!("{:<22} {:>10} {:>10} {:>10} {:>10}", "hook", "median ms", "p99 ms", "min ms", "IQR ms");
-    let mut medians = Vec::new();
-    for (k, s) in samples.iter_mut().enumerate() {
-        let (med, p99, min, iqr) = stats(s);
-        medians.push(med);
-        println!("{:<22} {:>10.2} {:>10.2} {:>10.2} {:>10.2}", names[k], med, p99, min, iqr);
-    }
-    println!(
-        "python/gadfly median ratio: {:.1}x; curl/gadfly: {:.1}x",
-        medians[1] / medians[0],
-        medians[2] / medians[0]
-    );
     println!("goal: >= 10x faster than the Python hook and < 5 ms median");
 }

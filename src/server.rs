@@ -343,11 +343,14 @@ async fn stream_events(
     // the backlog is read page by page until it is caught up.
     let live = tokio_stream::wrappers::BroadcastStream::new(state.supervisor.subscribe());
     let store = state.supervisor.store().clone();
-    let last_replayed = std::sync::Arc::new(std::sync::atomic::AtomicI64::new(after));
+    // Ids of the last page replayed: a live event among them was already
+    // sent. (On PostgreSQL ids are not in commit order, so a live event may
+    // carry an id below the last one replayed; the console dedupes by id.)
+    let replayed = std::sync::Arc::new(std::sync::Mutex::new(std::collections::HashSet::<i64>::new()));
     let campaign = id.clone();
-    let marker = last_replayed.clone();
+    let seen = replayed.clone();
     let replay = futures::stream::unfold(Some(after), move |cursor| {
-        let (store, campaign, marker) = (store.clone(), campaign.clone(), marker.clone());
+        let (store, campaign, seen) = (store.clone(), campaign.clone(), seen.clone());
         async move {
             let from = cursor?;
             let page = store.events_after(&campaign, from, 2000).await.unwrap_or_default();
@@ -355,8 +358,10 @@ async fn stream_events(
                 return None;
             }
             let next = page.last().map(|e| e.id);
-            if let Some(n) = next {
-                marker.store(n, std::sync::atomic::Ordering::SeqCst);
+            {
+                let mut s = seen.lock().expect("replay set poisoned");
+                s.clear();
+                s.extend(page.iter().map(|e| e.id));
             }
             let done = page.len() < 2000;
             let events: Vec<Result<Event, Infallible>> = page.iter().map(|e| Ok(to_sse(e))).collect();
@@ -367,10 +372,13 @@ async fn stream_events(
     let campaign = id.clone();
     let follow = live.filter_map(move |item| {
         let campaign = campaign.clone();
-        let last = last_replayed.load(std::sync::atomic::Ordering::SeqCst);
+        let already = match &item {
+            Ok(e) => replayed.lock().expect("replay set poisoned").contains(&e.id) || e.id <= after,
+            Err(_) => false,
+        };
         async move {
             match item {
-                Ok(e) if e.campaign_id == campaign && e.id > last => Some(Ok(to_sse(&e))),
+                Ok(e) if e.campaign_id == campaign && !already => Some(Ok(to_sse(&e))),
                 Ok(_) => None,
                 Err(tokio_stream::wrappers::errors::BroadcastStreamRecvError::Lagged(n)) => {
                     Some(Ok(Event::default().event("resync").data(json!({"skipped": n}).to_string())))

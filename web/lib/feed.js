@@ -197,7 +197,16 @@ export class Feed {
     if (!ev || typeof ev.id !== 'number' || this.seen.has(ev.id)) return;
     this.seen.add(ev.id);
     ev.family = family(String(ev.kind || ''));
-    this.all.push(ev);
+    // Ids are the order of record; on PostgreSQL, commits (and so arrivals)
+    // may come slightly out of that order: keep `all` sorted by id.
+    const last = this.all.length ? this.all[this.all.length - 1].id : -Infinity;
+    if (ev.id > last) {
+      this.all.push(ev);
+    } else {
+      const at = this.all.findIndex((e) => e.id > ev.id);
+      this.all.splice(at < 0 ? this.all.length : at, 0, ev);
+      this.outOfOrder = true;
+    }
     this.counts[ev.family] = (this.counts[ev.family] || 0) + 1;
     if (this.all.length > KEEP * 1.2) {
       for (const old of this.all.splice(0, this.all.length - KEEP)) this.seen.delete(old.id);
@@ -223,6 +232,12 @@ export class Feed {
 
   flush() {
     this.frame = 0;
+    if (this.outOfOrder && !this.paused) {
+      this.outOfOrder = false;
+      this.stale = false;
+      this.rerender();
+      return;
+    }
     if (this.stale) {
       this.stale = false;
       if (!this.paused) {

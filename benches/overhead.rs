@@ -1,0 +1,296 @@
+//! gadfly's own costs, side by side with the alternatives, in one run:
+//! event ingestion against each database's raw insert ceiling, snapshot
+//! and cache lookup against the harness's own time, and the daemon's
+//! resident memory against the number of recorded events. Prints figures;
+//! asserts none. `cargo bench --bench overhead` (PostgreSQL parts run when
+//! a server answers at $GADFLY_BENCH_PG, default
+//! postgres://postgres@127.0.0.1:5432/test).
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+fn pct(v: &mut [f64], p: f64) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[((v.len() as f64 - 1.0) * p).round() as usize]
+}
+
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+fn pg_base() -> Option<String> {
+    let url = std::env::var("GADFLY_BENCH_PG").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
+    let ok = Command::new("psql")
+        .arg(&url)
+        .args(["-qAtc", "select 1"])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    ok.then_some(url)
+}
+
+fn fresh_pg(base: &str, tag: &str) -> String {
+    let name = format!("gadfly_bench_{tag}_{}", std::process::id());
+    let _ = Command::new("psql").arg(base).args(["-qc", &format!("drop database if exists {name}")]).output();
+    Command::new("psql").arg(base).args(["-qc", &format!("create database {name}")]).status().unwrap();
+    format!("{}/{name}", &base[..base.rfind('/').unwrap()])
+}
+
+/// Hook events posted over HTTP by `sessions` concurrent clients.
+async fn ingest(url: &str, token: &str, campaign: &str, sessions: usize, per_session: usize) -> f64 {
+    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for s in 0..sessions {
+        let (client, url, token, campaign) = (client.clone(), url.to_string(), token.to_string(), campaign.to_string());
+        tasks.push(tokio::spawn(async move {
+            for i in 0..per_session {
+                let body = json!({"session_id": format!("bench-{s}"), "tool_name": "Bash", "tool_use_id": format!("t-{s}-{i}-{}", rand_id())});
+                let r = client
+                    .post(format!("{url}/api/v1/campaigns/{campaign}/hooks/claude-code/post-tool-use"))
+                    .bearer_auth(&token)
+                    .json(&body)
+                    .send()
+                    .await
+                    .unwrap();
+                assert!(r.status().is_success());
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    (sessions * per_session) as f64 / started.elapsed().as_secs_f64()
+}
+
+fn rand_id() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    N.fetch_add(1, Ordering::Relaxed)
+}
+
+/// The raw ceiling: the same rows inserted directly, one transaction each,
+/// from `tasks` concurrent connections, with the daemon's pragmas.
+async fn raw_ceiling(db_url: &str, tasks: usize, per_task: usize) -> f64 {
+    sqlx::any::install_default_drivers();
+    let opts: sqlx::any::AnyConnectOptions = db_url.parse().unwrap();
+    let sqlite = db_url.starts_with("sqlite:");
+    let pool = sqlx::any::AnyPoolOptions::new()
+        .max_connections(if sqlite { 8 } else { 16 })
+        .after_connect(move |conn, _| {
+            Box::pin(async move {
+                if sqlite {
+                    sqlx::query("pragma journal_mode = wal").execute(&mut *conn).await?;
+                    sqlx::query("pragma synchronous = full").execute(&mut *conn).await?;
+                    sqlx::query("pragma busy_timeout = 10000").execute(&mut *conn).await?;
+                }
+                Ok(())
+            })
+        })
+        .connect_with(opts)
+        .await
+        .unwrap();
+    let ddl = if sqlite {
+        "create table if not exists raw_events (id integer primary key autoincrement, session text, payload text, created_at text)"
+    } else {
+        "create table if not exists raw_events (id bigserial primary key, session text, payload text, created_at text)"
+    };
+    sqlx::query(ddl).execute(&pool).await.unwrap();
+    let started = Instant::now();
+    let mut handles = Vec::new();
+    for t in 0..tasks {
+        let pool = pool.clone();
+        handles.push(tokio::spawn(async move {
+            for i in 0..per_task {
+                sqlx::query("insert into raw_events (session, payload, created_at) values ($1, $2, $3)")
+                    .bind(format!("s{t}"))
+                    .bind(format!("{{\"tool_use_id\": \"t{t}-{i}\"}}"))
+                    .bind("2026-12-02T00:00:00.000Z")
+                    .execute(&pool)
+                    .await
+                    .unwrap();
+            }
+        }));
+    }
+    for h in handles {
+        h.await.unwrap();
+    }
+    (tasks * per_task) as f64 / started.elapsed().as_secs_f64()
+}
+
+fn workspace_with_files(n: usize) -> common::Fixture {
+    let f = common::Fixture::new("");
+    let src = f.ws().join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    for i in 0..n {
+        std::fs::write(src.join(format!("f{i}.c")), format!("int f{i}(void) {{ return {i}; }}\n")).unwrap();
+    }
+    common::git(&f.ws(), &["add", "-A"]);
+    common::git(&f.ws(), &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "files"]);
+    f.set_candidate(common::ALL_PASS);
+    f
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 4)]
+async fn main() {
+    println!("== Event ingestion: post-tool-use hook events over HTTP, against the database's raw insert ceiling ==");
+    println!("{:<10} {:>9} {:>16} {:>18} {:>8}", "database", "sessions", "gadfly events/s", "raw inserts/s", "ratio");
+    let pg = pg_base();
+    for backend in ["sqlite", "postgres"] {
+        if backend == "postgres" && pg.is_none() {
+            println!("postgres   (no server answered; skipped)");
+            continue;
+        }
+        for sessions in [1usize, 10, 100] {
+            let per = (2000 / sessions).max(20);
+            let f = common::Fixture::new("");
+            let data = f.data_dir();
+            let d = match backend {
+                "sqlite" => common::Daemon::start_with(&data, None),
+                _ => common::Daemon::start_with(&data, Some(&fresh_pg(pg.as_ref().unwrap(), "ingest"))),
+            };
+            let id = d.create_campaign(&f.spec());
+            let gadfly = ingest(&d.url, &d.token, &id, sessions, per).await;
+            let raw_url = match backend {
+                "sqlite" => format!("sqlite:{}?mode=rwc", f.dir.path().join("raw.db").display()),
+                _ => fresh_pg(pg.as_ref().unwrap(), "raw"),
+            };
+            let raw = raw_ceiling(&raw_url, sessions.min(16), (sessions * per) / sessions.min(16)).await;
+            println!("{backend:<10} {sessions:>9} {gadfly:>16.0} {raw:>18.0} {:>7.2}x", raw / gadfly);
+        }
+    }
+    if let Some(base) = &pg {
+        let out = Command::new("psql")
+            .arg(base)
+            .args(["-Atc", "select datname from pg_database where datname like 'gadfly_bench_%'"])
+            .output()
+            .unwrap();
+        for db in String::from_utf8_lossy(&out.stdout).lines() {
+            let _ = Command::new("psql").arg(base).args(["-qc", &format!("drop database if exists {db}")]).output();
+        }
+    }
+
+    println!("\n== Evaluation overhead: snapshot and cache lookup against the harness's own time ==");
+    println!(
+        "{:>8} {:>16} {:>18} {:>20} {:>18}",
+        "files", "first eval ms", "harness run ms", "cached, git path ms", "cached, settled ms"
+    );
+    for files in [1usize, 100, 10_000] {
+        let f = workspace_with_files(files);
+        let d = common::Daemon::start_with(&f.data_dir(), None);
+        let id = d.create_campaign(&f.spec());
+        let client = reqwest::Client::builder().no_proxy().build().unwrap();
+        let eval = |force: bool| {
+            let (client, url, token, id) = (client.clone(), d.url.clone(), d.token.clone(), id.clone());
+            async move {
+                let t = Instant::now();
+                let v: serde_json::Value = client
+                    .post(format!("{url}/api/v1/campaigns/{id}/evaluate?force={force}"))
+                    .bearer_auth(&token)
+                    .send()
+                    .await
+                    .unwrap()
+                    .json()
+                    .await
+                    .unwrap();
+                (t.elapsed().as_secs_f64() * 1e3, v)
+            }
+        };
+        let (first, v) = eval(false).await;
+        let harness_ms = v["run"]["seconds"].as_f64().unwrap_or(0.0) * 1e3;
+        // Touch a file so the fingerprint is racy: the lookup goes through git.
+        let mut git_path = Vec::new();
+        for _ in 0..15 {
+            std::fs::write(f.ws().join("candidate.txt"), common::ALL_PASS).unwrap();
+            git_path.push(eval(false).await.0);
+        }
+        tokio::time::sleep(Duration::from_millis(2200)).await;
+        let mut settled = Vec::new();
+        for _ in 0..15 {
+            settled.push(eval(false).await.0);
+        }
+        println!(
+            "{files:>8} {first:>16.1} {harness_ms:>18.1} {:>20.2} {:>18.2}",
+            median(&mut git_path),
+            median(&mut settled)
+        );
+    }
+
+    println!("\n== Resident memory of the daemon against recorded events ==");
+    let f = common::Fixture::new("");
+    let data = f.data_dir();
+    let id = {
+        let d = common::Daemon::start_with(&data, None);
+        let id = d.create_campaign(&f.spec());
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        println!("{:>12} {:>10}", "events", "RSS MiB");
+        println!("{:>12} {:>10.1}", 1, rss_kib(d.child.id()) as f64 / 1024.0);
+        id
+    };
+    // Append a million events straight into the store (the daemon is down),
+    // then start it again and exercise the endpoints that read them.
+    {
+        sqlx::any::install_default_drivers();
+        let url = format!("sqlite:{}", data.join("gadfly.db").display());
+        let pool = sqlx::any::AnyPoolOptions::new().max_connections(1).connect(&url).await.unwrap();
+        let mut tx = pool.begin().await.unwrap();
+        for i in 0..1_000_000u64 {
+            sqlx::query(
+                "insert into events (campaign_id, session_id, kind, payload, created_at) values ($1, $2, $3, $4, $5)",
+            )
+            .bind(&id)
+            .bind(format!("s{}", i % 100))
+            .bind("hook.post_tool_use")
+            .bind(format!("{{\"tool_use_id\": \"t{i}\"}}"))
+            .bind("2026-12-02T00:00:00.000Z")
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+        }
+        tx.commit().await.unwrap();
+        pool.close().await;
+    }
+    let d = common::Daemon::start_with(&data, None);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let idle = rss_kib(d.child.id());
+    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    let mut lat = Vec::new();
+    for path in [
+        "/campaigns",
+        &format!("/campaigns/{id}"),
+        &format!("/campaigns/{id}/log?tail=200"),
+        &format!("/campaigns/{id}/audit"),
+    ] {
+        for _ in 0..5 {
+            let t = Instant::now();
+            let r = client.get(format!("{}/api/v1{path}", d.url)).bearer_auth(&d.token).send().await.unwrap();
+            assert!(r.status().is_success(), "{path}");
+            let _ = r.bytes().await;
+            lat.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+    let busy = rss_kib(d.child.id());
+    println!("{:>12} {:>10.1}  (idle after restart)", 1_000_001, idle as f64 / 1024.0);
+    println!(
+        "{:>12} {:>10.1}  (after reading campaigns, detail, log tail, audit; median {:.1} ms, p90 {:.1} ms)",
+        1_000_001,
+        busy as f64 / 1024.0,
+        median(&mut lat.clone()),
+        pct(&mut lat, 0.9)
+    );
+}
