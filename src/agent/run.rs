@@ -89,14 +89,24 @@ impl Budget {
         self.exhausted()
     }
 
+    /// When the wall-time budget runs out, if there is one: a turn in
+    /// progress (or a hung agent) is ended then, not only at its end.
+    fn deadline(&self) -> Option<tokio::time::Instant> {
+        self.max_wall.map(|w| tokio::time::Instant::from_std(self.started + w))
+    }
+
+    fn wall_reason(&self) -> String {
+        format!(
+            "wall time {} s reached (max_wall_s = {})",
+            self.started.elapsed().as_secs(),
+            self.max_wall.map_or(0, |w| w.as_secs())
+        )
+    }
+
     fn exhausted(&self) -> Option<String> {
         if let Some(w) = self.max_wall {
             if self.started.elapsed() >= w {
-                return Some(format!(
-                    "wall time {} s reached (max_wall_s = {})",
-                    self.started.elapsed().as_secs(),
-                    w.as_secs()
-                ));
+                return Some(self.wall_reason());
             }
         }
         if let Some(t) = self.max_turns {
@@ -160,11 +170,31 @@ struct RunCtx {
 }
 
 impl RunCtx {
-    fn env(&self) -> Vec<(String, String)> {
+    fn env(&self, kind: AgentKind) -> Vec<(String, String)> {
         let (url, token) = self.sup.endpoint();
         let mut env = vec![("GADFLY_URL".to_string(), url), ("GADFLY_TOKEN".to_string(), token)];
+        // `[agent] codex_home` (relative to the workspace); `[agent] env`
+        // still has the last word.
+        if let (AgentKind::Codex, Some(home)) = (kind, &self.agent.codex_home) {
+            env.push(("CODEX_HOME".to_string(), self.spec.workspace.join(home).display().to_string()));
+        }
         env.extend(self.agent.env.iter().map(|(k, v)| (k.clone(), v.clone())));
         env
+    }
+
+    /// Questions waiting when a turn starts (the campaign's start question,
+    /// anything queued before the run): put into that turn's message, for
+    /// agents that have no hook or stdin to carry them.
+    async fn take_waiting_questions(&self, session: Option<&str>) -> Vec<String> {
+        let waiting = self.sup.store().list_questions(&self.campaign, true).await.unwrap_or_default();
+        let mut out = Vec::new();
+        for q in waiting {
+            if self.sup.store().mark_delivered(q.id, "agent_prompt", None).await.unwrap_or(false) {
+                self.record(session, "question.delivered", None, json!({"question_id": q.id, "source": q.source, "bank_id": q.bank_id, "moment": q.moment, "text": q.text, "via": "agent_prompt"})).await;
+                out.push(crate::supervisor::question_message(&q));
+            }
+        }
+        out
     }
 
     async fn record(&self, session: Option<&str>, kind: &str, key: Option<String>, payload: Value) {
@@ -214,7 +244,7 @@ fn binary(configured: &Option<String>, env_var: &str, default: &str) -> String {
         .unwrap_or_else(|| default.to_string())
 }
 
-fn spawn(program: &str, args: &[String], ctx: &RunCtx, stdin: bool) -> anyhow::Result<Child> {
+fn spawn(program: &str, args: &[String], ctx: &RunCtx, kind: AgentKind, stdin: bool) -> anyhow::Result<Child> {
     let mut cmd = Command::new(program);
     cmd.args(args)
         .current_dir(&ctx.spec.workspace)
@@ -223,7 +253,7 @@ fn spawn(program: &str, args: &[String], ctx: &RunCtx, stdin: bool) -> anyhow::R
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-    for (k, v) in ctx.env() {
+    for (k, v) in ctx.env(kind) {
         cmd.env(k, v);
     }
     cmd.spawn().with_context(|| format!("starting {program}"))
@@ -261,6 +291,33 @@ fn backoff(restarts: u32) -> Duration {
     Duration::from_millis((500u64 << restarts.min(6)).min(30_000))
 }
 
+/// The message that resumes a session whose process died mid-turn.
+const RESTART_NOTE: &str = "Your previous process stopped unexpectedly; continue the campaign where you left off.";
+
+/// Sleeps until `deadline`, or forever without one.
+async fn until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Messages written to an agent's stdin that it has not taken in yet (no
+/// `--replay-user-messages` echo seen), in order.
+type Unacked = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
+
+/// The text of a user message echoed by `--replay-user-messages`.
+fn replayed_text(ev: &Value) -> Option<String> {
+    if ev["type"] != "user" || ev["isReplay"] != true {
+        return None;
+    }
+    match &ev["message"]["content"] {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(parts) => Some(parts.iter().filter_map(|p| p["text"].as_str()).collect::<Vec<_>>().join("\n")),
+        _ => None,
+    }
+}
+
 /// Claude Code in stream-json mode: one long-lived process per session;
 /// the Stop hook (from a generated --settings file) gates each stop; after
 /// each `result` the run checks the last decision and, while the predicate
@@ -272,10 +329,17 @@ async fn claude_loop(ctx: &RunCtx) -> anyhow::Result<Outcome> {
     let settings = settings_dir.join("claude-settings.json");
     std::fs::write(&settings, serde_json::to_string_pretty(&super::attach::hooks_settings(&exe, &ctx.campaign))?)?;
     let program = binary(&ctx.agent.bin, "GADFLY_CLAUDE_BIN", "claude");
+    let first_prompt = ctx.agent.first_prompt(&ctx.spec);
     let mut budget = Budget::new(&ctx.agent);
+    let deadline = budget.deadline();
     let mut session: Option<String> = None;
     let mut restarts = 0u32;
-    let mut first = true;
+    // Whether a process took in the first prompt (its echo was seen): until
+    // then a restart sends it again instead of the restart note.
+    let mut prompted = false;
+    // Messages a crashed process never took in (a question written to its
+    // stdin while a tool ran, a block reason): written to the next one.
+    let mut carry: Vec<String> = Vec::new();
     loop {
         let mut args: Vec<String> =
             ["-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose", "--settings"]
@@ -286,12 +350,18 @@ async fn claude_loop(ctx: &RunCtx) -> anyhow::Result<Outcome> {
         if !ctx.agent.args.iter().any(|a| a.starts_with("--permission-mode") || a == "--dangerously-skip-permissions") {
             args.push("--dangerously-skip-permissions".into());
         }
+        // The CLI echoes each stdin message when it takes it in (at once
+        // when idle, with the next tool result mid-turn): what was written
+        // but never echoed is lost with a crashed process.
+        if !ctx.agent.args.iter().any(|a| a == "--replay-user-messages") {
+            args.push("--replay-user-messages".into());
+        }
         args.extend(ctx.agent.args.iter().cloned());
         if let Some(s) = &session {
             args.push("--resume".into());
             args.push(s.clone());
         }
-        let mut child = spawn(&program, &args, ctx, true)?;
+        let mut child = spawn(&program, &args, ctx, AgentKind::ClaudeCode, true)?;
         let mut stdin = child.stdin.take().context("agent stdin")?;
         let (tx, mut rx) = mpsc::channel::<Option<String>>(64);
         let writer = tokio::spawn(async move {
@@ -308,26 +378,36 @@ async fn claude_loop(ctx: &RunCtx) -> anyhow::Result<Outcome> {
                 }
             }
         });
-        let opening = if first {
-            ctx.agent.first_prompt(&ctx.spec)
-        } else {
-            "Your previous process stopped unexpectedly; continue the campaign where you left off.".to_string()
-        };
-        first = false;
-        let _ = tx.send(Some(user_line(&opening))).await;
-        let forwarder = spawn_question_forwarder(ctx, tx.clone());
+        let opening = if prompted && session.is_some() { RESTART_NOTE.to_string() } else { first_prompt.clone() };
+        let unacked: Unacked = Default::default();
+        for message in std::iter::once(opening).chain(carry.drain(..)) {
+            unacked.lock().unwrap().push(message.clone());
+            let _ = tx.send(Some(user_line(&message))).await;
+        }
+        let forwarder = spawn_question_forwarder(ctx, tx.clone(), unacked.clone());
         let stderr = child.stderr.take().map(drain_tail);
         let mut lines = BufReader::new(child.stdout.take().context("agent stdout")?).lines();
         let mut completed = false;
         let mut ending: Option<Outcome> = None;
         let mut last_blocked = false;
+        // Stopped on request or out of wall time: end the process at once.
+        let mut end_now: Option<Outcome> = None;
         loop {
             let line = tokio::select! {
-                _ = ctx.token.cancelled() => { ending = Some(Outcome::Stopped); break; }
+                _ = ctx.token.cancelled() => { end_now = Some(Outcome::Stopped); break; }
+                _ = until(deadline) => { end_now = Some(Outcome::StoppedByBudget(budget.wall_reason())); break; }
                 l = lines.next_line() => l,
             };
             let Ok(Some(line)) = line else { break };
             let Some(ev) = record_claude_line(ctx, &line, &mut session).await else { continue };
+            if let Some(text) = replayed_text(&ev) {
+                let mut pending = unacked.lock().unwrap();
+                if let Some(i) = pending.iter().position(|m| *m == text) {
+                    pending.remove(i);
+                }
+                prompted |= text == first_prompt;
+                continue;
+            }
             if ev["type"] != "result" {
                 continue;
             }
@@ -360,6 +440,7 @@ async fn claude_loop(ctx: &RunCtx) -> anyhow::Result<Outcome> {
                         ending = Some(Outcome::StoppedByBudget(why));
                         let _ = tx.send(None).await;
                     } else {
+                        unacked.lock().unwrap().push(reason.clone());
                         let _ = tx.send(Some(user_line(&reason))).await;
                     }
                 }
@@ -367,10 +448,10 @@ async fn claude_loop(ctx: &RunCtx) -> anyhow::Result<Outcome> {
         }
         forwarder.abort();
         drop(tx);
-        if let Some(Outcome::Stopped) = ending {
+        if let Some(o) = end_now {
             end_group(&mut child, Signal::SIGTERM).await;
             writer.abort();
-            return Ok(Outcome::Stopped);
+            return Ok(o);
         }
         let status = tokio::time::timeout(Duration::from_secs(30), child.wait()).await;
         if status.is_err() {
@@ -391,11 +472,13 @@ async fn claude_loop(ctx: &RunCtx) -> anyhow::Result<Outcome> {
             return Ok(Outcome::StoppedByBudget(why));
         }
         restarts += 1;
+        carry =
+            unacked.lock().unwrap().drain(..).filter(|m| m.as_str() != RESTART_NOTE && *m != first_prompt).collect();
         ctx.record(
             session.as_deref(),
             "agent.crashed",
             None,
-            json!({"agent": "claude-code", "restart": restarts, "stderr_tail": truncate(&tail, 2000), "status": format!("{status:?}")}),
+            json!({"agent": "claude-code", "restart": restarts, "stderr_tail": truncate(&tail, 2000), "status": format!("{status:?}"), "resent_messages": carry.len(), "first_prompt_taken": prompted}),
         )
         .await;
         if restarts > ctx.agent.max_restarts {
@@ -406,6 +489,7 @@ async fn claude_loop(ctx: &RunCtx) -> anyhow::Result<Outcome> {
         }
         tokio::select! {
             _ = ctx.token.cancelled() => return Ok(Outcome::Stopped),
+            _ = until(deadline) => return Ok(Outcome::StoppedByBudget(budget.wall_reason())),
             _ = tokio::time::sleep(backoff(restarts)) => {}
         }
     }
@@ -506,8 +590,13 @@ async fn record_claude_line(ctx: &RunCtx, line: &str, session: &mut Option<Strin
 }
 
 /// Writes a person's question into the running agent's stdin as soon as it
-/// is queued (Claude Code folds it into the current turn).
-fn spawn_question_forwarder(ctx: &RunCtx, tx: mpsc::Sender<Option<String>>) -> tokio::task::JoinHandle<()> {
+/// is queued (Claude Code folds it into the current turn), noting it in
+/// `unacked` until the agent echoes it.
+fn spawn_question_forwarder(
+    ctx: &RunCtx,
+    tx: mpsc::Sender<Option<String>>,
+    unacked: Unacked,
+) -> tokio::task::JoinHandle<()> {
     let sup = ctx.sup.clone();
     let campaign = ctx.campaign.clone();
     let mut bus = sup.subscribe();
@@ -528,7 +617,9 @@ fn spawn_question_forwarder(ctx: &RunCtx, tx: mpsc::Sender<Option<String>>) -> t
                     continue;
                 };
                 if sup.store().mark_delivered(id, "agent_stdin", None).await.unwrap_or(false) {
-                    if tx.send(Some(user_line(&crate::supervisor::question_message(&q)))).await.is_err() {
+                    let message = crate::supervisor::question_message(&q);
+                    unacked.lock().unwrap().push(message.clone());
+                    if tx.send(Some(user_line(&message))).await.is_err() {
                         return;
                     }
                     let _ = sup
@@ -543,7 +634,17 @@ fn spawn_question_forwarder(ctx: &RunCtx, tx: mpsc::Sender<Option<String>>) -> t
                     }
                 }
                 Ok(_) => {}
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                    // Missed notices: whatever still waits is delivered now.
+                    pending = sup
+                        .store()
+                        .list_questions(&campaign, true)
+                        .await
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(|q| q.id)
+                        .collect();
+                }
                 Err(_) => return,
             }
         }
@@ -555,12 +656,20 @@ fn spawn_question_forwarder(ctx: &RunCtx, tx: mpsc::Sender<Option<String>>) -> t
 /// exit is a completion claim.
 async fn turn_loop(ctx: &RunCtx, kind: AgentKind) -> anyhow::Result<Outcome> {
     let mut budget = Budget::new(&ctx.agent);
+    let deadline = budget.deadline();
     let mut session: Option<String> = None;
     let mut message = ctx.agent.first_prompt(&ctx.spec);
     let mut restarts = 0u32;
     let mut after_block = false;
     let local_session = format!("run-{}", ctx.run_id);
     loop {
+        // No hook or stdin carries a question to these agents mid-turn: what
+        // waits (the start question, anything asked before) goes with the
+        // turn's message; a question asked during a turn comes with the
+        // judgement of its end.
+        for q in ctx.take_waiting_questions(session.as_deref()).await {
+            message = format!("{message}\n\n{q}");
+        }
         let (program, args) = match kind {
             AgentKind::Codex => {
                 let mut args: Vec<String> = vec!["exec".into(), "--json".into(), "--skip-git-repo-check".into()];
@@ -588,19 +697,21 @@ async fn turn_loop(ctx: &RunCtx, kind: AgentKind) -> anyhow::Result<Outcome> {
                 ("sh".to_string(), vec!["-c".to_string(), cmd])
             }
         };
-        let mut child = spawn(&program, &args, ctx, false)?;
+        let mut child = spawn(&program, &args, ctx, kind, false)?;
         let stderr = child.stderr.take().map(drain_tail);
         let mut lines = BufReader::new(child.stdout.take().context("agent stdout")?).lines();
         let mut claim = String::new();
-        let mut stopped = false;
+        let mut turn = TurnSeen::default();
+        let mut end_now: Option<Outcome> = None;
         loop {
             let line = tokio::select! {
-                _ = ctx.token.cancelled() => { stopped = true; break; }
+                _ = ctx.token.cancelled() => { end_now = Some(Outcome::Stopped); break; }
+                _ = until(deadline) => { end_now = Some(Outcome::StoppedByBudget(budget.wall_reason())); break; }
                 l = lines.next_line() => l,
             };
             let Ok(Some(line)) = line else { break };
             match kind {
-                AgentKind::Codex => record_codex_line(ctx, &line, &mut session, &mut claim).await,
+                AgentKind::Codex => record_codex_line(ctx, &line, &mut session, &mut claim, &mut turn).await,
                 _ => {
                     if !line.trim().is_empty() {
                         claim = line.clone();
@@ -610,9 +721,9 @@ async fn turn_loop(ctx: &RunCtx, kind: AgentKind) -> anyhow::Result<Outcome> {
                 }
             }
         }
-        if stopped {
+        if let Some(o) = end_now {
             end_group(&mut child, Signal::SIGINT).await;
-            return Ok(Outcome::Stopped);
+            return Ok(o);
         }
         let status = child.wait().await?;
         let tail = match stderr {
@@ -622,9 +733,22 @@ async fn turn_loop(ctx: &RunCtx, kind: AgentKind) -> anyhow::Result<Outcome> {
         if kind == AgentKind::Command && session.is_none() {
             session = Some(local_session.clone());
         }
-        if session.is_none() || (!status.success() && claim.is_empty()) {
+        // Codex: only a completed turn is a claim; a process that died
+        // mid-turn (killed, an API error) is resumed. Other agents: a failed
+        // exit without any output.
+        let crashed = match kind {
+            AgentKind::Codex => session.is_none() || !turn.completed,
+            _ => session.is_none() || (!status.success() && claim.is_empty()),
+        };
+        if crashed {
             restarts += 1;
-            ctx.record(session.as_deref(), "agent.crashed", None, json!({"agent": kind.as_str(), "restart": restarts, "status": status.to_string(), "stderr_tail": truncate(&tail, 2000)})).await;
+            // A Codex turn that started holds its message in the thread
+            // already: resume with a note instead of sending it again.
+            let resent = !(kind == AgentKind::Codex && session.is_some() && turn.started);
+            if !resent {
+                message = RESTART_NOTE.to_string();
+            }
+            ctx.record(session.as_deref(), "agent.crashed", None, json!({"agent": kind.as_str(), "restart": restarts, "status": status.to_string(), "turn_started": turn.started, "message_resent": resent, "stderr_tail": truncate(&tail, 2000)})).await;
             if restarts > ctx.agent.max_restarts {
                 return Ok(Outcome::Failed(format!(
                     "{} did not complete a turn ({status}); stderr: {}",
@@ -634,6 +758,7 @@ async fn turn_loop(ctx: &RunCtx, kind: AgentKind) -> anyhow::Result<Outcome> {
             }
             tokio::select! {
                 _ = ctx.token.cancelled() => return Ok(Outcome::Stopped),
+                _ = until(deadline) => return Ok(Outcome::StoppedByBudget(budget.wall_reason())),
                 _ = tokio::time::sleep(backoff(restarts)) => {}
             }
             continue;
@@ -655,13 +780,26 @@ async fn turn_loop(ctx: &RunCtx, kind: AgentKind) -> anyhow::Result<Outcome> {
     }
 }
 
+/// What a `codex exec --json` process said of its turn.
+#[derive(Default)]
+struct TurnSeen {
+    started: bool,
+    completed: bool,
+}
+
 fn quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
 /// Records one `codex exec --json` line; keeps the thread id and the last
 /// agent message (the claim).
-async fn record_codex_line(ctx: &RunCtx, line: &str, session: &mut Option<String>, claim: &mut String) {
+async fn record_codex_line(
+    ctx: &RunCtx,
+    line: &str,
+    session: &mut Option<String>,
+    claim: &mut String,
+    turn: &mut TurnSeen,
+) {
     let Ok(ev) = serde_json::from_str::<Value>(line) else {
         if !line.trim().is_empty() {
             ctx.record(session.as_deref(), "agent.output", None, json!({"line": truncate(line, 2000)})).await;
@@ -669,6 +807,11 @@ async fn record_codex_line(ctx: &RunCtx, line: &str, session: &mut Option<String
         return;
     };
     let kind = ev["type"].as_str().unwrap_or("");
+    match kind {
+        "turn.started" => turn.started = true,
+        "turn.completed" => turn.completed = true,
+        _ => {}
+    }
     if kind == "thread.started" {
         if let Some(t) = ev["thread_id"].as_str() {
             *session = Some(t.to_string());
@@ -734,6 +877,17 @@ mod tests {
         assert_eq!(b.after_blocked_turn(Some(1.2)), None, "a gain resets the count");
         assert_eq!(b.after_blocked_turn(Some(1.2)), None);
         assert!(b.after_blocked_turn(None).unwrap().contains("2 blocked stops in a row without any gain"));
+    }
+
+    #[test]
+    fn replayed_user_messages_are_recognized() {
+        let echo = json!({"type": "user", "isReplay": true, "message": {"role": "user", "content": "a question"}});
+        assert_eq!(replayed_text(&echo).as_deref(), Some("a question"));
+        let parts = json!({"type": "user", "isReplay": true, "message": {"content": [{"type": "text", "text": "x"}, {"type": "text", "text": "y"}]}});
+        assert_eq!(replayed_text(&parts).as_deref(), Some("x\ny"));
+        // Tool results and hook feedback are the CLI's own user lines, not echoes.
+        let own = json!({"type": "user", "message": {"content": [{"type": "tool_result", "content": "ok"}]}});
+        assert_eq!(replayed_text(&own), None);
     }
 
     #[test]

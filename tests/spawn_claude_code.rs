@@ -1,0 +1,535 @@
+//! Spawn mode with the real Claude Code CLI: `gadfly run ID --agent
+//! claude-code` makes the daemon start `claude -p --input-format stream-json
+//! ...` in the workspace, against the scripted mock model, with gadfly's
+//! hooks in a generated `--settings` file, and supervise it to the end: a
+//! wrong claim is sent back, a person's question reaches the model, a killed
+//! CLI is resumed in the same session. The assertions are on what the mock
+//! model received, on the daemon's records and on `gadfly run`'s exit.
+//!
+//! The CLI comes from `GADFLY_CLAUDE_BIN`, else from the cache that
+//! `.ci/install-agents.sh` fills; without it these tests print `SKIPPED` and
+//! pass (with `GADFLY_REQUIRE_AGENTS=1` they fail).
+
+mod common;
+mod mock_model;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{Daemon, Fixture, ALL_PASS};
+use mock_model::{agent_or_skip, last_user_text, messages_containing, MockModel, Step};
+use serde_json::Value;
+
+/// Generous: a scripted run takes a few seconds, a loaded CI machine more.
+const TIMEOUT: Duration = Duration::from_secs(180);
+const WRONG: &str = "a true 50 100\nb false 40 100\nc true 80 100\n";
+
+fn claude_bin(test: &str) -> Option<PathBuf> {
+    agent_or_skip("GADFLY_CLAUDE_BIN", "claude", test)
+}
+
+/// A shell command that writes `text` into candidate.txt.
+fn write_candidate(text: &str) -> String {
+    format!("printf '{}' > candidate.txt", text.replace('\n', "\\n"))
+}
+
+/// A shell command that touches `ready`, then waits (at most a minute) for `go`.
+fn wait_for_file(ready: &Path, go: &Path) -> String {
+    format!(
+        "touch '{}' && for i in $(seq 1 600); do [ -f '{}' ] && break; sleep 0.1; done",
+        ready.display(),
+        go.display()
+    )
+}
+
+fn toml_str(s: &str) -> String {
+    serde_json::to_string(s).unwrap()
+}
+
+/// A fixture campaign whose `[agent]` section runs the real CLI against the
+/// mock, and a daemon with a clean environment (its own HOME) to spawn it.
+struct Setup {
+    f: Fixture,
+    d: Daemon,
+    id: String,
+    home: tempfile::TempDir,
+}
+
+impl Setup {
+    fn new(bin: &Path, mock: &MockModel, extra_agent: &str) -> Setup {
+        let home = tempfile::tempdir().unwrap();
+        let config = home.path().join("claude-config");
+        std::fs::create_dir_all(&config).unwrap();
+        let env = [
+            ("HOME", home.path().display().to_string()),
+            ("CLAUDE_CONFIG_DIR", config.display().to_string()),
+            ("ANTHROPIC_BASE_URL", mock.url.clone()),
+            ("ANTHROPIC_API_KEY", "dummy".into()),
+            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".into()),
+            ("DISABLE_TELEMETRY", "1".into()),
+            ("DISABLE_AUTOUPDATER", "1".into()),
+            ("IS_SANDBOX", "1".into()),
+        ];
+        let env: Vec<String> = env.iter().map(|(k, v)| format!("{k} = {}", toml_str(v))).collect();
+        let agent = format!(
+            "[agent]\nbin = {}\nenv = {{ {} }}\n{extra_agent}\n",
+            toml_str(&bin.display().to_string()),
+            env.join(", ")
+        );
+        let f = Fixture::new(&agent);
+        let data = f.data_dir();
+        // The daemon passes its environment on to the agent: keep it clean,
+        // so nothing of the machine running the tests (API keys, a Claude
+        // Code session around `cargo test`) reaches the CLI.
+        let mut cmd = common::gadfly();
+        cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"]).arg(&data);
+        if let Some(url) = common::postgres_for(&data) {
+            cmd.args(["--database-url", &url]);
+        }
+        cmd.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", home.path())
+            .env("LANG", "C.UTF-8")
+            .env("RUST_LOG", "info,sqlx=warn");
+        let d = Daemon::start_cmd(&data, cmd);
+        let id = d.create_campaign(&f.spec());
+        Setup { f, d, id, home }
+    }
+
+    /// `gadfly run ID --agent claude-code`, followed in the background.
+    fn start_run(&self) -> RunProc {
+        let out = self.home.path().join(format!("run-{}.out", self.id));
+        let err = self.home.path().join(format!("run-{}.err", self.id));
+        let child = self
+            .d
+            .cmd()
+            .args(["run", &self.id, "--agent", "claude-code"])
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(&out).unwrap())
+            .stderr(std::fs::File::create(&err).unwrap())
+            .spawn()
+            .unwrap();
+        RunProc { child, out, err, started: Instant::now() }
+    }
+
+    fn runs(&self) -> Value {
+        self.d.api_get(&format!("/campaigns/{}/runs", self.id))
+    }
+
+    fn log(&self) -> Vec<Value> {
+        self.d.api_get(&format!("/campaigns/{}/log?limit=10000", self.id)).as_array().unwrap().clone()
+    }
+
+    fn stops(&self) -> Vec<Value> {
+        self.d.api_get(&format!("/campaigns/{}/stops", self.id)).as_array().unwrap().clone()
+    }
+
+    fn questions(&self) -> Vec<Value> {
+        self.d.api_get(&format!("/campaigns/{}/questions", self.id)).as_array().unwrap().clone()
+    }
+
+    /// What the mock saw, the daemon's agent events and its log, for failures.
+    fn explain(&self, mock: &MockModel) -> String {
+        let mut out = format!("--- mock ---\n{}", mock.describe());
+        out.push_str("--- events ---\n");
+        for e in self.log() {
+            let p = e["payload"].to_string();
+            let p: String = p.chars().take(300).collect();
+            out.push_str(&format!("{} {} {}\n", e["kind"].as_str().unwrap_or(""), e["session_id"], p));
+        }
+        for entry in std::fs::read_dir(self.f.dir.path()).unwrap().flatten() {
+            let name = entry.file_name().to_string_lossy().to_string();
+            if name.starts_with("daemon-") {
+                let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+                let lines: Vec<&str> = text.lines().collect();
+                out.push_str(&format!(
+                    "--- {name} (tail) ---\n{}\n",
+                    lines[lines.len().saturating_sub(30)..].join("\n")
+                ));
+            }
+        }
+        out
+    }
+}
+
+impl Drop for Setup {
+    /// The daemon is killed (SIGKILL) when `d` drops: end the agent's
+    /// process groups first, which would outlive it.
+    fn drop(&mut self) {
+        kill_agents(self.d.child.id());
+    }
+}
+
+/// A `gadfly run` being followed.
+struct RunProc {
+    child: Child,
+    out: PathBuf,
+    err: PathBuf,
+    started: Instant,
+}
+
+struct RunEnd {
+    status: Option<ExitStatus>,
+    stdout: String,
+    stderr: String,
+    elapsed: Duration,
+}
+
+impl RunProc {
+    /// Waits for `gadfly run` to exit (killed at `timeout`).
+    fn finish(mut self, timeout: Duration) -> RunEnd {
+        let status = loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                break Some(s);
+            }
+            if self.started.elapsed() > timeout {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        RunEnd {
+            status,
+            stdout: std::fs::read_to_string(&self.out).unwrap_or_default(),
+            stderr: std::fs::read_to_string(&self.err).unwrap_or_default(),
+            elapsed: self.started.elapsed(),
+        }
+    }
+}
+
+impl RunEnd {
+    fn assert_completed(&self, s: &Setup, mock: &MockModel) {
+        let ok = self.status.is_some_and(|st| st.success());
+        assert!(
+            ok && self.stdout.contains("ended: the predicate holds"),
+            "gadfly run: {:?} after {:.1} s\n--- stdout ---\n{}\n--- stderr ---\n{}\n{}",
+            self.status,
+            self.elapsed.as_secs_f64(),
+            self.stdout,
+            self.stderr,
+            s.explain(mock)
+        );
+        let runs = s.runs();
+        assert_eq!(runs[0]["status"], "ended", "{runs}");
+        assert_eq!(runs[0]["outcome"], "completed", "{runs}");
+        assert_eq!(runs[0]["agent"], "claude-code", "{runs}");
+    }
+}
+
+/// Polls `pred` until it holds or `timeout` passes; false on timeout.
+fn wait_for(timeout: Duration, pred: impl Fn() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if pred() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    pred()
+}
+
+/// The session ids the daemon recorded from the CLI's `system/init` lines.
+fn sessions(s: &Setup) -> Vec<String> {
+    s.log()
+        .iter()
+        .filter(|e| e["kind"] == "agent.session")
+        .filter_map(|e| e["payload"]["session_id"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// Processes below `root` (children, grandchildren...) as (pid, exe path).
+fn descendants(root: u32) -> Vec<(u32, PathBuf)> {
+    let mut parent = std::collections::HashMap::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else { continue };
+        if let Some(ppid) = rest.split_whitespace().nth(1).and_then(|p| p.parse::<u32>().ok()) {
+            parent.insert(pid, ppid);
+        }
+    }
+    let mut out = Vec::new();
+    for (&pid, _) in parent.iter() {
+        let mut p = pid;
+        while let Some(&pp) = parent.get(&p) {
+            if pp == root {
+                let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap_or_default();
+                out.push((pid, exe));
+                break;
+            }
+            if pp <= 1 {
+                break;
+            }
+            p = pp;
+        }
+    }
+    out
+}
+
+/// SIGKILLs the process groups of everything below `root` (the agents the
+/// daemon spawned run in process groups of their own).
+fn kill_agents(root: u32) {
+    let own = nix::unistd::getpgrp();
+    for (pid, _) in descendants(root) {
+        if let Ok(pg) = nix::unistd::getpgid(Some(nix::unistd::Pid::from_raw(pid as i32))) {
+            if pg != own {
+                let _ = nix::sys::signal::killpg(pg, nix::sys::signal::Signal::SIGKILL);
+            }
+        }
+    }
+}
+
+/// The pid of the Claude Code process the daemon spawned (its own child
+/// whose executable is the CLI).
+fn claude_pid(s: &Setup, bin: &Path) -> Option<u32> {
+    let real = std::fs::canonicalize(bin).unwrap_or_else(|_| bin.to_path_buf());
+    let name = real.file_name().unwrap().to_string_lossy().to_string();
+    descendants(s.d.child.id())
+        .into_iter()
+        .find(|(_, exe)| exe.file_name().is_some_and(|n| n.to_string_lossy() == name))
+        .map(|(pid, _)| pid)
+}
+
+#[test]
+fn a_spawned_claude_is_sent_back_while_a_scenario_fails_then_the_run_completes() {
+    let Some(bin) = claude_bin("a_spawned_claude_is_sent_back_while_a_scenario_fails_then_the_run_completes") else {
+        return;
+    };
+    let mock = MockModel::start(vec![
+        Step::shell(&write_candidate(WRONG)).described("Write the new candidate"),
+        Step::text("All scenarios pass now. Done."),
+        Step::shell(&write_candidate(ALL_PASS))
+            .described("Fix b")
+            .when_last_user_contains("gadfly: you may not stop yet"),
+        Step::text("Fixed b. Done."),
+    ]);
+    let s = Setup::new(&bin, &mock, "");
+    let end = s.start_run().finish(TIMEOUT);
+    eprintln!("gadfly run (claude-code) took {:.2} s\n{}", end.elapsed.as_secs_f64(), mock.describe());
+    end.assert_completed(&s, &mock);
+    assert_eq!(mock.steps_served(), 4, "every step was used: {}", s.explain(&mock));
+    assert!(mock.unmatched().is_empty(), "{}", s.explain(&mock));
+
+    // The opening message is gadfly's first prompt, built from the goal.
+    let requests = mock.agent_requests();
+    let opening = last_user_text(&requests[0]);
+    assert!(opening.contains("every scenario faster") && opening.contains("supervised by gadfly"), "{opening}");
+
+    // After the wrong claim the model got the failing scenario and a question.
+    let feedback = requests
+        .iter()
+        .map(last_user_text)
+        .find(|t| t.contains("gadfly: you may not stop yet"))
+        .unwrap_or_else(|| panic!("the block reason never reached the model: {}", s.explain(&mock)));
+    // The Stop hook in the generated settings blocked inside the turn (the
+    // CLI wraps its feedback in a system reminder), not the run loop after it.
+    assert!(feedback.contains("Stop hook feedback:\ngadfly: you may not stop yet"), "{feedback}");
+    let row = feedback
+        .lines()
+        .find(|l| l.starts_with("b "))
+        .unwrap_or_else(|| panic!("no row for scenario b in the feedback:\n{feedback}"));
+    assert!(row.contains("NO"), "{row}");
+    assert!(!feedback.lines().any(|l| l.starts_with("a ") || l.starts_with("c ")), "{feedback}");
+    assert!(feedback.contains("Question"), "a question is carried:\n{feedback}");
+    assert!(!last_user_text(requests.last().unwrap()).contains("gadfly: you may not stop yet"));
+
+    // Stop attempts: block, then allow, from the CLI's own session.
+    let session = sessions(&s);
+    assert!(!session.is_empty(), "no agent.session event: {}", s.explain(&mock));
+    assert!(session.iter().all(|x| x == &session[0]), "one session: {session:?}");
+    let stops = s.stops();
+    let decisions: Vec<&str> = stops.iter().map(|x| x["decision"].as_str().unwrap()).collect();
+    assert_eq!(decisions, ["block", "allow"], "{}", s.explain(&mock));
+    assert_eq!(stops[0]["claim"], "All scenarios pass now. Done.");
+    assert_eq!(stops[1]["claim"], "Fixed b. Done.");
+    for st in &stops {
+        assert_eq!(st["session_id"], session[0].as_str(), "{st}");
+    }
+    assert_eq!(s.runs()[0]["session_id"], session[0].as_str());
+
+    // The generated settings file wired gadfly's hooks; the stream was recorded.
+    let kinds: Vec<String> = s.log().iter().map(|e| e["kind"].as_str().unwrap_or("").to_string()).collect();
+    for k in ["hook.session_start", "hook.post_tool_use", "agent.tool_call", "agent.tool_result", "agent.result"] {
+        assert!(kinds.iter().any(|x| x == k), "{k} not in the log: {kinds:?}");
+    }
+    assert!(!kinds.iter().any(|x| x == "agent.crashed"), "{kinds:?}");
+    assert_eq!(std::fs::read_to_string(s.f.ws().join("candidate.txt")).unwrap(), ALL_PASS);
+}
+
+#[test]
+fn a_question_asked_while_the_spawned_claude_works_reaches_the_model() {
+    let Some(bin) = claude_bin("a_question_asked_while_the_spawned_claude_works_reaches_the_model") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (ready, go) = (dir.path().join("ready"), dir.path().join("go"));
+    let question = "Does the reference win in cycles or only in wall-clock time?";
+    // Step 1 writes a passing candidate, then stays in its tool call until
+    // the test has queued its question.
+    let mock = MockModel::start(vec![
+        Step::shell(&format!("{} && {}", write_candidate(ALL_PASS), wait_for_file(&ready, &go)))
+            .described("Write the candidate and measure"),
+        Step::text("Measured with perf: cycles too, not only wall-clock time. Done.")
+            .when_body_contains(question)
+            .otherwise_text("Every scenario passes. Done."),
+    ]);
+    let s = Setup::new(&bin, &mock, "");
+    let run = s.start_run();
+    assert!(wait_for(TIMEOUT, || ready.exists()), "the agent never made its tool call: {}", s.explain(&mock));
+    let asked_after = mock.agent_requests().len();
+    let out = s.d.run(&["ask", &s.id, question]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // gadfly writes it to the agent's stdin at once.
+    let delivered = wait_for(Duration::from_secs(30), || {
+        s.d.api_get(&format!("/campaigns/{}/questions", s.id))
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|q| q["source"] == "human" && q["status"] == "delivered")
+    });
+    let qs = s.d.api_get(&format!("/campaigns/{}/questions", s.id));
+    assert!(delivered, "the question was not delivered while the tool ran: {qs}\n{}", s.explain(&mock));
+    // Written to the pipe; give the CLI a moment to read it before the tool ends.
+    std::thread::sleep(Duration::from_millis(500));
+    std::fs::write(&go, "").unwrap();
+    let end = run.finish(TIMEOUT);
+    eprintln!("gadfly run (claude-code) took {:.2} s\n{}", end.elapsed.as_secs_f64(), mock.describe());
+    end.assert_completed(&s, &mock);
+    assert!(mock.unmatched().is_empty(), "{}", s.explain(&mock));
+    assert_eq!(mock.steps_served(), 2, "the model answered the question: {}", s.explain(&mock));
+
+    let qs = s.d.api_get(&format!("/campaigns/{}/questions", s.id));
+    let human: Vec<&Value> = qs.as_array().unwrap().iter().filter(|q| q["source"] == "human").collect();
+    assert_eq!(human.len(), 1, "{qs}");
+    assert_eq!(human[0]["status"], "delivered", "{qs}");
+    let via = human[0]["delivered_via"].as_str().unwrap_or("").to_string();
+
+    let requests = mock.agent_requests();
+    assert!(requests[..asked_after].iter().all(|r| !r.to_string().contains(question)));
+    let first = requests
+        .iter()
+        .position(|r| r.to_string().contains(question))
+        .unwrap_or_else(|| panic!("the question never reached the model: {}", s.explain(&mock)));
+    let found = messages_containing(&requests[first], question);
+    let (role, text) = found.last().unwrap();
+    eprintln!(
+        "the question (delivered via {via}) reached the model in request #{first}, in a {role} message: {text:?}"
+    );
+    assert_eq!(via, "agent_stdin", "spawn mode writes a question to the agent's stdin at once: {qs}");
+    assert_eq!(first, asked_after, "the model's first request after the tool call carries the question");
+    assert!(text.contains("from the person supervising"), "{text}");
+    for r in &requests[first..] {
+        assert_eq!(messages_containing(r, question).len(), 1, "delivered once: {}", s.explain(&mock));
+    }
+    let stops = s.stops();
+    assert_eq!(stops.last().unwrap()["decision"], "allow", "{stops:?}");
+    assert_eq!(stops.last().unwrap()["claim"], "Measured with perf: cycles too, not only wall-clock time. Done.");
+}
+
+/// The daemon's CLI dies in the middle of a tool call (SIGKILL, from the
+/// test): the daemon resumes the same session with `--resume`, and what the
+/// dead process had been written but never took in (the campaign's start
+/// question and a person's question, both written to its stdin while the
+/// tool ran) is written to the new one, so no question is lost.
+#[test]
+fn a_killed_claude_is_resumed_in_the_same_session_and_the_run_completes() {
+    let Some(bin) = claude_bin("a_killed_claude_is_resumed_in_the_same_session_and_the_run_completes") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (ready, go) = (dir.path().join("ready"), dir.path().join("go"));
+    let question = "Which scenario did you measure last, and with what tool?";
+    let hang = format!("{} && {}", write_candidate(WRONG), wait_for_file(&ready, &go));
+    let mock = MockModel::start(vec![
+        Step::shell(&hang).described("Write a candidate and measure"),
+        Step::shell(&write_candidate(ALL_PASS)).described("Fix b").when_body_contains("stopped unexpectedly"),
+        Step::text("Fixed after the restart; b was measured last, with the harness. Done."),
+    ]);
+    let s = Setup::new(&bin, &mock, "max_restarts = 3");
+    let run = s.start_run();
+    assert!(wait_for(TIMEOUT, || ready.exists()), "the agent never made its tool call: {}", s.explain(&mock));
+    // A question written to the CLI's stdin while the tool runs.
+    let out = s.d.run(&["ask", &s.id, question]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        wait_for(Duration::from_secs(30), || s.questions().iter().all(|q| q["status"] == "delivered")),
+        "the questions were not written to the agent: {:?}",
+        s.questions()
+    );
+    let start_question =
+        s.questions().into_iter().find(|q| q["moment"] == "start").map(|q| q["text"].as_str().unwrap().to_string());
+    let before = mock.log().len();
+    let pid = claude_pid(&s, &bin).unwrap_or_else(|| {
+        panic!("no claude process under the daemon: {:?}\n{}", descendants(s.d.child.id()), s.explain(&mock))
+    });
+    let first_session = sessions(&s);
+    assert_eq!(first_session.len(), 1, "{first_session:?}");
+    let killed_at = Instant::now();
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL).unwrap();
+    assert!(mock.wait_for_steps(2, TIMEOUT), "the resumed agent never asked the model again: {}", s.explain(&mock));
+    eprintln!("resumed {:.2} s after the kill", killed_at.elapsed().as_secs_f64());
+    std::fs::write(&go, "").unwrap(); // lets the orphaned tool of the killed CLI end
+    let end = run.finish(TIMEOUT);
+    eprintln!("gadfly run (claude-code) took {:.2} s\n{}", end.elapsed.as_secs_f64(), mock.describe());
+    end.assert_completed(&s, &mock);
+    assert_eq!(mock.steps_served(), 3, "{}", s.explain(&mock));
+    assert!(mock.unmatched().is_empty(), "{}", s.explain(&mock));
+
+    // The daemon saw the crash and resumed the same session.
+    let log = s.log();
+    let crashed: Vec<&Value> = log.iter().filter(|e| e["kind"] == "agent.crashed").collect();
+    assert_eq!(crashed.len(), 1, "{}", s.explain(&mock));
+    assert_eq!(crashed[0]["payload"]["restart"], 1);
+    let all = sessions(&s);
+    assert!(all.len() >= 2 && all.iter().all(|x| x == &first_session[0]), "one session resumed: {all:?}");
+
+    // The resumed process continues the conversation: its first model
+    // request carries the history before the kill, then the restart note.
+    let pre: Vec<_> = mock.log().into_iter().take(before).filter(|r| r.kind == mock_model::Kind::Agent).collect();
+    let post: Vec<_> = mock.log().into_iter().skip(before).filter(|r| r.kind == mock_model::Kind::Agent).collect();
+    let resumed = &post[0];
+    let text = resumed.body.to_string();
+    assert!(text.contains("every scenario faster"), "the first prompt is in the history: {text}");
+    assert_eq!(messages_containing(&resumed.body, "supervised by gadfly").len(), 1, "the first prompt, once");
+    let calls: Vec<&Value> = resumed.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["content"].as_array().into_iter().flatten())
+        .filter(|b| b["type"] == "tool_use")
+        .collect();
+    assert!(
+        calls.iter().any(|b| b["input"]["command"] == hang.as_str()),
+        "the killed tool call is in the history: {text}"
+    );
+    assert!(text.contains("stopped unexpectedly"), "{}", s.explain(&mock));
+    let n_pre = pre.last().unwrap().body["messages"].as_array().unwrap().len();
+    let n_resumed = resumed.body["messages"].as_array().unwrap().len();
+    assert!(n_resumed > n_pre, "the history grew: {n_pre} then {n_resumed} messages");
+    // Claude Code names its session in a header: the same before and after.
+    let header = |r: &mock_model::Recorded| r.headers["x-claude-code-session-id"].as_str().map(str::to_string);
+    assert_eq!(header(&pre[0]).as_deref(), Some(first_session[0].as_str()), "{:?}", pre[0].headers);
+    assert_eq!(header(resumed).as_deref(), Some(first_session[0].as_str()), "{:?}", resumed.headers);
+
+    // No question was lost with the killed process: both reach the model
+    // after the restart, once.
+    let last = &post.last().unwrap().body;
+    assert!(pre.iter().all(|r| !r.body.to_string().contains(question)));
+    assert_eq!(messages_containing(last, question).len(), 1, "the person's question: {}", s.explain(&mock));
+    if let Some(q) = &start_question {
+        assert_eq!(messages_containing(last, q).len(), 1, "the start question: {}", s.explain(&mock));
+    }
+    // What the dead process never took in was written again, once.
+    let lost = [Some(question.to_string()), start_question.clone()]
+        .into_iter()
+        .flatten()
+        .filter(|q| pre.iter().all(|r| !r.body.to_string().contains(q.as_str())))
+        .count();
+    assert_eq!(crashed[0]["payload"]["resent_messages"], lost, "{}", crashed[0]);
+
+    let stops = s.stops();
+    assert_eq!(stops.last().unwrap()["decision"], "allow", "{stops:?}");
+    assert_eq!(stops.last().unwrap()["session_id"], first_session[0].as_str());
+    assert_eq!(std::fs::read_to_string(s.f.ws().join("candidate.txt")).unwrap(), ALL_PASS);
+}
