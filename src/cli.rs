@@ -440,6 +440,26 @@ async fn campaign(c: CampaignCommand) -> anyhow::Result<ExitCode> {
                 if d["latest_evaluation"].is_object() {
                     print!("{}", render_evaluation(&d["latest_evaluation"]));
                 }
+                let questions = d["questions"].as_array().cloned().unwrap_or_default();
+                if !questions.is_empty() {
+                    println!("questions:");
+                    for q in questions {
+                        let status = match (q["status"].as_str(), q["delivered_at"].as_str()) {
+                            (Some("delivered"), Some(at)) => {
+                                format!("delivered {at} via {}", q["delivered_via"].as_str().unwrap_or("?"))
+                            }
+                            (Some(s), _) => s.to_string(),
+                            _ => "?".into(),
+                        };
+                        println!(
+                            "  #{} [{}{}] {} ({status})",
+                            q["id"],
+                            q["source"].as_str().unwrap_or(""),
+                            q["bank_id"].as_str().map(|b| format!(" {b}")).unwrap_or_default(),
+                            q["text"].as_str().unwrap_or("")
+                        );
+                    }
+                }
             }
         }
     }

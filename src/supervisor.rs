@@ -55,6 +55,8 @@ struct Inner {
     runs: Mutex<HashMap<String, CancellationToken>>,
     /// Transcripts being followed, by (campaign, session).
     followers: Mutex<HashMap<(String, String), CancellationToken>>,
+    /// Campaign rows and specs read so far (they do not change).
+    campaigns: Mutex<HashMap<String, (CampaignRow, CampaignSpec)>>,
     /// Agent messages waiting for the text classifier (campaign, session, text).
     messages: tokio::sync::mpsc::UnboundedSender<(String, Option<String>, String)>,
 }
@@ -84,6 +86,7 @@ impl Supervisor {
                 endpoint,
                 runs: Mutex::new(HashMap::new()),
                 followers: Mutex::new(HashMap::new()),
+                campaigns: Mutex::new(HashMap::new()),
                 messages,
             }),
         };
@@ -291,10 +294,20 @@ impl Supervisor {
         Ok(row)
     }
 
+    /// A campaign's row and spec. A campaign's spec never changes once
+    /// created, so it is read from the store once and kept in memory.
     pub async fn campaign(&self, id: &str) -> Result<(CampaignRow, CampaignSpec)> {
+        if let Some(hit) = self.inner.campaigns.lock().expect("campaign cache poisoned").get(id) {
+            return Ok(hit.clone());
+        }
         let row = self.inner.store.get_campaign(id).await?.ok_or_else(|| SupervisorError::NotFound(id.to_string()))?;
         let spec: CampaignSpec =
             serde_json::from_str(&row.spec_json).map_err(|e| anyhow!("stored spec of {id}: {e}"))?;
+        self.inner
+            .campaigns
+            .lock()
+            .expect("campaign cache poisoned")
+            .insert(id.to_string(), (row.clone(), spec.clone()));
         Ok((row, spec))
     }
 

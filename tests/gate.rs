@@ -193,6 +193,13 @@ fn a_human_question_is_delivered_at_the_next_stop_once() {
     let human: Vec<&Value> = qs.as_array().unwrap().iter().filter(|q| q["source"] == "human").collect();
     assert_eq!(human.len(), 1);
     assert_eq!(human[0]["status"], "delivered");
+    let show = String::from_utf8(d.run(&["campaign", "show", &id]).stdout).unwrap();
+    let line =
+        show.lines().find(|l| l.contains("Does the reference win in cycles")).unwrap_or_else(|| panic!("{show}"));
+    assert!(
+        line.contains("[human]") && line.contains("via stop_hook_reason"),
+        "campaign show says when and how: {line}"
+    );
 }
 
 #[test]
