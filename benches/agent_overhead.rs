@@ -1,0 +1,131 @@
+//! A whole scripted Claude Code run (the real CLI, the mock model server)
+//! with gadfly's hooks, side by side with the same run without hooks: the
+//! time gadfly adds per tool call and in all. Runs alternate. Prints
+//! figures; asserts none. Needs the CLI (`.ci/install-agents.sh`).
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+#[path = "../tests/mock_model/mod.rs"]
+mod mock_model;
+
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use mock_model::{path_with_gadfly, MockModel, Step};
+
+const TOOL_CALLS: usize = 20;
+const RUNS: usize = 7;
+
+fn main() {
+    let Some(bin) = mock_model::agent_bin("GADFLY_CLAUDE_BIN", "claude") else {
+        println!("SKIPPED: the claude CLI is not installed (run .ci/install-agents.sh)");
+        return;
+    };
+    let f = common::Fixture::new("");
+    f.set_candidate(common::ALL_PASS);
+    let d = common::Daemon::start(&f.data_dir());
+    let id = d.create_campaign(&f.spec());
+    let home = tempfile::tempdir().unwrap();
+    let settings = home.path().join("gadfly-settings.json");
+    let ours = gadfly::agent::attach::hooks_settings("gadfly", &id);
+    std::fs::write(&settings, serde_json::to_string_pretty(&ours).unwrap()).unwrap();
+    // The same hook events running a command that does nothing: what Claude
+    // Code itself spends to run a hook, whoever writes it.
+    let noop_settings = home.path().join("noop-settings.json");
+    let noop = serde_json::to_string_pretty(&ours)
+        .unwrap()
+        .replace(&format!("gadfly hook claude-code"), "cat >/dev/null; true");
+    let noop = noop
+        .lines()
+        .map(|l| {
+            if l.contains("cat >/dev/null; true") {
+                l.split(" --campaign").next().unwrap().to_string() + "\","
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    std::fs::write(&noop_settings, &noop).unwrap();
+    let _: serde_json::Value = serde_json::from_str(&noop).expect("no-op settings are JSON");
+
+    let run = |hooks: u8| -> f64 {
+        let mut script: Vec<Step> =
+            (0..TOOL_CALLS).map(|i| Step::shell(&format!("echo step {i} > /dev/null"))).collect();
+        script.push(Step::text("All scenarios pass. Done."));
+        let mock = MockModel::start(script);
+        let config = tempfile::tempdir().unwrap();
+        let mut cmd = Command::new(&bin);
+        cmd.args([
+            "-p",
+            "run the steps",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--dangerously-skip-permissions",
+        ]);
+        match hooks {
+            1 => {
+                cmd.arg("--settings").arg(&noop_settings);
+            }
+            2 => {
+                cmd.arg("--settings").arg(&settings);
+            }
+            _ => {}
+        }
+        cmd.current_dir(f.ws())
+            .env_clear()
+            .env("PATH", path_with_gadfly())
+            .env("HOME", home.path())
+            .env("CLAUDE_CONFIG_DIR", config.path())
+            .env("ANTHROPIC_BASE_URL", &mock.url)
+            .env("ANTHROPIC_API_KEY", "dummy")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .env("DISABLE_TELEMETRY", "1")
+            .env("DISABLE_AUTOUPDATER", "1")
+            .env("IS_SANDBOX", "1")
+            .env("GADFLY_URL", &d.url)
+            .env("GADFLY_TOKEN", &d.token)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let t = Instant::now();
+        let status = cmd.status().unwrap();
+        let s = t.elapsed().as_secs_f64();
+        assert!(status.success(), "claude failed (variant {hooks})");
+        s
+    };
+    run(0);
+    run(1);
+    run(2);
+    let (mut with, mut without, mut noop) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..RUNS {
+        without.push(run(0));
+        noop.push(run(1));
+        with.push(run(2));
+    }
+    let med = |v: &mut Vec<f64>| {
+        v.sort_by(|a, b| a.total_cmp(b));
+        v[v.len() / 2]
+    };
+    let (m_with, m_without, m_noop) = (med(&mut with), med(&mut without), med(&mut noop));
+    println!("Scripted Claude Code run: {TOOL_CALLS} Bash tool calls and a stop, {RUNS} runs each, alternating");
+    println!("{:<16} {:>12} {:>12} {:>12}", "", "median s", "min s", "max s");
+    println!("{:<16} {:>12.3} {:>12.3} {:>12.3}", "no hooks", m_without, without[0], without[without.len() - 1]);
+    println!("{:<16} {:>12.3} {:>12.3} {:>12.3}", "no-op hooks", m_noop, noop[0], noop[noop.len() - 1]);
+    println!("{:<16} {:>12.3} {:>12.3} {:>12.3}", "gadfly hooks", m_with, with[0], with[with.len() - 1]);
+    let added = m_with - m_without;
+    println!(
+        "gadfly adds {:.1} ms per run ({:.1}%), {:.2} ms per tool call (PostToolUse hook, plus SessionStart, UserPromptSubmit, Stop, SessionEnd per run)",
+        added * 1e3,
+        added / m_without * 100.0,
+        added * 1e3 / TOOL_CALLS as f64
+    );
+    println!(
+        "of which Claude Code's own cost of running hooks (no-op hooks): {:.1} ms per run; gadfly's share beyond it: {:.1} ms per run, {:.2} ms per tool call",
+        (m_noop - m_without) * 1e3,
+        (m_with - m_noop) * 1e3,
+        (m_with - m_noop) * 1e3 / TOOL_CALLS as f64
+    );
+    println!("goal: overhead under 1% of a scripted agent's run time");
+}
