@@ -218,6 +218,38 @@ impl Store {
         Ok((existing.try_get::<i64, _>(0)?, false))
     }
 
+    /// Appends events in one transaction; each keyed row already stored is
+    /// skipped (None in the result), the others get their ids.
+    pub async fn append_events(
+        &self,
+        campaign_id: &str,
+        session_id: Option<&str>,
+        rows: &[(String, String, serde_json::Value)],
+        created_at: &str,
+    ) -> anyhow::Result<Vec<Option<i64>>> {
+        let mut tx = self.pool.begin().await?;
+        let mut ids = Vec::with_capacity(rows.len());
+        for (kind, key, payload) in rows {
+            let row = sqlx::query(
+                "insert into events (campaign_id, session_id, kind, idempotency_key, payload, created_at)
+                 values ($1, $2, $3, $4, $5, $6)
+                 on conflict (idempotency_key) do nothing
+                 returning id",
+            )
+            .bind(campaign_id)
+            .bind(session_id)
+            .bind(kind)
+            .bind(key)
+            .bind(payload.to_string())
+            .bind(created_at)
+            .fetch_optional(&mut *tx)
+            .await?;
+            ids.push(row.map(|r| r.try_get::<i64, _>(0)).transpose()?);
+        }
+        tx.commit().await?;
+        Ok(ids)
+    }
+
     pub async fn events_after(&self, campaign_id: &str, after: i64, limit: i64) -> anyhow::Result<Vec<EventRow>> {
         let rows = sqlx::query(
             "select id, campaign_id, session_id, kind, payload, created_at from events

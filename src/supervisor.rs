@@ -230,7 +230,46 @@ impl Supervisor {
         let created_at = crate::store::now();
         let (id, fresh) =
             self.inner.store.append_event(campaign_id, session_id, kind, key, &payload, &created_at).await?;
-        if fresh && kind == "agent.message" {
+        if fresh {
+            self.publish(id, campaign_id, session_id, kind, payload, created_at);
+        }
+        Ok((id, fresh))
+    }
+
+    /// Records many events of one session in one transaction (a batch of
+    /// transcript rows): one commit instead of one per row.
+    pub async fn record_batch(
+        &self,
+        campaign_id: &str,
+        session_id: Option<&str>,
+        rows: Vec<(String, String, Value)>,
+    ) -> anyhow::Result<usize> {
+        if rows.is_empty() {
+            return Ok(0);
+        }
+        let created_at = crate::store::now();
+        let ids = self.inner.store.append_events(campaign_id, session_id, &rows, &created_at).await?;
+        let mut fresh = 0;
+        for ((kind, _, payload), id) in rows.into_iter().zip(ids) {
+            if let Some(id) = id {
+                fresh += 1;
+                self.publish(id, campaign_id, session_id, &kind, payload, created_at.clone());
+            }
+        }
+        Ok(fresh)
+    }
+
+    /// Tells live watchers, and hands agent messages to the classifier.
+    fn publish(
+        &self,
+        id: i64,
+        campaign_id: &str,
+        session_id: Option<&str>,
+        kind: &str,
+        payload: Value,
+        created_at: String,
+    ) {
+        if kind == "agent.message" {
             if let Some(text) = payload.get("text").and_then(Value::as_str).filter(|t| !t.trim().is_empty()) {
                 let _ = self.inner.messages.send((
                     campaign_id.to_string(),
@@ -239,17 +278,14 @@ impl Supervisor {
                 ));
             }
         }
-        if fresh {
-            let _ = self.inner.bus.send(EventRow {
-                id,
-                campaign_id: campaign_id.to_string(),
-                session_id: session_id.map(str::to_string),
-                kind: kind.to_string(),
-                payload,
-                created_at,
-            });
-        }
-        Ok((id, fresh))
+        let _ = self.inner.bus.send(EventRow {
+            id,
+            campaign_id: campaign_id.to_string(),
+            session_id: session_id.map(str::to_string),
+            kind: kind.to_string(),
+            payload,
+            created_at,
+        });
     }
 
     /// Creates a campaign from spec text. `spec_path` is absolute; the

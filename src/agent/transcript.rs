@@ -110,13 +110,11 @@ pub fn spawn_follower(sup: Supervisor, campaign: String, session: String, path: 
             };
             let p = path.clone();
             if let Ok(Ok((lines, next))) = tokio::task::spawn_blocking(move || read_new_lines(&p, offset)).await {
-                offset = next;
-                for line in lines {
-                    for (kind, key, payload) in rows_of(&line) {
-                        if let Err(e) = sup.record(&campaign, Some(&session), &kind, Some(&key), payload).await {
-                            tracing::warn!(error = %e, "recording a transcript line");
-                        }
-                    }
+                let rows: Vec<Row> = lines.iter().flat_map(|l| rows_of(l)).collect();
+                match sup.record_batch(&campaign, Some(&session), rows).await {
+                    // Read again from here only once the rows are stored.
+                    Ok(_) => offset = next,
+                    Err(e) => tracing::warn!(error = %e, "recording transcript lines"),
                 }
             }
             if done {
