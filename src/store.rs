@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use serde::{Deserialize, Serialize};
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
-use sqlx::{AnyPool, Row};
+use sqlx::{AnyPool, FromRow, Row};
 
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/sqlite");
 static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/postgres");
@@ -37,7 +37,7 @@ pub fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, sqlx::FromRow)]
 pub struct CampaignRow {
     pub id: String,
     pub name: String,
@@ -60,7 +60,7 @@ pub struct EventRow {
     pub created_at: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, sqlx::FromRow)]
 pub struct QuestionRow {
     pub id: i64,
     pub campaign_id: String,
@@ -260,19 +260,7 @@ impl Store {
         .bind(limit)
         .fetch_all(&self.pool)
         .await?;
-        rows.iter()
-            .map(|r| {
-                let payload: String = r.try_get("payload")?;
-                Ok(EventRow {
-                    id: r.try_get("id")?,
-                    campaign_id: r.try_get("campaign_id")?,
-                    session_id: r.try_get("session_id")?,
-                    kind: r.try_get("kind")?,
-                    payload: serde_json::from_str(&payload).unwrap_or(serde_json::Value::String(payload)),
-                    created_at: r.try_get("created_at")?,
-                })
-            })
-            .collect()
+        rows.iter().map(event_from_row).collect()
     }
 
     /// The latest `limit` events of one kind, newest first.
@@ -286,19 +274,7 @@ impl Store {
         .bind(limit)
         .fetch_all(&self.pool)
         .await?;
-        rows.iter()
-            .map(|r| {
-                let payload: String = r.try_get("payload")?;
-                Ok(EventRow {
-                    id: r.try_get("id")?,
-                    campaign_id: r.try_get("campaign_id")?,
-                    session_id: r.try_get("session_id")?,
-                    kind: r.try_get("kind")?,
-                    payload: serde_json::from_str(&payload).unwrap_or(serde_json::Value::String(payload)),
-                    created_at: r.try_get("created_at")?,
-                })
-            })
-            .collect()
+        rows.iter().map(event_from_row).collect()
     }
 
     /// The last `n` events of a campaign, oldest first.
@@ -502,22 +478,7 @@ impl Store {
         .bind(campaign_id)
         .fetch_all(&self.pool)
         .await?;
-        rows.iter()
-            .map(|r| {
-                Ok(QuestionRow {
-                    id: r.try_get("id")?,
-                    campaign_id: r.try_get("campaign_id")?,
-                    source: r.try_get("source")?,
-                    bank_id: r.try_get("bank_id")?,
-                    moment: r.try_get("moment")?,
-                    text: r.try_get("text")?,
-                    status: r.try_get("status")?,
-                    created_at: r.try_get("created_at")?,
-                    delivered_at: r.try_get("delivered_at")?,
-                    delivered_via: r.try_get("delivered_via")?,
-                })
-            })
-            .collect()
+        Ok(rows.iter().map(QuestionRow::from_row).collect::<Result<_, _>>()?)
     }
 
     /// Marks a queued question delivered; false when it was already.
@@ -587,18 +548,20 @@ const CAMPAIGN_SELECT: &str =
     "select id, name, mode, status, spec_path, spec_toml, spec_json, protected_json, created_at from campaigns";
 const STOP_SELECT: &str = "select id, campaign_id, event_id, session_id, agent, claim, stop_hook_active, evaluation_id, holds, decision, reason, question_id, created_at from stop_attempts";
 
-fn campaign_from_row(r: &sqlx::any::AnyRow) -> anyhow::Result<CampaignRow> {
-    Ok(CampaignRow {
+fn event_from_row(r: &sqlx::any::AnyRow) -> anyhow::Result<EventRow> {
+    let payload: String = r.try_get("payload")?;
+    Ok(EventRow {
         id: r.try_get("id")?,
-        name: r.try_get("name")?,
-        mode: r.try_get("mode")?,
-        status: r.try_get("status")?,
-        spec_path: r.try_get("spec_path")?,
-        spec_toml: r.try_get("spec_toml")?,
-        spec_json: r.try_get("spec_json")?,
-        protected_json: r.try_get("protected_json")?,
+        campaign_id: r.try_get("campaign_id")?,
+        session_id: r.try_get("session_id")?,
+        kind: r.try_get("kind")?,
+        payload: serde_json::from_str(&payload).unwrap_or(serde_json::Value::String(payload)),
         created_at: r.try_get("created_at")?,
     })
+}
+
+fn campaign_from_row(r: &sqlx::any::AnyRow) -> anyhow::Result<CampaignRow> {
+    Ok(<CampaignRow as sqlx::FromRow<'_, sqlx::any::AnyRow>>::from_row(r)?)
 }
 
 fn stop_from_row(r: &sqlx::any::AnyRow) -> anyhow::Result<StopAttemptRow> {
@@ -677,7 +640,7 @@ mod tests {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, sqlx::FromRow)]
 pub struct RunRow {
     pub id: i64,
     pub campaign_id: String,
@@ -735,21 +698,7 @@ impl Store {
         .bind(campaign_id)
         .fetch_all(&self.pool)
         .await?;
-        rows.iter()
-            .map(|r| {
-                Ok(RunRow {
-                    id: r.try_get("id")?,
-                    campaign_id: r.try_get("campaign_id")?,
-                    agent: r.try_get("agent")?,
-                    status: r.try_get("status")?,
-                    session_id: r.try_get("session_id")?,
-                    turns: r.try_get("turns")?,
-                    outcome: r.try_get("outcome")?,
-                    started_at: r.try_get("started_at")?,
-                    ended_at: r.try_get("ended_at")?,
-                })
-            })
-            .collect()
+        Ok(rows.iter().map(RunRow::from_row).collect::<Result<_, _>>()?)
     }
 
     /// Runs left `running` by a daemon that died: they did not end well.
@@ -765,9 +714,10 @@ impl Store {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, sqlx::FromRow)]
 pub struct FamilyRow {
     pub family: String,
+    #[sqlx(rename = "ref")]
     pub git_ref: String,
     pub status: String,
     pub reason: Option<String>,
@@ -815,18 +765,7 @@ impl Store {
         .bind(campaign_id)
         .fetch_all(&self.pool)
         .await?;
-        rows.iter()
-            .map(|r| {
-                Ok(FamilyRow {
-                    family: r.try_get("family")?,
-                    git_ref: r.try_get("ref")?,
-                    status: r.try_get("status")?,
-                    reason: r.try_get("reason")?,
-                    created_at: r.try_get("created_at")?,
-                    updated_at: r.try_get("updated_at")?,
-                })
-            })
-            .collect()
+        Ok(rows.iter().map(FamilyRow::from_row).collect::<Result<_, _>>()?)
     }
 
     pub async fn record_family_evaluation(
