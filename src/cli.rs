@@ -539,7 +539,7 @@ async fn workspace_of(id: &str) -> anyhow::Result<PathBuf> {
 async fn follow_run(id: &str, agent: crate::agent::AgentKind, detach: bool) -> anyhow::Result<ExitCode> {
     let c = client(Duration::from_secs(60))?;
     let mut after = c
-        .get(&format!("/campaigns/{id}/log?limit=10000"))
+        .get(&format!("/campaigns/{id}/log?tail=1"))
         .await?
         .as_array()
         .and_then(|a| a.last().and_then(|e| e["id"].as_i64()))

@@ -11,10 +11,10 @@ use crate::server::{ApiError, AppState};
 use crate::supervisor::Supervisor;
 
 async fn latest_evaluation(s: &Supervisor, id: &str) -> anyhow::Result<Option<Evaluation>> {
-    let rows = s.store().list_evaluations(id).await?;
-    Ok(rows.last().and_then(|(eid, body)| {
-        let mut e: Evaluation = serde_json::from_str(body).ok()?;
-        e.id = Some(*eid);
+    // One row, not every evaluation of the campaign: the list page asks this per campaign.
+    Ok(s.store().latest_evaluation(id).await?.and_then(|(eid, body)| {
+        let mut e: Evaluation = serde_json::from_str(&body).ok()?;
+        e.id = Some(eid);
         Some(e)
     }))
 }

@@ -370,6 +370,15 @@ impl Store {
         Ok(())
     }
 
+    /// The newest evaluation of a campaign, as (id, JSON body).
+    pub async fn latest_evaluation(&self, campaign_id: &str) -> anyhow::Result<Option<(i64, String)>> {
+        let row = sqlx::query("select id, body from evaluations where campaign_id = $1 order by id desc limit 1")
+            .bind(campaign_id)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.map(|r| Ok((r.try_get("id")?, r.try_get("body")?))).transpose()
+    }
+
     /// Evaluations of a campaign, oldest first, as (id, JSON body).
     pub async fn list_evaluations(&self, campaign_id: &str) -> anyhow::Result<Vec<(i64, String)>> {
         let rows = sqlx::query("select id, body from evaluations where campaign_id = $1 order by id")

@@ -650,19 +650,28 @@ impl Supervisor {
         })
     }
 
+    /// What selection needs of a campaign: the bank ids asked there (oldest
+    /// first), how many questions it was asked, and the learned yield.
+    async fn selection_inputs(
+        &self,
+        campaign_id: &str,
+    ) -> anyhow::Result<(Vec<String>, usize, HashMap<String, EntryStats>)> {
+        let asked = self.inner.store.list_questions(campaign_id, false).await?;
+        let asked_ids: Vec<String> = asked.iter().filter_map(|q| q.bank_id.clone()).collect();
+        let stats: HashMap<String, EntryStats> = self.bank_stats().await?.into_iter().collect();
+        Ok((asked_ids, asked.len(), stats))
+    }
+
     /// A bank question for `moment` (see [`crate::bank::select`]), or a
     /// built-in one when no entry applies.
-    async fn pick_question(
+    pub async fn pick_question(
         &self,
         campaign_id: &str,
         spec: &CampaignSpec,
         moment: &str,
         prefer: &[&str],
     ) -> anyhow::Result<Question> {
-        let asked = self.inner.store.list_questions(campaign_id, false).await?;
-        let asked_ids: Vec<String> = asked.iter().filter_map(|q| q.bank_id.clone()).collect();
-        let stats = self.bank_stats().await?;
-        let stats: HashMap<String, EntryStats> = stats.into_iter().collect();
+        let (asked_ids, asked, stats) = self.selection_inputs(campaign_id).await?;
         let bank = self.inner.bank.get();
         let req = select::Request {
             moment,
@@ -670,7 +679,7 @@ impl Supervisor {
             asked: &asked_ids,
             prefer,
             stats: &stats,
-            seed: select::seed_for(campaign_id, asked.len()),
+            seed: select::seed_for(campaign_id, asked),
         };
         if let Some(choice) = select::pick(&bank.entries, &req) {
             return Ok(Question {
@@ -686,17 +695,6 @@ impl Supervisor {
         Ok(Question { queued_id: None, source: id.to_string(), moment: moment.to_string(), text: text.to_string() })
     }
 
-    /// A question for a detected moment (bank selection; built-in fallback).
-    pub async fn pick_for_moment(
-        &self,
-        campaign_id: &str,
-        spec: &CampaignSpec,
-        moment: &str,
-        prefer: &[&str],
-    ) -> anyhow::Result<Question> {
-        self.pick_question(campaign_id, spec, moment, prefer).await
-    }
-
     /// Bank suggestions for a person choosing a question for `moment`.
     pub async fn suggestions(&self, campaign_id: &str, moment: &str, n: usize) -> Result<Vec<select::Choice>> {
         if !crate::bank::MOMENTS.contains(&moment) {
@@ -706,9 +704,7 @@ impl Supervisor {
             )));
         }
         let (_row, spec) = self.campaign(campaign_id).await?;
-        let asked = self.inner.store.list_questions(campaign_id, false).await?;
-        let asked_ids: Vec<String> = asked.iter().filter_map(|q| q.bank_id.clone()).collect();
-        let stats: HashMap<String, EntryStats> = self.bank_stats().await?.into_iter().collect();
+        let (asked_ids, asked, stats) = self.selection_inputs(campaign_id).await?;
         let bank = self.inner.bank.get();
         let req = select::Request {
             moment,
@@ -716,7 +712,7 @@ impl Supervisor {
             asked: &asked_ids,
             prefer: &[],
             stats: &stats,
-            seed: select::seed_for(campaign_id, asked.len()),
+            seed: select::seed_for(campaign_id, asked),
         };
         Ok(select::suggest(&bank.entries, &req, n))
     }

@@ -212,7 +212,7 @@ pub async fn raise(
                     payload["beam"] = json!("too few live families");
                     crate::gate::Question { queued_id: None, source: bank_id, moment: f.moment.clone(), text }
                 }
-                None => sup.pick_for_moment(campaign_id, spec, &f.moment, groups_for(&f.moment)).await?,
+                None => sup.pick_question(campaign_id, spec, &f.moment, groups_for(&f.moment)).await?,
             };
             let id = sup.store().queue_question(campaign_id, "bank", Some(&q.source), Some(&f.moment), &q.text).await?;
             payload["question"] = json!({"question_id": id, "bank_id": q.source, "text": q.text});
