@@ -32,6 +32,8 @@ pub enum Command {
     Campaign(CampaignCommand),
     /// Evaluate a campaign's workspace now and print the verdict.
     Eval {
+        /// The campaign (default: $GADFLY_CAMPAIGN, which gadfly sets for the agents it starts).
+        #[arg(env = "GADFLY_CAMPAIGN")]
         id: String,
         #[arg(long)]
         json: bool,

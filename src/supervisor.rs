@@ -57,8 +57,29 @@ struct Inner {
     followers: Mutex<HashMap<(String, String), CancellationToken>>,
     /// Campaign rows and specs read so far (they do not change).
     campaigns: Mutex<HashMap<String, (CampaignRow, CampaignSpec)>>,
-    /// Agent messages waiting for the text classifier (campaign, session, text).
-    messages: tokio::sync::mpsc::UnboundedSender<(String, Option<String>, String)>,
+    /// Work for the moment detectors, off the recording path, in order.
+    moment_work: tokio::sync::mpsc::UnboundedSender<MomentWork>,
+    /// Agent messages classified recently (the stream and the Stop hook
+    /// carry the same last words).
+    seen_claims: crate::moments::SeenClaims,
+    /// Tool calls since each campaign's last evaluation (idle plateau).
+    tool_calls: Mutex<HashMap<String, ToolCalls>>,
+}
+
+/// What the moment detectors are handed as events are recorded.
+enum MomentWork {
+    /// An agent message to classify (campaign, session, text, when read).
+    Message(String, Option<String>, String, tokio::time::Instant),
+    /// A campaign's agent made this many tool calls with no new evaluation.
+    IdleToolCalls(String, usize),
+}
+
+/// A campaign's tool calls since its last evaluation, counted once each
+/// (a Claude Code tool call arrives both from its stream and its hook).
+#[derive(Default)]
+struct ToolCalls {
+    count: usize,
+    recent_ids: std::collections::VecDeque<String>,
 }
 
 /// What the hook client prints for the agent.
@@ -73,7 +94,7 @@ pub struct HookReply {
 impl Supervisor {
     pub fn new(store: Store, data_dir: &Path, bank: Arc<LiveBank>, endpoint: (String, String)) -> Supervisor {
         let (bus, _) = broadcast::channel(4096);
-        let (messages, mut inbox) = tokio::sync::mpsc::unbounded_channel::<(String, Option<String>, String)>();
+        let (moment_work, mut inbox) = tokio::sync::mpsc::unbounded_channel::<MomentWork>();
         let sup = Supervisor {
             inner: Arc::new(Inner {
                 store,
@@ -87,21 +108,65 @@ impl Supervisor {
                 runs: Mutex::new(HashMap::new()),
                 followers: Mutex::new(HashMap::new()),
                 campaigns: Mutex::new(HashMap::new()),
-                messages,
+                moment_work,
+                seen_claims: Default::default(),
+                tool_calls: Mutex::new(HashMap::new()),
             }),
         };
         // Messages are classified off the recording path, in order.
         let weak = Arc::downgrade(&sup.inner);
         tokio::spawn(async move {
-            while let Some((campaign, session, text)) = inbox.recv().await {
+            while let Some(work) = inbox.recv().await {
                 let Some(inner) = weak.upgrade() else { break };
                 let sup = Supervisor { inner };
-                if let Err(e) = crate::moments::after_message(&sup, &campaign, session.as_deref(), &text).await {
-                    tracing::warn!(error = %e, "classifying an agent message");
+                let done = match work {
+                    MomentWork::Message(campaign, session, text, at) => {
+                        crate::moments::after_message(&sup, &campaign, session.as_deref(), &text, at).await
+                    }
+                    MomentWork::IdleToolCalls(campaign, n) => {
+                        crate::moments::after_tool_calls(&sup, &campaign, n).await
+                    }
+                };
+                if let Err(e) = done {
+                    tracing::warn!(error = %e, "moment detection");
                 }
             }
         });
         sup
+    }
+
+    pub(crate) fn seen_claims(&self) -> &crate::moments::SeenClaims {
+        &self.inner.seen_claims
+    }
+
+    /// Counts tool calls between evaluations; hands a long enough run of
+    /// them to the idle-plateau detector.
+    fn count_tool_calls(&self, campaign_id: &str, kind: &str, payload: &Value) {
+        let id = match kind {
+            "evaluation" => {
+                self.inner.tool_calls.lock().expect("tool call counts poisoned").remove(campaign_id);
+                return;
+            }
+            "hook.post_tool_use" => payload["payload"]["tool_use_id"].as_str(),
+            "agent.tool_call" => payload["id"].as_str(),
+            _ => return,
+        };
+        let count = {
+            let mut all = self.inner.tool_calls.lock().expect("tool call counts poisoned");
+            let calls = all.entry(campaign_id.to_string()).or_default();
+            if let Some(id) = id.filter(|i| !i.is_empty()) {
+                if calls.recent_ids.iter().any(|r| r == id) {
+                    return;
+                }
+                if calls.recent_ids.len() >= 64 {
+                    calls.recent_ids.pop_front();
+                }
+                calls.recent_ids.push_back(id.to_string());
+            }
+            calls.count += 1;
+            calls.count
+        };
+        let _ = self.inner.moment_work.send(MomentWork::IdleToolCalls(campaign_id.to_string(), count));
     }
 
     pub fn store(&self) -> &Store {
@@ -271,13 +336,15 @@ impl Supervisor {
     ) {
         if kind == "agent.message" {
             if let Some(text) = payload.get("text").and_then(Value::as_str).filter(|t| !t.trim().is_empty()) {
-                let _ = self.inner.messages.send((
+                let _ = self.inner.moment_work.send(MomentWork::Message(
                     campaign_id.to_string(),
                     session_id.map(str::to_string),
                     text.to_string(),
+                    tokio::time::Instant::now(),
                 ));
             }
         }
+        self.count_tool_calls(campaign_id, kind, &payload);
         let _ = self.inner.bus.send(EventRow {
             id,
             campaign_id: campaign_id.to_string(),
@@ -350,6 +417,12 @@ impl Supervisor {
     /// Evaluates the campaign's workspace as it is now. An unchanged tree
     /// is answered from the store unless `force` is set.
     pub async fn evaluate(&self, campaign_id: &str, force: bool) -> Result<Evaluation> {
+        self.evaluate_holding(campaign_id, force, &[]).await
+    }
+
+    /// [`Self::evaluate`], where the moments named in `held` ask no
+    /// question of their own (a stop attempt asks it).
+    async fn evaluate_holding(&self, campaign_id: &str, force: bool, held: &[String]) -> Result<Evaluation> {
         let (row, spec) = self.campaign(campaign_id).await?;
         let lock = self.eval_lock(campaign_id);
         let mut last = lock.lock().await;
@@ -357,7 +430,7 @@ impl Supervisor {
         let (tree, remember) =
             harness::snapshot_tree(&spec, &index, last.clone()).await.context("taking a snapshot of the workspace")?;
         *last = remember;
-        self.evaluate_tree_locked(&row, &spec, &tree, force, true).await
+        self.evaluate_tree_locked(&row, &spec, &tree, force, Some(held)).await
     }
 
     /// Evaluates a given tree of the workspace's repository (a beam
@@ -367,7 +440,7 @@ impl Supervisor {
         let (row, spec) = self.campaign(campaign_id).await?;
         let lock = self.eval_lock(campaign_id);
         let _guard = lock.lock().await;
-        self.evaluate_tree_locked(&row, &spec, tree, false, false).await
+        self.evaluate_tree_locked(&row, &spec, tree, false, None).await
     }
 
     fn eval_lock(&self, campaign_id: &str) -> Arc<tokio::sync::Mutex<Option<harness::LastSnapshot>>> {
@@ -381,7 +454,7 @@ impl Supervisor {
         spec: &CampaignSpec,
         tree: &str,
         force: bool,
-        moments: bool,
+        moments: Option<&[String]>,
     ) -> Result<Evaluation> {
         let campaign_id = row.id.as_str();
         if !force {
@@ -420,8 +493,8 @@ impl Supervisor {
         )
         .await?;
         tracing::info!(campaign = %campaign_id, tree = %eval.tree, holds = eval.verdict.holds, ms = eval.duration_ms, "evaluated");
-        if moments {
-            match crate::moments::after_evaluation(self, campaign_id, spec, &eval).await {
+        if let Some(held) = moments {
+            match crate::moments::after_evaluation(self, campaign_id, spec, &eval, held).await {
                 Ok(now) => eval = now,
                 Err(e) => tracing::warn!(error = %e, "moment detection after an evaluation"),
             }
@@ -544,7 +617,25 @@ impl Supervisor {
     ) -> Result<HookReply> {
         let claim = payload.get("last_assistant_message").and_then(Value::as_str);
         let stop_hook_active = payload.get("stop_hook_active").and_then(Value::as_bool).unwrap_or(false);
-        let evaluation = self.evaluate(campaign_id, false).await;
+        // The moments the agent's last words show (a claimed limit, a
+        // dismissed failure...): in autonomous mode a blocked stop asks
+        // their question, and the evaluation below does not ask its own
+        // question for the same moment.
+        let claims = match claim {
+            Some(text) => crate::moments::at_stop(self, campaign_id, session, text).await.unwrap_or_else(|e| {
+                tracing::warn!(error = %e, "classifying the stop's claim");
+                vec![]
+            }),
+            None => vec![],
+        };
+        let held: Vec<String> = if spec.mode == Mode::Autonomous {
+            claims.iter().map(|c| c.finding.moment.clone()).filter(|m| m != "completion_claim").collect()
+        } else {
+            vec![]
+        };
+        let evaluation = self.evaluate_holding(campaign_id, false, &held).await;
+        // The claim moment whose question this stop asks (its index in claims).
+        let mut asked_claim: Option<usize> = None;
         let (decision, reason, eval_id, holds, question_id) = match evaluation {
             Err(SupervisorError::Internal(e)) => {
                 // The gate fails closed: no verdict, no stop (except in audit mode).
@@ -561,26 +652,37 @@ impl Supervisor {
                 let decision = gate::decide(spec.mode, eval.verdict.holds, human.is_some());
                 let mut question = None;
                 if decision == Decision::Block {
-                    // A person's question first, then one a detected moment
-                    // queued (the start question waits for the agent's next
-                    // hook that can carry context), else one for this claim.
-                    let moment_question =
-                        waiting.iter().find(|q| q.source != "human" && q.moment.as_deref() != Some("start"));
-                    question = Some(match human.or(moment_question) {
-                        Some(q) => Question {
-                            queued_id: Some(q.id),
-                            source: if q.source == "human" {
-                                "human".into()
-                            } else {
-                                q.bank_id.clone().unwrap_or_else(|| "bank".into())
-                            },
-                            moment: q.moment.clone().unwrap_or_else(|| "completion_claim".into()),
-                            text: q.text.clone(),
-                        },
+                    // A person's question first; then one for the moment the
+                    // stop's own words show; then the latest one a detected
+                    // moment queued (the start question waits for the
+                    // agent's next hook that can carry context); else one
+                    // for this claim of completion.
+                    asked_claim = held.first().and_then(|m| claims.iter().position(|c| &c.finding.moment == m));
+                    let moment_question = match asked_claim {
+                        Some(i) => {
+                            let m = claims[i].finding.moment.as_str();
+                            match waiting.iter().rev().find(|q| q.source != "human" && q.moment.as_deref() == Some(m)) {
+                                Some(q) => Some(queued_question(q)),
+                                None => {
+                                    Some(self.pick_question(campaign_id, spec, m, crate::moments::groups_for(m)).await?)
+                                }
+                            }
+                        }
+                        None => waiting
+                            .iter()
+                            .rev()
+                            .find(|q| q.source != "human" && q.moment.as_deref() != Some("start"))
+                            .map(queued_question),
+                    };
+                    question = Some(match human.map(queued_question).or(moment_question) {
+                        Some(q) => q,
                         None => {
                             self.pick_question(campaign_id, spec, "completion_claim", &prefer_groups(&eval)).await?
                         }
                     });
+                    if human.is_some() {
+                        asked_claim = None;
+                    }
                 }
                 let reason = (decision == Decision::Block).then(|| {
                     gate::block_reason(
@@ -602,12 +704,16 @@ impl Supervisor {
                         }
                     };
                     self.inner.store.mark_delivered(id, "stop_hook_reason", eval.verdict.geomean_speedup).await?;
+                    if let Some(i) = asked_claim {
+                        let action = crate::moments::ClaimAction::AskedAtStop(id, &q.source, &q.text);
+                        crate::moments::raise_claim(self, campaign_id, session, spec, &claims[i], action).await?;
+                    }
                     self.record(
                         campaign_id,
                         session,
                         "question.delivered",
                         None,
-                        json!({"question_id": id, "source": q.source, "moment": q.moment, "text": q.text, "via": "stop_hook_reason"}),
+                        json!({"question_id": id, "source": q.source, "bank_id": (q.source != "human").then_some(&q.source), "moment": q.moment, "text": q.text, "via": "stop_hook_reason"}),
                     )
                     .await?;
                     question_id = Some(id);
@@ -615,6 +721,19 @@ impl Supervisor {
                 (decision, reason, eval.id, eval.verdict.holds, question_id)
             }
         };
+        // The other claim moments: asked by mode, except that nobody is
+        // left to answer once an autonomous agent's stop is allowed.
+        for (i, c) in claims.iter().enumerate() {
+            if Some(i) == asked_claim {
+                continue;
+            }
+            let action = if spec.mode == Mode::Autonomous && decision != Decision::Block {
+                crate::moments::ClaimAction::RecordOnly("the stop was allowed: the predicate holds")
+            } else {
+                crate::moments::ClaimAction::Ask
+            };
+            crate::moments::raise_claim(self, campaign_id, session, spec, c, action).await?;
+        }
         self.inner
             .store
             .insert_stop_attempt(&NewStopAttempt {
@@ -739,6 +858,16 @@ pub fn question_message(q: &crate::store::QuestionRow) -> String {
             q.bank_id.as_deref().unwrap_or("bank"),
             q.text
         ),
+    }
+}
+
+/// A queued question, as the gate carries it.
+fn queued_question(q: &crate::store::QuestionRow) -> Question {
+    Question {
+        queued_id: Some(q.id),
+        source: if q.source == "human" { "human".into() } else { q.bank_id.clone().unwrap_or_else(|| "bank".into()) },
+        moment: q.moment.clone().unwrap_or_else(|| "completion_claim".into()),
+        text: q.text.clone(),
     }
 }
 

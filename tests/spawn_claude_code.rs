@@ -533,3 +533,167 @@ fn a_killed_claude_is_resumed_in_the_same_session_and_the_run_completes() {
     assert_eq!(stops.last().unwrap()["session_id"], first_session[0].as_str());
     assert_eq!(std::fs::read_to_string(s.f.ws().join("candidate.txt")).unwrap(), ALL_PASS);
 }
+
+/// An autonomous campaign end to end, with no person watching: the scripted
+/// agent tries four variants that gain nothing (measuring each with
+/// `"$GADFLY_BIN" eval`), then claims a hardware limit, then makes scenario b
+/// faster but wrong and explains the mismatch away, then fixes it. gadfly
+/// notices each moment by itself: the plateau (numeric detector, question
+/// written to the agent's stdin), the claimed limit and the dismissal (text
+/// classifier on the words the agent stops with, question in the block
+/// reason). The model receives the three questions in that order, each from
+/// the bank, each once; no stop is allowed while the predicate fails.
+#[test]
+fn an_autonomous_campaign_asks_about_a_plateau_a_claimed_limit_and_a_dismissal_in_order() {
+    let Some(bin) = claude_bin("an_autonomous_campaign_asks_about_a_plateau_a_claimed_limit_and_a_dismissal_in_order")
+    else {
+        return;
+    };
+    const LIMIT: &str = "I profiled it: scenario b is memory-bound and already at the DRAM bandwidth limit, so no further speedup is possible on this hardware.";
+    const DISMISSAL: &str = "Done. The only remaining failure is b, whose mismatch against the reference is floating-point rounding noise from the different accumulation order; it is harmless and can be ignored.";
+    const FIXED_CLAIM: &str = "Fixed b by restoring the reference accumulation order; every scenario passes. Done.";
+    // Four variants within 1% of each other (no line repeats, so no edit loop).
+    let flat = [
+        "a true 82 100\nb true 100 100\nc true 82 100\n",
+        "a true 81 100\nb true 101 100\nc true 83 100\n",
+        "a true 83 100\nb true 99 100\nc true 81 100\n",
+        "a true 82.5 100\nb true 100.5 100\nc true 81.5 100\n",
+    ];
+    let wrong_b = "a true 82.2 100\nb false 60 100\nc true 81.8 100\n";
+    let fixed = "a true 70 100\nb true 80 100\nc true 70 100\n";
+    let eval = r#""$GADFLY_BIN" eval"#;
+    let mut steps: Vec<Step> = flat
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            // The last one lingers a second, so the question its evaluation
+            // raised is read with the tool's result.
+            let linger = if i + 1 == flat.len() { " && sleep 1" } else { "" };
+            Step::shell(&format!("{} && {eval}{linger}", write_candidate(c))).described(&format!("Variant {}", i + 1))
+        })
+        .collect();
+    steps.push(Step::text(LIMIT).when_body_contains("gadfly noticed a plateau moment"));
+    steps.push(
+        Step::shell(&write_candidate(wrong_b))
+            .described("Reorder b's accumulation")
+            .when_last_user_contains("gadfly: you may not stop yet"),
+    );
+    steps.push(Step::text(DISMISSAL));
+    steps.push(
+        Step::shell(&write_candidate(fixed))
+            .described("Restore b's accumulation order")
+            .when_last_user_contains("gadfly: you may not stop yet"),
+    );
+    steps.push(Step::text(FIXED_CLAIM));
+    let n_steps = steps.len();
+    let mock = MockModel::start(steps);
+    let s = Setup::new(&bin, &mock, "\n[moments]\nplateau_evaluations = 3\n");
+    let end = s.start_run().finish(TIMEOUT);
+    eprintln!("gadfly run (claude-code, autonomous) took {:.2} s\n{}", end.elapsed.as_secs_f64(), mock.describe());
+    end.assert_completed(&s, &mock);
+    assert_eq!(mock.steps_served(), n_steps, "every step was used: {}", s.explain(&mock));
+    assert!(mock.unmatched().is_empty(), "{}", s.explain(&mock));
+
+    // The agent measured each variant itself, through the daemon.
+    let log = s.log();
+    let evaluations = log.iter().filter(|e| e["kind"] == "evaluation").count();
+    assert!(evaluations >= 6, "4 variants, then 2 stops on new trees: {evaluations}\n{}", s.explain(&mock));
+
+    // Each moment was noticed, with its evidence, and asked once.
+    let moment_events: Vec<&Value> = log.iter().filter(|e| e["kind"] == "moment").collect();
+    let plateau = moment_events
+        .iter()
+        .find(|e| e["payload"]["moment"] == "plateau")
+        .unwrap_or_else(|| panic!("no plateau moment: {}", s.explain(&mock)));
+    assert_eq!(plateau["payload"]["detector"], "plateau");
+    assert_eq!(plateau["payload"]["evaluations"].as_array().unwrap().len(), 3, "{plateau}");
+    let limit = moment_events
+        .iter()
+        .find(|e| e["payload"]["moment"] == "limit_claim")
+        .unwrap_or_else(|| panic!("no limit_claim moment: {}", s.explain(&mock)));
+    assert_eq!(limit["payload"]["quote"], LIMIT, "{limit}");
+    assert_eq!(limit["payload"]["question"]["via"], "stop_hook_reason", "{limit}");
+    let dismissals: Vec<&&Value> =
+        moment_events.iter().filter(|e| e["payload"]["moment"] == "correctness_dismissal").collect();
+    let from_text = dismissals
+        .iter()
+        .find(|e| e["payload"]["source"] == "text")
+        .unwrap_or_else(|| panic!("no dismissal moment from the agent's words: {}", s.explain(&mock)));
+    assert!(DISMISSAL.contains(from_text["payload"]["quote"].as_str().unwrap()), "{from_text}");
+    // The evaluation saw the same moment (b correct, then not): recorded
+    // as evidence, asked once, with the claim.
+    let regression = dismissals.iter().find(|e| e["payload"]["detector"] == "correctness_regression");
+    if let Some(r) = regression {
+        assert!(r["payload"]["question"].is_null(), "{r}");
+        assert_eq!(r["payload"]["scenarios"], serde_json::json!(["b"]), "{r}");
+    }
+
+    let questions = s.questions();
+    let asked = |moment: &str| -> Vec<Value> {
+        questions.iter().filter(|q| q["moment"] == moment && q["source"] == "bank").cloned().collect()
+    };
+    let mut texts = Vec::new();
+    for (moment, via) in [
+        ("plateau", None),
+        ("limit_claim", Some("stop_hook_reason")),
+        ("correctness_dismissal", Some("stop_hook_reason")),
+    ] {
+        let qs = asked(moment);
+        assert_eq!(qs.len(), 1, "one {moment} question: {questions:?}");
+        let q = &qs[0];
+        assert_eq!(q["status"], "delivered", "{q}");
+        let bank_id = q["bank_id"].as_str().unwrap_or("");
+        assert!(!bank_id.is_empty() && !bank_id.starts_with("builtin"), "a bank entry: {q}");
+        if let Some(v) = via {
+            assert_eq!(q["delivered_via"], v, "{q}");
+        }
+        texts.push((moment, q["text"].as_str().unwrap().to_string()));
+    }
+    let bank = s.d.api_get("/bank");
+    let in_bank = |text: &str| bank.to_string().contains(&serde_json::to_string(text).unwrap());
+    for (moment, text) in &texts {
+        assert!(in_bank(text), "the {moment} question is a bank entry's text: {text}");
+    }
+
+    // The model received them in that order, each once.
+    let requests = mock.agent_requests();
+    let first_seen: Vec<usize> = texts
+        .iter()
+        .map(|(moment, text)| {
+            requests.iter().position(|r| r.to_string().contains(text.as_str())).unwrap_or_else(|| {
+                panic!("the {moment} question never reached the model: {text}\n{}", s.explain(&mock))
+            })
+        })
+        .collect();
+    assert!(
+        first_seen.windows(2).all(|w| w[0] < w[1]),
+        "plateau, then limit, then dismissal: first seen in requests {first_seen:?}"
+    );
+    let last = requests.last().unwrap();
+    for (moment, text) in &texts {
+        // Claude Code also shows a Stop hook's feedback to the model as a
+        // system note of its own: count what reached it as user messages.
+        let found: Vec<_> = messages_containing(last, text).into_iter().filter(|(role, _)| role == "user").collect();
+        assert_eq!(found.len(), 1, "the {moment} question once: {found:#?}\n{}", s.explain(&mock));
+    }
+    // gadfly delivered each once (one delivery event per question).
+    for (moment, text) in &texts {
+        let deliveries =
+            log.iter().filter(|e| e["kind"] == "question.delivered" && e["payload"]["text"] == text.as_str()).count();
+        assert_eq!(deliveries, 1, "the {moment} question was delivered once: {}", s.explain(&mock));
+    }
+    // The limit question answered the claim, the dismissal question the dismissal.
+    let after = |needle: &str| requests.iter().position(|r| last_user_text(r).contains(needle));
+    assert_eq!(Some(first_seen[1]), after(&texts[1].1), "the limit question came in the block reason");
+    assert!(last_user_text(&requests[first_seen[1]]).contains("Stop hook feedback"));
+    assert!(last_user_text(&requests[first_seen[2]]).contains("Stop hook feedback"));
+
+    // No stop was allowed while the predicate failed.
+    let stops = s.stops();
+    let decisions: Vec<(&str, bool)> =
+        stops.iter().map(|x| (x["decision"].as_str().unwrap(), x["holds"].as_bool().unwrap())).collect();
+    assert_eq!(decisions, [("block", false), ("block", false), ("allow", true)], "{}", s.explain(&mock));
+    assert_eq!(stops[0]["claim"], LIMIT);
+    assert_eq!(stops[1]["claim"], DISMISSAL);
+    assert_eq!(std::fs::read_to_string(s.f.ws().join("candidate.txt")).unwrap(), fixed);
+}

@@ -105,7 +105,7 @@ impl AgentSpec {
             return p.clone();
         }
         format!(
-            "{goal}\n\nThis is an optimization campaign supervised by gadfly. The harness runs `{run}` on a snapshot of your work and checks {n} scenarios: {list}. You may stop only when every scenario is correct and at least {min:.2}x faster than the initial kernel{geo}. Do not edit the protected files ({protected}). When you try to stop, gadfly evaluates your work and tells you what still fails.",
+            "{goal}\n\nThis is an optimization campaign supervised by gadfly. The harness runs `{run}` on a snapshot of your work and checks {n} scenarios: {list}. You may stop only when every scenario is correct and at least {min:.2}x faster than the initial kernel{geo}. Do not edit the protected files ({protected}). To measure your work at any time, run `\"$GADFLY_BIN\" eval` (gadfly records the evaluation). When you try to stop, gadfly evaluates your work and tells you what still fails.",
             goal = if spec.goal.is_empty() { "Make the kernel faster." } else { spec.goal.as_str() },
             run = spec.harness.run,
             n = spec.harness.scenarios.len(),

@@ -172,7 +172,16 @@ struct RunCtx {
 impl RunCtx {
     fn env(&self, kind: AgentKind) -> Vec<(String, String)> {
         let (url, token) = self.sup.endpoint();
-        let mut env = vec![("GADFLY_URL".to_string(), url), ("GADFLY_TOKEN".to_string(), token)];
+        // `"$GADFLY_BIN" eval` measures the agent's work now (the first
+        // prompt says so); GADFLY_CAMPAIGN names the campaign to it.
+        let mut env = vec![
+            ("GADFLY_URL".to_string(), url),
+            ("GADFLY_TOKEN".to_string(), token),
+            ("GADFLY_CAMPAIGN".to_string(), self.campaign.clone()),
+        ];
+        if let Ok(exe) = std::env::current_exe() {
+            env.push(("GADFLY_BIN".to_string(), exe.display().to_string()));
+        }
         // `[agent] codex_home` (relative to the workspace); `[agent] env`
         // still has the last word.
         if let (AgentKind::Codex, Some(home)) = (kind, &self.agent.codex_home) {

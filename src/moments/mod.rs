@@ -37,11 +37,14 @@ pub fn groups_for(moment: &str) -> &'static [&'static str] {
 /// evaluation, and raises what they find.
 /// Returns the evaluation as it stands afterwards: a suspicious gain that
 /// fails gadfly's own re-evaluation makes it fail the predicate.
+/// Moments named in `held` are recorded without a question of their own:
+/// a stop attempt whose words show the same moment asks it.
 pub async fn after_evaluation(
     sup: &Supervisor,
     campaign_id: &str,
     spec: &CampaignSpec,
     eval: &Evaluation,
+    held: &[String],
 ) -> anyhow::Result<Evaluation> {
     let settings = Settings::from_campaign(spec)?;
     let history: Vec<Evaluation> = sup
@@ -66,12 +69,31 @@ pub async fn after_evaluation(
         if in_cooldown(sup, campaign_id, &f.detector, count, settings.cooldown_evaluations).await? {
             continue;
         }
+        if held.contains(&f.moment) {
+            let mut payload = finding_payload(&f, "numeric", count);
+            payload["no_question"] = json!("asked at the stop, whose claim shows the same moment");
+            sup.record(campaign_id, None, "moment", None, payload).await?;
+            continue;
+        }
         raise(sup, campaign_id, spec, &f, "numeric", count).await?;
     }
     if suspicious && settings.recheck_suspicious && eval.verdict.holds {
         return recheck::recheck(sup, campaign_id, spec, eval).await;
     }
     Ok(eval.clone())
+}
+
+/// The idle plateau: the agent made `n` tool calls since the last
+/// evaluation. Raised once per `plateau_tool_calls` calls.
+pub async fn after_tool_calls(sup: &Supervisor, campaign_id: &str, n: usize) -> anyhow::Result<()> {
+    let (_row, spec) = sup.campaign(campaign_id).await.map_err(|e| anyhow::anyhow!("{e}"))?;
+    let settings = Settings::from_campaign(&spec)?;
+    if settings.plateau_tool_calls == 0 || n == 0 || n % settings.plateau_tool_calls != 0 {
+        return Ok(());
+    }
+    let Some(f) = detect::idle_plateau(n, &settings) else { return Ok(()) };
+    let count = sup.store().count_evaluations(campaign_id).await? as usize;
+    raise(sup, campaign_id, &spec, &f, "numeric", count).await
 }
 
 fn edit_loop_finding(spec: &CampaignSpec, history: &[Evaluation], s: &Settings) -> Option<Finding> {
@@ -118,57 +140,195 @@ async fn in_cooldown(
     }))
 }
 
-/// Classifies one agent message and raises the moments it shows.
-pub async fn after_message(
-    sup: &Supervisor,
-    campaign_id: &str,
-    session: Option<&str>,
-    text: &str,
-) -> anyhow::Result<()> {
-    let (_row, spec) = sup.campaign(campaign_id).await.map_err(|e| anyhow::anyhow!("{e}"))?;
+/// How long a message read from the agent's stream or transcript waits
+/// before it is classified. An agent's last words before it stops reach the
+/// Stop hook too, which classifies them at once and asks the moment's
+/// question in its block reason; the grace lets the hook see them first, so
+/// a claim made while stopping is not asked about twice, by two paths.
+pub const STREAM_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// How long a classified message is remembered, so that the stream and the
+/// Stop hook handle the same words once.
+const SEEN_FOR: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Which messages were classified recently, by (campaign, session, text).
+#[derive(Default)]
+pub struct SeenClaims(tokio::sync::Mutex<std::collections::HashMap<(String, String, [u8; 32]), std::time::Instant>>);
+
+impl SeenClaims {
+    /// True the first time these words are seen (within [`SEEN_FOR`]).
+    fn first_sight(
+        map: &mut std::collections::HashMap<(String, String, [u8; 32]), std::time::Instant>,
+        campaign_id: &str,
+        session: Option<&str>,
+        text: &str,
+    ) -> bool {
+        use sha2::Digest;
+        let now = std::time::Instant::now();
+        map.retain(|_, at| now.duration_since(*at) < SEEN_FOR);
+        let key =
+            (campaign_id.to_string(), session.unwrap_or("").to_string(), sha2::Sha256::digest(text.trim()).into());
+        map.insert(key, now).is_none()
+    }
+}
+
+/// A moment the agent's own words show.
+#[derive(Debug, Clone)]
+pub struct ClaimMoment {
+    pub finding: Finding,
+    pub quote: String,
+    /// The same claim was made before with no new evaluation since.
+    pub repeated: bool,
+    /// A question for this moment already waits to be delivered.
+    pub waiting: bool,
+}
+
+/// The moments a message shows (text classifier), with what gadfly knows
+/// of them: whether they repeat a claim made without fresh evidence since,
+/// whether a question for them already waits. Records nothing.
+async fn claim_moments(sup: &Supervisor, campaign_id: &str, text: &str) -> anyhow::Result<Vec<ClaimMoment>> {
     static CLASSIFIER: std::sync::LazyLock<RuleClassifier> = std::sync::LazyLock::new(RuleClassifier::default);
     let labels = CLASSIFIER.explain(text);
+    if labels.is_empty() {
+        return Ok(vec![]);
+    }
     let count = sup.store().count_evaluations(campaign_id).await? as usize;
+    let recent = sup.store().recent_events(campaign_id, "moment", 50).await?;
+    let waiting = sup.store().list_questions(campaign_id, true).await?;
+    let mut out = Vec::new();
     for (label, quote) in labels {
         let moment = match label {
             Label::LimitClaim => "limit_claim",
             Label::CorrectnessDismissal => "correctness_dismissal",
             Label::SuspiciousGainClaim => "suspicious_gain",
-            // A completion claim is judged at the stop itself.
-            Label::CompletionClaim => {
-                sup.record(campaign_id, session, "moment", None, json!({"moment": "completion_claim", "detector": "text", "quote": quote, "evaluation_count": count, "source": "text"}))
-                    .await?;
-                continue;
-            }
+            Label::CompletionClaim => "completion_claim",
         };
-        // Not again while its question waits; again (in another form) when
-        // the claim is repeated without a new evaluation since the last one.
-        let recent = sup.store().recent_events(campaign_id, "moment", 50).await?;
         let previous = recent.iter().find(|e| e.payload["moment"] == moment && e.payload["source"] == "text");
-        let waiting =
-            sup.store().list_questions(campaign_id, true).await?.iter().any(|q| q.moment.as_deref() == Some(moment));
-        if waiting {
-            continue;
+        out.push(ClaimMoment {
+            finding: Finding {
+                moment: moment.into(),
+                detector: format!("text:{}", label.as_str()),
+                evaluations: vec![],
+                scenarios: vec![],
+                detail: format!("the agent wrote: \"{quote}\""),
+            },
+            repeated: previous.is_some_and(|p| p.payload["evaluation_count"].as_u64() == Some(count as u64)),
+            waiting: waiting.iter().any(|q| q.moment.as_deref() == Some(moment)),
+            quote,
+        });
+    }
+    // The moments that ask a question first: a dismissal, then a claimed
+    // limit, then a claimed gain; a completion claim is judged at the stop.
+    let rank = |m: &str| match m {
+        "correctness_dismissal" => 0,
+        "limit_claim" => 1,
+        "suspicious_gain" => 2,
+        _ => 3,
+    };
+    out.sort_by_key(|c| rank(&c.finding.moment));
+    Ok(out)
+}
+
+/// Classifies one agent message read from its stream or transcript, after
+/// [`STREAM_GRACE`], and raises the moments it shows, unless the Stop hook
+/// already handled the same words.
+pub async fn after_message(
+    sup: &Supervisor,
+    campaign_id: &str,
+    session: Option<&str>,
+    text: &str,
+    received: tokio::time::Instant,
+) -> anyhow::Result<()> {
+    tokio::time::sleep_until(received + STREAM_GRACE).await;
+    // Held while the moments are raised: a Stop hook with the same words
+    // waits, then finds their question queued.
+    let mut seen = sup.seen_claims().0.lock().await;
+    if !SeenClaims::first_sight(&mut seen, campaign_id, session, text) {
+        return Ok(());
+    }
+    let (_row, spec) = sup.campaign(campaign_id).await.map_err(|e| anyhow::anyhow!("{e}"))?;
+    for c in claim_moments(sup, campaign_id, text).await? {
+        raise_claim(sup, campaign_id, session, &spec, &c, ClaimAction::Ask).await?;
+    }
+    Ok(())
+}
+
+/// The moments in the words an agent stops with (the Stop hook's last
+/// assistant message), unless its stream already handled them. The caller
+/// decides the stop, then records each with [`raise_claim`].
+pub async fn at_stop(
+    sup: &Supervisor,
+    campaign_id: &str,
+    session: Option<&str>,
+    text: &str,
+) -> anyhow::Result<Vec<ClaimMoment>> {
+    if text.trim().is_empty() {
+        return Ok(vec![]);
+    }
+    let mut seen = sup.seen_claims().0.lock().await;
+    if !SeenClaims::first_sight(&mut seen, campaign_id, session, text) {
+        return Ok(vec![]);
+    }
+    drop(seen);
+    claim_moments(sup, campaign_id, text).await
+}
+
+/// What becomes of a claim moment once recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClaimAction<'a> {
+    /// Act on it by mode (queue its question, offer suggestions...).
+    Ask,
+    /// Its question went out in a stop's block reason: (question id, bank id, text).
+    AskedAtStop(i64, &'a str, &'a str),
+    /// Recorded only, with why no question is asked.
+    RecordOnly(&'a str),
+}
+
+/// Records a claim moment with its evidence and acts on it: a completion
+/// claim is recorded only (it is judged at the stop itself); a moment whose
+/// question already waits is not asked again; a claim repeated without
+/// fresh evidence is asked again and escalated.
+pub async fn raise_claim(
+    sup: &Supervisor,
+    campaign_id: &str,
+    session: Option<&str>,
+    spec: &CampaignSpec,
+    c: &ClaimMoment,
+    action: ClaimAction<'_>,
+) -> anyhow::Result<()> {
+    let count = sup.store().count_evaluations(campaign_id).await? as usize;
+    let f = &c.finding;
+    let mut base = finding_payload(f, "text", count);
+    base["quote"] = json!(c.quote);
+    base["repeated"] = json!(c.repeated);
+    let action = match action {
+        ClaimAction::Ask if f.moment == "completion_claim" => ClaimAction::RecordOnly("judged at the stop itself"),
+        ClaimAction::Ask if c.waiting => ClaimAction::RecordOnly("a question for this moment already waits"),
+        other => other,
+    };
+    match action {
+        ClaimAction::Ask => raise_with(sup, campaign_id, spec, f, base).await?,
+        ClaimAction::AskedAtStop(id, bank_id, text) => {
+            let mut payload = base;
+            payload["question"] =
+                json!({"question_id": id, "bank_id": bank_id, "text": text, "via": "stop_hook_reason"});
+            sup.record(campaign_id, session, "moment", None, payload).await?;
         }
-        let repeated = previous.is_some_and(|p| p.payload["evaluation_count"].as_u64() == Some(count as u64));
-        let f = Finding {
-            moment: moment.into(),
-            detector: format!("text:{}", label.as_str()),
-            evaluations: vec![],
-            scenarios: vec![],
-            detail: format!("the agent wrote: \"{quote}\""),
-        };
-        raise(sup, campaign_id, &spec, &f, "text", count).await?;
-        if repeated {
-            sup.record(
-                campaign_id,
-                session,
-                "moment.escalated",
-                None,
-                json!({"moment": moment, "why": "the claim was repeated without fresh evidence (no new evaluation since its question)", "quote": quote}),
-            )
-            .await?;
+        ClaimAction::RecordOnly(why) => {
+            let mut payload = base;
+            payload["no_question"] = json!(why);
+            sup.record(campaign_id, session, "moment", None, payload).await?;
         }
+    }
+    if c.repeated && f.moment != "completion_claim" {
+        sup.record(
+            campaign_id,
+            session,
+            "moment.escalated",
+            None,
+            json!({"moment": f.moment, "why": "the claim was repeated without fresh evidence (no new evaluation since its question)", "quote": c.quote}),
+        )
+        .await?;
     }
     Ok(())
 }
@@ -185,6 +345,14 @@ pub async fn at_start(sup: &Supervisor, campaign_id: &str, spec: &CampaignSpec) 
     raise(sup, campaign_id, spec, &f, "start", 0).await
 }
 
+/// A moment event's payload: the finding and its evidence.
+fn finding_payload(f: &Finding, source: &str, count: usize) -> Value {
+    json!({
+        "moment": f.moment, "detector": f.detector, "evaluations": f.evaluations, "scenarios": f.scenarios,
+        "detail": f.detail, "source": source, "evaluation_count": count,
+    })
+}
+
 /// Records a moment with its evidence and acts on it by mode.
 pub async fn raise(
     sup: &Supervisor,
@@ -194,10 +362,17 @@ pub async fn raise(
     source: &str,
     count: usize,
 ) -> anyhow::Result<()> {
-    let mut payload = json!({
-        "moment": f.moment, "detector": f.detector, "evaluations": f.evaluations, "scenarios": f.scenarios,
-        "detail": f.detail, "source": source, "evaluation_count": count,
-    });
+    raise_with(sup, campaign_id, spec, f, finding_payload(f, source, count)).await
+}
+
+/// [`raise`] with a payload already built (a claim's quote added...).
+async fn raise_with(
+    sup: &Supervisor,
+    campaign_id: &str,
+    spec: &CampaignSpec,
+    f: &Finding,
+    mut payload: Value,
+) -> anyhow::Result<()> {
     match spec.mode {
         Mode::Autonomous => {
             // With a beam of too few live families, a plateau or a claimed
