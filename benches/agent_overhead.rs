@@ -27,7 +27,7 @@ fn main() {
     let id = d.create_campaign(&f.spec());
     let home = tempfile::tempdir().unwrap();
     let settings = home.path().join("gadfly-settings.json");
-    let ours = gadfly::agent::attach::hooks_settings("gadfly", &id);
+    let ours = gadfly::agent::attach::hooks_settings("gadfly", &id, Default::default());
     std::fs::write(&settings, serde_json::to_string_pretty(&ours).unwrap()).unwrap();
     // The same hook events running a command that does nothing: what Claude
     // Code itself spends to run a hook, whoever writes it.

@@ -36,6 +36,17 @@ struct RawSpec {
     beam: Option<toml::Table>,
     #[serde(default)]
     questions: RawQuestions,
+    #[serde(default)]
+    gate: RawGate,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawGate {
+    #[serde(default)]
+    fail: Option<Spanned<String>>,
+    #[serde(default)]
+    unavailable_blocks: Option<Spanned<i64>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -133,6 +144,9 @@ pub struct CampaignSpec {
     pub constraints: ConstraintsSpec,
     pub predicate: PredicateSpec,
     pub mode: Mode,
+    /// What the Stop hook does when it cannot reach the daemon.
+    #[serde(default)]
+    pub gate: GateSpec,
     /// Sections later issues own (moments, agent, beam), kept as written.
     #[serde(default)]
     pub extra: serde_json::Map<String, serde_json::Value>,
@@ -145,6 +159,23 @@ pub struct HarnessSpec {
     pub timeout_s: u64,
     pub scenarios: Vec<String>,
     pub protected: Vec<String>,
+}
+
+/// `[gate]`: the Stop hook when the daemon is down or unreachable. With
+/// `fail = "closed"` (the default) a stop is blocked with "supervisor
+/// unavailable" at most `unavailable_blocks` times in a row, then let
+/// through; with `fail = "open"` it is let through at once. Either way the
+/// call is spooled and recorded as an ungated stop at the next contact.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct GateSpec {
+    pub fail_closed: bool,
+    pub unavailable_blocks: u32,
+}
+
+impl Default for GateSpec {
+    fn default() -> Self {
+        GateSpec { fail_closed: true, unavailable_blocks: 3 }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -342,6 +373,20 @@ pub fn parse(text: &str, file: &str, base: &Path) -> Result<CampaignSpec, SpecEr
             }
         },
     };
+    let mut gate = GateSpec::default();
+    if let Some(f) = &raw.gate.fail {
+        match f.get_ref().as_str() {
+            "closed" => gate.fail_closed = true,
+            "open" => gate.fail_closed = false,
+            other => loc.push(f.span(), "gate.fail", format!("unknown value `{other}`; expected closed or open")),
+        }
+    }
+    if let Some(n) = &raw.gate.unavailable_blocks {
+        match u32::try_from(*n.get_ref()) {
+            Ok(v) if (1..=1000).contains(&v) => gate.unavailable_blocks = v,
+            _ => loc.push(n.span(), "gate.unavailable_blocks", "must be between 1 and 1000"),
+        }
+    }
     if let Some(a) = &raw.architecture {
         if a.get_ref().trim().is_empty() {
             loc.push(a.span(), "architecture", "must not be empty when given");
@@ -383,6 +428,7 @@ pub fn parse(text: &str, file: &str, base: &Path) -> Result<CampaignSpec, SpecEr
             min_geomean_speedup: raw.predicate.min_geomean_speedup.map(Spanned::into_inner),
         },
         mode,
+        gate,
         extra,
     })
 }

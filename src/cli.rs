@@ -47,6 +47,14 @@ pub enum Command {
         agent: HookAgent,
         /// The hook event in kebab case (stop, post-tool-use, ...).
         event: String,
+        /// What a stop does when the daemon cannot be reached: `closed`
+        /// blocks it ("supervisor unavailable") up to --unavailable-blocks
+        /// times in a row, then lets it through; `open` lets it through.
+        /// Either way the call is spooled and replayed at the next contact.
+        #[arg(long, value_enum, default_value = "closed")]
+        fail: FailMode,
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1000))]
+        unavailable_blocks: u32,
         #[arg(long)]
         campaign: String,
     },
@@ -97,6 +105,12 @@ pub enum Command {
 #[derive(clap::ValueEnum, Clone, Debug)]
 pub enum HookAgent {
     ClaudeCode,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FailMode {
+    Closed,
+    Open,
 }
 
 #[derive(Args, Debug)]
@@ -272,9 +286,10 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             daemon.run_until_stopped().await?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Hook { agent: _, event, campaign } => {
+        Command::Hook { agent: _, event, fail, unavailable_blocks, campaign } => {
             let input = crate::hook::read_stdin().context("reading the hook payload from stdin")?;
-            let out = crate::hook::run("claude-code", &event, &campaign, &input).await;
+            let gate = crate::campaign::GateSpec { fail_closed: fail == FailMode::Closed, unavailable_blocks };
+            let out = crate::hook::run("claude-code", &event, &campaign, &input, gate).await;
             if let Some(s) = &out.stdout {
                 println!("{s}");
             }
@@ -306,12 +321,18 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Moments(m) => moments(m),
         Command::Beam(b) => beam(b).await,
         Command::Attach { id, agent: _, dir } => {
+            let campaign = client(Duration::from_secs(30))?
+                .get(&format!("/campaigns/{id}"))
+                .await
+                .context("reading the campaign (its workspace and [gate] policy)")?;
             let dir = match dir {
                 Some(d) => d,
-                None => workspace_of(&id).await?,
+                None => PathBuf::from(campaign["spec"]["workspace"].as_str().context("the campaign has no workspace")?),
             };
+            let gate: crate::campaign::GateSpec =
+                serde_json::from_value(campaign["spec"]["gate"].clone()).unwrap_or_default();
             let exe = std::env::current_exe()?.display().to_string();
-            let path = crate::agent::attach::attach(&dir, &exe, &id)?;
+            let path = crate::agent::attach::attach(&dir, &exe, &id, gate)?;
             println!("gadfly hooks for campaign {id} written to {}", path.display());
             println!(
                 "start `claude` in {} with GADFLY_URL and GADFLY_TOKEN set; `gadfly detach {id}` removes them",

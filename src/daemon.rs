@@ -66,6 +66,11 @@ impl Daemon {
         let supervisor = Supervisor::new(store, &config.data_dir, bank, (format!("http://{addr}"), token.clone()));
         // Left over from a run that was killed mid-evaluation.
         let _ = std::fs::remove_dir_all(config.data_dir.join("evaluations"));
+        // Hook calls spooled while no daemon ran, into this data dir's spool.
+        let (imported, left) = crate::spool::import(&supervisor, &config.data_dir.join("spool")).await;
+        if imported + left > 0 {
+            tracing::info!(imported, left, "spooled hook calls replayed into the store");
+        }
         let state = AppState { supervisor, token, shutdown, allow_remote: config.allow_remote };
         Ok(Daemon { listener, state, addr, config, _lock: lock })
     }

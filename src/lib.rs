@@ -24,6 +24,7 @@ pub mod process;
 pub mod results;
 pub mod server;
 pub mod snapshot;
+pub mod spool;
 pub mod store;
 pub mod supervisor;
 pub mod telemetry;

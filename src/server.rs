@@ -261,14 +261,34 @@ async fn list_evaluations(State(state): State<AppState>, Path(id): Path<String>)
 async fn hook(
     State(state): State<AppState>,
     Path((id, agent, event)): Path<(String, String, String)>,
+    Query(spool): Query<SpoolQuery>,
     headers: HeaderMap,
     body: Bytes,
 ) -> ApiResult<Json<Value>> {
     let payload: Value =
         serde_json::from_slice(&body).map_err(|e| ApiError::Invalid(format!("hook payload is not JSON: {e}")))?;
     let call_id = headers.get(CALL_ID_HEADER).and_then(|v| v.to_str().ok());
-    let reply = state.supervisor.handle_hook(&id, &agent, &event, call_id, payload).await?;
+    let reply = match spool {
+        SpoolQuery { spooled_at: Some(at), outcome, why } => {
+            let meta = crate::supervisor::SpooledMeta {
+                at,
+                outcome: outcome.ok_or_else(|| ApiError::Invalid("a spooled call needs `outcome`".into()))?,
+                why: why.unwrap_or_default(),
+            };
+            state.supervisor.handle_spooled_hook(&id, &agent, &event, call_id, payload, &meta).await?
+        }
+        _ => state.supervisor.handle_hook(&id, &agent, &event, call_id, payload).await?,
+    };
     Ok(Json(serde_json::to_value(reply).map_err(anyhow::Error::from)?))
+}
+
+/// Set when the hook client replays a call it spooled while the daemon
+/// was unreachable (see `spool`).
+#[derive(Deserialize)]
+struct SpoolQuery {
+    spooled_at: Option<String>,
+    outcome: Option<String>,
+    why: Option<String>,
 }
 
 #[derive(Deserialize)]

@@ -82,6 +82,15 @@ struct ToolCalls {
     recent_ids: std::collections::VecDeque<String>,
 }
 
+/// What the hook client answered on its own for a call it spooled.
+#[derive(Debug, Clone)]
+pub struct SpooledMeta {
+    /// When the hook ran (RFC 3339).
+    pub at: String,
+    pub outcome: String,
+    pub why: String,
+}
+
 /// What the hook client prints for the agent.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct HookReply {
@@ -585,6 +594,9 @@ impl Supervisor {
                 }
             }
         }
+        if fresh && (event == "session-end" || event == "stop-failure") && spec.mode != Mode::Audit {
+            self.check_ungated_end(campaign_id, agent, event, event_id, session.as_deref()).await?;
+        }
         if event != "stop" {
             let output = if fresh && spec.mode != Mode::Audit {
                 self.context_delivery(campaign_id, session.as_deref(), event).await?
@@ -604,6 +616,153 @@ impl Supervisor {
             }
         }
         self.judge_stop(campaign_id, &spec, agent, event_id, session.as_deref(), &payload).await
+    }
+
+    /// A session that ends, or a turn that ends on a failure, with no
+    /// allowed stop since its last block (or none at all): the agent got
+    /// away from the gate. Recorded as an ungated stop attempt.
+    async fn check_ungated_end(
+        &self,
+        campaign_id: &str,
+        agent: &str,
+        event: &str,
+        event_id: i64,
+        session: Option<&str>,
+    ) -> anyhow::Result<()> {
+        let attempts = self.inner.store.list_stop_attempts(campaign_id).await?;
+        let last = attempts.iter().rev().find(|a| a.session_id.as_deref() == session);
+        let why = match (event, last.map(|a| a.decision.as_str())) {
+            (_, Some("allow" | "record" | "ungated")) if event == "session-end" => return Ok(()),
+            ("stop-failure", _) => "the turn ended on a failure (StopFailure), with no Stop hook decision",
+            (_, Some("block" | "unavailable_block")) => "the session ended while its last stop was blocked",
+            _ => "the session ended without any stop judged by the gate",
+        };
+        self.record_ungated(campaign_id, agent, event_id, session, None, why).await
+    }
+
+    /// Records an ungated stop: a stop attempt with decision `ungated` and
+    /// its reason (with the latest evaluation's verdict, for the audit), and
+    /// a `stop.ungated` event for the console and the log.
+    pub async fn record_ungated(
+        &self,
+        campaign_id: &str,
+        agent: &str,
+        event_id: i64,
+        session: Option<&str>,
+        claim: Option<&str>,
+        why: &str,
+    ) -> anyhow::Result<()> {
+        let latest = self.inner.store.latest_evaluation(campaign_id).await?;
+        let (eval_id, holds) = match &latest {
+            Some((id, body)) => {
+                (Some(*id), serde_json::from_str::<Evaluation>(body).map(|e| e.verdict.holds).unwrap_or(false))
+            }
+            None => (None, false),
+        };
+        self.inner
+            .store
+            .insert_stop_attempt(&NewStopAttempt {
+                campaign_id,
+                event_id,
+                session_id: session,
+                agent,
+                claim,
+                stop_hook_active: false,
+                evaluation_id: eval_id,
+                holds,
+                decision: "ungated",
+                reason: Some(why),
+                question_id: None,
+            })
+            .await?;
+        self.record(
+            campaign_id,
+            session,
+            "stop.ungated",
+            None,
+            json!({"why": why, "event_id": event_id, "latest_evaluation_id": eval_id, "holds": holds, "claim": claim}),
+        )
+        .await?;
+        tracing::warn!(campaign = %campaign_id, why, "ungated stop");
+        Ok(())
+    }
+
+    /// A hook call the hook client could not deliver when it was made and
+    /// spooled, replayed now. It is recorded once (same call id); a stop is
+    /// not judged now (the tree has moved on): it is recorded as the hook
+    /// answered it then, blocked by the hook itself or let through ungated.
+    pub async fn handle_spooled_hook(
+        &self,
+        campaign_id: &str,
+        agent: &str,
+        event: &str,
+        call_id: Option<&str>,
+        payload: Value,
+        spooled: &SpooledMeta,
+    ) -> Result<HookReply> {
+        self.campaign(campaign_id).await?;
+        if !payload.is_object() {
+            return Err(SupervisorError::Invalid("the hook payload must be a JSON object".into()));
+        }
+        if !["blocked", "allowed", "passed"].contains(&spooled.outcome.as_str()) {
+            return Err(SupervisorError::Invalid(format!(
+                "unknown spooled outcome `{}`; expected blocked, allowed or passed",
+                spooled.outcome
+            )));
+        }
+        let session = payload.get("session_id").and_then(Value::as_str).map(str::to_string);
+        let key = idempotency_key(campaign_id, agent, event, call_id, &payload);
+        let kind = format!("hook.{}", event.replace('-', "_"));
+        let (event_id, fresh) = self
+            .record(
+                campaign_id,
+                session.as_deref(),
+                &kind,
+                key.as_deref(),
+                json!({"agent": agent, "event": event, "payload": payload, "spooled": {"at": spooled.at, "outcome": spooled.outcome, "why": spooled.why}}),
+            )
+            .await?;
+        let claim = payload.get("last_assistant_message").and_then(Value::as_str);
+        let decision = match (event, spooled.outcome.as_str()) {
+            ("stop", "blocked") => Some("unavailable_block"),
+            ("stop", _) => Some("ungated"),
+            _ => None,
+        };
+        if fresh {
+            match decision {
+                Some("ungated") => {
+                    let why = format!(
+                        "the supervisor was unavailable at {} ({}); the hook let this stop through ungated",
+                        spooled.at, spooled.why
+                    );
+                    self.record_ungated(campaign_id, agent, event_id, session.as_deref(), claim, &why).await?;
+                }
+                Some(d) => {
+                    let why = format!(
+                        "the supervisor was unavailable at {} ({}); the hook blocked this stop on its own",
+                        spooled.at, spooled.why
+                    );
+                    self.inner
+                        .store
+                        .insert_stop_attempt(&NewStopAttempt {
+                            campaign_id,
+                            event_id,
+                            session_id: session.as_deref(),
+                            agent,
+                            claim,
+                            stop_hook_active: payload.get("stop_hook_active").and_then(Value::as_bool).unwrap_or(false),
+                            evaluation_id: None,
+                            holds: false,
+                            decision: d,
+                            reason: Some(&why),
+                            question_id: None,
+                        })
+                        .await?;
+                }
+                None => {}
+            }
+        }
+        Ok(HookReply { output: None, decision: decision.map(str::to_string), event_id })
     }
 
     async fn judge_stop(

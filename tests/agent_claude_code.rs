@@ -28,7 +28,7 @@ fn claude_bin(test: &str) -> Option<PathBuf> {
 /// The hooks `gadfly attach` writes for a campaign (and spawn mode passes
 /// with `--settings`), with `gadfly` found on PATH.
 fn settings(id: &str) -> Value {
-    gadfly::agent::attach::hooks_settings("gadfly", id)
+    gadfly::agent::attach::hooks_settings("gadfly", id, Default::default())
 }
 
 /// `claude -p PROMPT` in the workspace, against the mock, with gadfly's hooks.
@@ -230,10 +230,16 @@ fn the_block_cap_ends_a_blocked_turn_looking_like_a_success() {
     eprintln!("claude ran for {:.2} s\n{}", run.elapsed.as_secs_f64(), mock.describe());
     assert_success(&run, &mock);
 
-    // A cap of 2 lets the third consecutive block end the turn.
+    // A cap of 2 lets the third consecutive block end the turn; the session
+    // then ends with its last stop blocked, which gadfly records as an
+    // ungated stop (SessionEnd), not as a verdict.
     let stops = d.api_get(&format!("/campaigns/{id}/stops"));
     let decisions: Vec<&str> = stops.as_array().unwrap().iter().map(|s| s["decision"].as_str().unwrap()).collect();
-    assert_eq!(decisions, ["block", "block", "block"], "{}", run.explain(&mock));
+    assert_eq!(decisions, ["block", "block", "block", "ungated"], "{}", run.explain(&mock));
+    let ungated = &stops[3];
+    assert!(ungated["reason"].as_str().unwrap().contains("last stop was blocked"), "{ungated}");
+    assert_eq!(ungated["holds"], false, "{ungated}");
+    assert_eq!(ungated["session_id"], stops[2]["session_id"]);
     assert_eq!(mock.steps_served(), 4, "{}", run.explain(&mock));
     let events = run.events();
     let result = events.iter().rfind(|e| e["type"] == "result").unwrap();

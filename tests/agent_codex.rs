@@ -62,7 +62,7 @@ plugins = false
 /// Code) as `$CODEX_HOME/hooks.json`; they run only when trusted, here with
 /// `--dangerously-bypass-hook-trust`.
 fn write_hooks(codex_home: &Path, id: &str) {
-    let hooks = gadfly::agent::attach::hooks_settings("gadfly", id);
+    let hooks = gadfly::agent::attach::hooks_settings("gadfly", id, Default::default());
     std::fs::write(codex_home.join("hooks.json"), serde_json::to_string_pretty(&hooks).unwrap()).unwrap();
 }
 

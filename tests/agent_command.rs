@@ -114,7 +114,10 @@ fn attach_and_detach_through_the_cli() {
     let path = f.ws().join(".claude/settings.local.json");
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     let cmd = v["hooks"]["Stop"][0]["hooks"][0]["command"].as_str().unwrap();
-    assert!(cmd.ends_with(&format!("hook claude-code stop --campaign {id}")), "{cmd}");
+    assert!(
+        cmd.ends_with(&format!("hook claude-code stop --fail closed --unavailable-blocks 3 --campaign {id}")),
+        "{cmd}"
+    );
     let out = d.run(&["detach", &id]);
     assert!(out.status.success());
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();

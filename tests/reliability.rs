@@ -61,7 +61,8 @@ fn every_answered_hook_call_is_stored_exactly_once_across_sigkills() {
     let answered = Arc::new(Mutex::new(Vec::new()));
     let workers: Vec<_> = (0..8)
         .map(|w| {
-            let (url, token, id, answered) = (url.clone(), token.clone(), id.clone(), answered.clone());
+            let (url, token, id, answered, data) =
+                (url.clone(), token.clone(), id.clone(), answered.clone(), data.clone());
             std::thread::spawn(move || {
                 for i in 0..30 {
                     let tool = format!("toolu_{w}_{i}");
@@ -71,7 +72,7 @@ fn every_answered_hook_call_is_stored_exactly_once_across_sigkills() {
                         .args(["hook", "claude-code", "post-tool-use", "--campaign", &id])
                         .env("GADFLY_URL", &url)
                         .env("GADFLY_TOKEN", &token)
-                        .env("GADFLY_HOOK_DEADLINE_S", "30")
+                        .env("GADFLY_SPOOL_DIR", data.join("spool"))
                         .stdin(Stdio::piped())
                         .stdout(Stdio::piped())
                         .stderr(Stdio::piped())
@@ -94,6 +95,20 @@ fn every_answered_hook_call_is_stored_exactly_once_across_sigkills() {
     let kills = nemesis.join().unwrap();
     assert!(kills >= 2, "the daemon was killed {kills} times");
     let d = daemon.lock().unwrap();
+    // Calls the hook answered on its own (the daemon was restarting for
+    // longer than the hook's 2 s) were spooled: the next call replays them.
+    let spooled_before = spooled_files(&data.join("spool")).len();
+    let mut last = d
+        .cmd()
+        .args(["hook", "claude-code", "post-tool-use", "--campaign", &id])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    last.stdin.take().unwrap().write_all(br#"{"session_id":"s-last","tool_use_id":"toolu_last"}"#).unwrap();
+    assert!(last.wait_with_output().unwrap().status.success());
+    assert!(spooled_files(&data.join("spool")).is_empty(), "the spool was replayed");
     let log = d.api_get(&format!("/campaigns/{id}/log?limit=10000"));
     let stored: Vec<String> = log
         .as_array()
@@ -101,9 +116,16 @@ fn every_answered_hook_call_is_stored_exactly_once_across_sigkills() {
         .iter()
         .filter(|e| e["kind"] == "hook.post_tool_use")
         .map(|e| e["payload"]["payload"]["tool_use_id"].as_str().unwrap().to_string())
+        .filter(|t| t != "toolu_last")
         .collect();
     let answered = answered.lock().unwrap();
-    eprintln!("kills {kills}, calls 240, answered {}, stored {}", answered.len(), stored.len());
+    eprintln!(
+        "kills {kills}, calls 240, answered by the daemon {}, spooled by the hook and replayed {spooled_before}, stored {}",
+        answered.len(),
+        stored.len()
+    );
+    // Nothing lost: every call is in the store, answered or spooled.
+    assert_eq!(stored.len(), 240, "every call is stored exactly once");
     assert!(answered.len() >= 200, "the hook retries across restarts: {} of 240 answered", answered.len());
     for t in answered.iter() {
         assert_eq!(
@@ -207,4 +229,141 @@ fn dns_rebinding_and_cross_origin_requests_are_refused() {
         "413"
     );
     assert_eq!(code(&[&format!("{}/api/v1/health", d.url)]), "200");
+}
+
+/// Runs a hook command line (as an agent would, through `sh -c`) with
+/// `payload` on stdin; returns (stdout, stderr).
+fn run_hook_line(line: &str, env: &[(&str, String)], payload: &Value) -> (String, String) {
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", line]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().unwrap();
+    child.stdin.take().unwrap().write_all(payload.to_string().as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{line}: {}", String::from_utf8_lossy(&out.stderr));
+    (String::from_utf8_lossy(&out.stdout).trim().to_string(), String::from_utf8_lossy(&out.stderr).to_string())
+}
+
+fn spooled_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .map(|r| r.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "json")).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// The daemon is down: the Stop hook gadfly wrote into the agent's settings
+/// blocks with "supervisor unavailable" as often as the campaign's `[gate]`
+/// allows, then lets the stop through; an observational hook passes at
+/// once; every call is spooled (fsynced) and, when the daemon is back,
+/// replayed into the store once, the stop that got through shown as an
+/// ungated stop. A session that ends while its last stop was blocked is an
+/// ungated stop too.
+#[test]
+fn hook_calls_made_while_the_daemon_is_down_are_spooled_bounded_and_replayed_once() {
+    let f = Fixture::new("[gate]\nfail = \"closed\"\nunavailable_blocks = 2\n");
+    let data = f.data_dir();
+    let mut d = Daemon::start(&data);
+    let id = d.create_campaign(&f.spec());
+    let out = d.run(&["attach", &id]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let settings: Value =
+        serde_json::from_str(&std::fs::read_to_string(f.ws().join(".claude/settings.local.json")).unwrap()).unwrap();
+    let stop_line = settings["hooks"]["Stop"][0]["hooks"][0]["command"].as_str().unwrap().to_string();
+    let post_line = settings["hooks"]["PostToolUse"][0]["hooks"][0]["command"].as_str().unwrap().to_string();
+    assert!(stop_line.contains("--fail closed --unavailable-blocks 2"), "{stop_line}");
+    let spool = data.join("spool");
+    let token = d.token.clone();
+    let env = |url: &str| {
+        vec![
+            ("GADFLY_URL", url.to_string()),
+            ("GADFLY_TOKEN", token.clone()),
+            ("GADFLY_SPOOL_DIR", spool.display().to_string()),
+            ("GADFLY_HOOK_DEADLINE_S", "1".to_string()),
+        ]
+    };
+    let down_url = d.url.clone();
+    let down = env(&down_url);
+    d.kill();
+
+    let stop = serde_json::json!({"session_id": "s1", "hook_event_name": "Stop", "stop_hook_active": false, "last_assistant_message": "All done."});
+    let mut answers = Vec::new();
+    for _ in 0..3 {
+        answers.push(run_hook_line(&stop_line, &down, &stop));
+    }
+    for (n, (stdout, _)) in answers[..2].iter().enumerate() {
+        let v: Value = serde_json::from_str(stdout).unwrap_or_else(|e| panic!("{e}: {stdout:?}"));
+        assert_eq!(v["decision"], "block");
+        let reason = v["reason"].as_str().unwrap();
+        assert!(reason.contains("supervisor unavailable") && reason.contains(&format!("({} of 2)", n + 1)), "{reason}");
+    }
+    assert_eq!(answers[2].0, "", "the third stop goes through: {:?}", answers[2]);
+    assert!(answers[2].1.contains("ungated"), "{}", answers[2].1);
+    let post = serde_json::json!({"session_id": "s1", "hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_use_id": "toolu_down_1"});
+    let (stdout, stderr) = run_hook_line(&post_line, &down, &post);
+    assert_eq!(stdout, "");
+    assert!(stderr.contains("gadfly hook"), "{stderr}");
+    let files = spooled_files(&spool);
+    assert_eq!(files.len(), 4, "every call is spooled: {files:?}");
+    let backup = tempfile::tempdir().unwrap();
+    for p in &files {
+        std::fs::copy(p, backup.path().join(p.file_name().unwrap())).unwrap();
+    }
+
+    // The daemon comes back and replays its data dir's spool at start.
+    let d = Daemon::start(&data);
+    assert!(spooled_files(&spool).is_empty(), "the spool was replayed: {:?}", spooled_files(&spool));
+    let stops = d.api_get(&format!("/campaigns/{id}/stops"));
+    let decisions: Vec<&str> = stops.as_array().unwrap().iter().map(|s| s["decision"].as_str().unwrap()).collect();
+    assert_eq!(decisions, ["unavailable_block", "unavailable_block", "ungated"], "{stops}");
+    assert!(stops[2]["reason"].as_str().unwrap().contains("supervisor was unavailable"), "{stops}");
+    assert_eq!(stops[2]["claim"], "All done.");
+    let log = d.api_get(&format!("/campaigns/{id}/log?limit=10000"));
+    let events = log.as_array().unwrap();
+    let count = |kind: &str| events.iter().filter(|e| e["kind"] == kind).count();
+    assert_eq!(count("hook.stop"), 3);
+    assert_eq!(count("hook.post_tool_use"), 1);
+    assert_eq!(count("stop.ungated"), 1);
+    let replayed = events.iter().find(|e| e["kind"] == "hook.post_tool_use").unwrap();
+    assert_eq!(replayed["payload"]["spooled"]["outcome"], "passed", "{replayed}");
+    assert_eq!(replayed["payload"]["payload"]["tool_use_id"], "toolu_down_1");
+
+    // The same spooled calls again (a replay that was cut short and
+    // retried), sent by the next hook that reaches the daemon: nothing is
+    // recorded twice.
+    for p in spooled_files(backup.path()) {
+        std::fs::copy(&p, spool.join(p.file_name().unwrap())).unwrap();
+    }
+    let up = env(&d.url);
+    let post2 = serde_json::json!({"session_id": "s1", "hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_use_id": "toolu_up_1"});
+    let (_, stderr) = run_hook_line(&post_line, &up, &post2);
+    assert_eq!(stderr, "", "answered by the daemon");
+    assert!(spooled_files(&spool).is_empty());
+    let log = d.api_get(&format!("/campaigns/{id}/log?limit=10000"));
+    let events = log.as_array().unwrap();
+    let count = |kind: &str| events.iter().filter(|e| e["kind"] == kind).count();
+    assert_eq!((count("hook.stop"), count("hook.post_tool_use"), count("stop.ungated")), (3, 2, 1));
+    assert_eq!(d.api_get(&format!("/campaigns/{id}/stops")).as_array().unwrap().len(), 3);
+
+    // A session whose last stop was blocked, then ends: an ungated stop.
+    let stop2 = serde_json::json!({"session_id": "s2", "hook_event_name": "Stop", "stop_hook_active": false, "last_assistant_message": "Finished."});
+    let (stdout, _) = run_hook_line(&stop_line, &up, &stop2);
+    assert!(stdout.contains("you may not stop yet"), "{stdout}");
+    let end_line = settings["hooks"]["SessionEnd"][0]["hooks"][0]["command"].as_str().unwrap().to_string();
+    run_hook_line(&end_line, &up, &serde_json::json!({"session_id": "s2", "hook_event_name": "SessionEnd", "reason": "other"}));
+    let stops = d.api_get(&format!("/campaigns/{id}/stops"));
+    let last = stops.as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["decision"], "ungated", "{stops}");
+    assert_eq!(last["session_id"], "s2");
+    assert!(last["reason"].as_str().unwrap().contains("last stop was blocked"), "{last}");
+    // An allowed session's end is not an ungated stop.
+    f.set_candidate(common::ALL_PASS);
+    let stop3 = serde_json::json!({"session_id": "s3", "hook_event_name": "Stop", "stop_hook_active": false, "last_assistant_message": "Done."});
+    let (stdout, _) = run_hook_line(&stop_line, &up, &stop3);
+    assert_eq!(stdout, "", "allowed");
+    run_hook_line(&end_line, &up, &serde_json::json!({"session_id": "s3", "hook_event_name": "SessionEnd", "reason": "other"}));
+    let stops = d.api_get(&format!("/campaigns/{id}/stops"));
+    assert_eq!(stops.as_array().unwrap().last().unwrap()["decision"], "allow", "{stops}");
 }

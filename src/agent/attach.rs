@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 use serde_json::{json, Map, Value};
 
+use crate::campaign::GateSpec;
+
 /// Claude Code hook events gadfly listens to, with the kebab-case name its
 /// hook command takes and the timeout written for it (seconds).
 pub const HOOKS: &[(&str, &str, u64)] = &[
@@ -23,9 +25,19 @@ pub fn settings_path(dir: &Path) -> PathBuf {
     dir.join(".claude").join("settings.local.json")
 }
 
-/// The hook command for one event of one campaign.
-pub fn hook_command(exe: &str, event: &str, campaign: &str) -> String {
-    format!("{} hook claude-code {event} --campaign {campaign}", shell_word(exe))
+/// The hook command for one event of one campaign. The Stop hook carries
+/// the campaign's `[gate]` policy, which it needs when the daemon is down.
+pub fn hook_command(exe: &str, event: &str, campaign: &str, gate: GateSpec) -> String {
+    let policy = if event == "stop" {
+        format!(
+            " --fail {} --unavailable-blocks {}",
+            if gate.fail_closed { "closed" } else { "open" },
+            gate.unavailable_blocks
+        )
+    } else {
+        String::new()
+    };
+    format!("{} hook claude-code {event}{policy} --campaign {campaign}", shell_word(exe))
 }
 
 fn shell_word(s: &str) -> String {
@@ -42,11 +54,10 @@ fn is_ours(command: &str, campaign: &str) -> bool {
 }
 
 /// gadfly's hooks as a settings object (what spawn mode passes with --settings).
-pub fn hooks_settings(exe: &str, campaign: &str) -> Value {
+pub fn hooks_settings(exe: &str, campaign: &str, gate: GateSpec) -> Value {
     let mut hooks = Map::new();
     for (event, kebab, timeout) in HOOKS {
-        let mut group =
-            json!({"hooks": [{"type": "command", "command": hook_command(exe, kebab, campaign), "timeout": timeout}]});
+        let mut group = json!({"hooks": [{"type": "command", "command": hook_command(exe, kebab, campaign, gate), "timeout": timeout}]});
         if *event == "PostToolUse" {
             group["matcher"] = json!("*");
         }
@@ -56,11 +67,11 @@ pub fn hooks_settings(exe: &str, campaign: &str) -> Value {
 }
 
 /// Merges gadfly's hooks into `settings` (idempotent).
-pub fn merge(settings: &mut Value, exe: &str, campaign: &str) -> anyhow::Result<()> {
+pub fn merge(settings: &mut Value, exe: &str, campaign: &str, gate: GateSpec) -> anyhow::Result<()> {
     let obj = settings.as_object_mut().context("the settings file must hold a JSON object")?;
     let hooks = obj.entry("hooks").or_insert_with(|| json!({}));
     let hooks = hooks.as_object_mut().context("`hooks` in the settings file must be an object")?;
-    let ours = hooks_settings(exe, campaign);
+    let ours = hooks_settings(exe, campaign, gate);
     for (event, groups) in ours["hooks"].as_object().into_iter().flatten() {
         let list = hooks.entry(event.clone()).or_insert_with(|| json!([]));
         let list = list.as_array_mut().with_context(|| format!("`hooks.{event}` must be an array"))?;
@@ -124,13 +135,13 @@ fn write(path: &Path, value: &Value) -> anyhow::Result<()> {
 }
 
 /// Attaches: writes the hooks into DIR/.claude/settings.local.json.
-pub fn attach(dir: &Path, exe: &str, campaign: &str) -> anyhow::Result<PathBuf> {
+pub fn attach(dir: &Path, exe: &str, campaign: &str, gate: GateSpec) -> anyhow::Result<PathBuf> {
     if !dir.is_dir() {
         bail!("{} is not a directory", dir.display());
     }
     let path = settings_path(dir);
     let mut settings = read(&path)?;
-    merge(&mut settings, exe, campaign)?;
+    merge(&mut settings, exe, campaign, gate)?;
     write(&path, &settings)?;
     Ok(path)
 }
@@ -164,16 +175,16 @@ mod tests {
             }
         });
         std::fs::write(&path, serde_json::to_string_pretty(&original).unwrap()).unwrap();
-        attach(dir.path(), "/opt/gadfly/bin/gadfly", "qr-1").unwrap();
+        attach(dir.path(), "/opt/gadfly/bin/gadfly", "qr-1", GateSpec::default()).unwrap();
         let once = std::fs::read_to_string(&path).unwrap();
-        attach(dir.path(), "/opt/gadfly/bin/gadfly", "qr-1").unwrap();
+        attach(dir.path(), "/opt/gadfly/bin/gadfly", "qr-1", GateSpec::default()).unwrap();
         assert_eq!(once, std::fs::read_to_string(&path).unwrap(), "attach is idempotent");
         let v: Value = serde_json::from_str(&once).unwrap();
         assert_eq!(v["permissions"], original["permissions"]);
         assert_eq!(v["hooks"]["Stop"].as_array().unwrap().len(), 2, "the user's Stop hook stays");
         assert_eq!(
             v["hooks"]["Stop"][1]["hooks"][0]["command"],
-            "/opt/gadfly/bin/gadfly hook claude-code stop --campaign qr-1"
+            "/opt/gadfly/bin/gadfly hook claude-code stop --fail closed --unavailable-blocks 3 --campaign qr-1"
         );
         assert_eq!(v["hooks"]["Stop"][1]["hooks"][0]["timeout"], 600);
         assert_eq!(v["hooks"]["PostToolUse"][0]["matcher"], "*");
@@ -188,15 +199,22 @@ mod tests {
     #[test]
     fn another_campaigns_hooks_are_left_alone_and_bad_json_is_refused() {
         let mut s = json!({});
-        merge(&mut s, "gadfly", "a").unwrap();
-        merge(&mut s, "gadfly", "b").unwrap();
+        merge(&mut s, "gadfly", "a", GateSpec::default()).unwrap();
+        merge(&mut s, "gadfly", "b", GateSpec::default()).unwrap();
         assert_eq!(remove(&mut s, "a"), HOOKS.len());
-        assert_eq!(s["hooks"]["Stop"][0]["hooks"][0]["command"], "gadfly hook claude-code stop --campaign b");
+        assert_eq!(
+            s["hooks"]["Stop"][0]["hooks"][0]["command"],
+            "gadfly hook claude-code stop --fail closed --unavailable-blocks 3 --campaign b"
+        );
+        assert_eq!(
+            s["hooks"]["PostToolUse"][0]["hooks"][0]["command"],
+            "gadfly hook claude-code post-tool-use --campaign b"
+        );
         let dir = tempfile::tempdir().unwrap();
         let path = settings_path(dir.path());
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, "{ not json").unwrap();
-        let err = attach(dir.path(), "gadfly", "a").unwrap_err();
+        let err = attach(dir.path(), "gadfly", "a", GateSpec::default()).unwrap_err();
         assert!(format!("{err:#}").contains("is not valid JSON"), "{err:#}");
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "{ not json", "nothing overwritten");
     }

@@ -178,6 +178,9 @@ impl RunCtx {
             ("GADFLY_URL".to_string(), url),
             ("GADFLY_TOKEN".to_string(), token),
             ("GADFLY_CAMPAIGN".to_string(), self.campaign.clone()),
+            // Hook calls made while the daemon is down wait here; the
+            // daemon replays them when it starts again.
+            ("GADFLY_SPOOL_DIR".to_string(), self.sup.data_dir().join("spool").display().to_string()),
         ];
         if let Ok(exe) = std::env::current_exe() {
             env.push(("GADFLY_BIN".to_string(), exe.display().to_string()));
@@ -336,7 +339,10 @@ async fn claude_loop(ctx: &RunCtx) -> anyhow::Result<Outcome> {
     let settings_dir = ctx.sup.data_dir().join("runs").join(&ctx.campaign);
     std::fs::create_dir_all(&settings_dir)?;
     let settings = settings_dir.join("claude-settings.json");
-    std::fs::write(&settings, serde_json::to_string_pretty(&super::attach::hooks_settings(&exe, &ctx.campaign))?)?;
+    std::fs::write(
+        &settings,
+        serde_json::to_string_pretty(&super::attach::hooks_settings(&exe, &ctx.campaign, ctx.spec.gate))?,
+    )?;
     let program = binary(&ctx.agent.bin, "GADFLY_CLAUDE_BIN", "claude");
     let first_prompt = ctx.agent.first_prompt(&ctx.spec);
     let mut budget = Budget::new(&ctx.agent);
@@ -436,6 +442,16 @@ async fn claude_loop(ctx: &RunCtx) -> anyhow::Result<Outcome> {
                 .find(|s| s.session_id.as_deref() == Some(sid.as_str()));
             let allowed_by_hook = last.as_ref().is_some_and(|s| s.decision == "allow" || s.decision == "record");
             let claim = ev["result"].as_str().unwrap_or("").to_string();
+            if !allowed_by_hook {
+                // The turn ended with no allowed stop from the gate (the hook
+                // did not fire, was killed, or the CLI ended the turn despite
+                // a block): an ungated stop, judged and resumed here.
+                let why = match &last {
+                    Some(s) if s.decision == "block" => "the turn ended although its last stop was blocked",
+                    _ => "the turn ended with no Stop hook decision",
+                };
+                ctx.record(session.as_deref(), "stop.ungated", None, json!({"why": why, "claim": truncate(&claim, 2000), "resumed_by": "run"})).await;
+            }
             let reason =
                 if allowed_by_hook { None } else { ctx.judge("claude-code", &sid, &claim, last_blocked).await? };
             match reason {

@@ -66,7 +66,10 @@ impl Daemon {
     /// A `gadfly` command pointed at this daemon.
     pub fn cmd(&self) -> Command {
         let mut c = gadfly();
-        c.env("GADFLY_URL", &self.url).env("GADFLY_TOKEN", &self.token).env_remove("GADFLY_DATA_DIR");
+        c.env("GADFLY_URL", &self.url)
+            .env("GADFLY_TOKEN", &self.token)
+            .env("GADFLY_SPOOL_DIR", self.data_dir.join("spool"))
+            .env_remove("GADFLY_DATA_DIR");
         c
     }
 

@@ -23,7 +23,7 @@ const MAX_QUESTION = 4000;
 /** Above this many events, the feed starts about TAIL_EVENTS ids before the end. */
 const TAIL_FROM = 8000;
 const TAIL_EVENTS = 4000;
-const REFRESH_KINDS = new Set(['evaluation', 'decision', 'question.queued', 'question.delivered', 'hook.stop', 'campaign.updated', 'moment']);
+const REFRESH_KINDS = new Set(['evaluation', 'decision', 'question.queued', 'question.delivered', 'hook.stop', 'campaign.updated', 'moment', 'stop.ungated']);
 
 const isNum = (x) => typeof x === 'number' && Number.isFinite(x);
 
@@ -316,7 +316,8 @@ export function mount(root, ctx, id) {
     const pred = spec.predicate || {};
     const stops = d.stop_attempts || [];
     const qs = d.questions || [];
-    const blocked = stops.filter((x) => x.decision === 'block').length;
+    const blocked = stops.filter((x) => x.decision === 'block' || x.decision === 'unavailable_block').length;
+    const ungated = stops.filter((x) => x.decision === 'ungated').length;
     const best = bestOf(st.evals);
     const kpi = (name, value, sub, cls) => h('div', { class: `kpi ${cls || ''}` }, h('div', { class: 'kpi-name' }, name), h('div', { class: 'kpi-value num' }, value), h('div', { class: 'kpi-sub' }, sub));
     const geoOk = e && isNum(e.geomean_speedup) && (!isNum(pred.min_geomean_speedup) || e.geomean_speedup >= pred.min_geomean_speedup);
@@ -325,7 +326,7 @@ export function mount(root, ctx, id) {
       kpi('Geometric mean', speedup(e?.geomean_speedup), [isNum(pred.min_geomean_speedup) ? `≥ ${speedup(pred.min_geomean_speedup)}` : 'no bar', ' · best ', h('span', { class: 'num' }, speedup(best))], e ? (geoOk ? 'ok' : 'bad') : ''),
       kpi('Worst scenario', speedup(e?.worst_speedup), [e?.worst_scenario ? h('span', { class: 'num' }, e.worst_scenario) : DASH, ` · ≥ ${speedup(pred.min_speedup ?? 1)}`], e ? (worstOk ? 'ok' : 'bad') : ''),
       kpi('Evaluations', String(d.evaluations ?? st.evals.length), e ? [`last ${ago(e.created_at)}`] : 'none yet'),
-      kpi('Stop attempts', String(stops.length), `${blocked} blocked · ${stops.length - blocked} let through`),
+      kpi('Stop attempts', String(stops.length), `${blocked} blocked · ${stops.length - blocked - ungated} let through${ungated ? ` · ${ungated} ungated` : ''}`, ungated ? 'bad' : ''),
       kpi('Questions', String(qs.length), `${qs.filter((q) => q.status === 'queued').length} queued · ${qs.filter((q) => q.status === 'delivered').length} delivered`),
       lastEventKpi);
     renderLastEvent();
@@ -422,7 +423,7 @@ export function mount(root, ctx, id) {
           h('div', { class: 'num small muted', title: `session ${x.session_id || '?'} · ${x.agent || ''}` }, x.session_id ? truncate(x.session_id, 16) : DASH)),
         h('td', { class: 'claim' }, x.claim ? h('q', null, x.claim) : h('span', { class: 'muted' }, 'no claim')),
         h('td', { class: 'decision' },
-          pill(x.decision, x.decision === 'block' ? 'fail' : x.decision === 'allow' ? 'pass' : 'none'),
+          pill(x.decision.replace('_', ' '), ['block', 'ungated', 'unavailable_block'].includes(x.decision) ? 'fail' : x.decision === 'allow' ? 'pass' : 'none'),
           h('div', { class: 'small' }, x.evaluation_id === null || x.evaluation_id === undefined
             ? h('span', { class: 'bad' }, 'not evaluated')
             : [h('span', { class: x.holds ? 'ok' : 'bad' }, x.holds ? 'holds' : 'fails'), h('span', { class: 'num muted' }, ` · eval #${x.evaluation_id}`)]),
