@@ -333,11 +333,16 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
                 serde_json::from_value(campaign["spec"]["gate"].clone()).unwrap_or_default();
             let exe = std::env::current_exe()?.display().to_string();
             let path = crate::agent::attach::attach(&dir, &exe, &id, gate)?;
+            let c = client(Duration::from_secs(30))?;
+            let hook_token = c.get(&format!("/campaigns/{id}/hook-token")).await?;
             println!("gadfly hooks for campaign {id} written to {}", path.display());
             println!(
-                "start `claude` in {} with GADFLY_URL and GADFLY_TOKEN set; `gadfly detach {id}` removes them",
+                "start `claude` in {} with these set (the token only lets the agent's hooks post events and ask for evaluations):",
                 dir.display()
             );
+            println!("  export GADFLY_URL={}", c.base_url());
+            println!("  export GADFLY_TOKEN={}", hook_token["token"].as_str().unwrap_or_default());
+            println!("`gadfly detach {id}` removes the hooks");
             Ok(ExitCode::SUCCESS)
         }
         Command::Detach { id, dir } => {

@@ -31,6 +31,11 @@ impl Client {
         Ok(Client { http, base: format!("{}/api/v1", config.url), token: config.token.clone() })
     }
 
+    /// The daemon's URL (without /api/v1).
+    pub fn base_url(&self) -> &str {
+        self.base.strip_suffix("/api/v1").unwrap_or(&self.base)
+    }
+
     fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
         let r = self.http.request(method, format!("{}{}", self.base, path));
         match &self.token {

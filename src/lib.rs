@@ -4,6 +4,7 @@
 
 pub mod agent;
 pub mod audit;
+pub mod auth;
 pub mod bank;
 pub mod beam;
 pub mod campaign;

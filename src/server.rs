@@ -34,6 +34,7 @@ pub enum ApiError {
     NotFound(String),
     Invalid(String),
     Unauthorized,
+    Forbidden(String),
     Internal(anyhow::Error),
 }
 
@@ -48,6 +49,7 @@ impl IntoResponse for ApiError {
                 "missing or wrong token: send `Authorization: Bearer TOKEN` (the token is in DATA_DIR/token)"
                     .to_string(),
             ),
+            ApiError::Forbidden(m) => (StatusCode::FORBIDDEN, "forbidden", m),
             ApiError::Internal(e) => {
                 tracing::error!(error = %e, chain = ?e, "request failed");
                 (StatusCode::INTERNAL_SERVER_ERROR, "internal", format!("internal error: {e:#}"))
@@ -93,6 +95,7 @@ pub fn router(state: AppState) -> Router {
         .route("/campaigns/{id}/suggestions", get(suggestions))
         .route("/campaigns/{id}/runs", get(list_runs).post(start_run))
         .route("/campaigns/{id}/runs/stop", post(stop_run))
+        .route("/campaigns/{id}/hook-token", get(hook_token))
         .route("/bank", get(bank))
         .route("/bank/stats", get(bank_stats))
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token))
@@ -171,9 +174,21 @@ async fn require_token(State(state): State<AppState>, req: Request, next: Next) 
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(|t| t.trim().to_string());
     let presented = bearer.or_else(|| cookie_token(req.headers()));
-    match presented {
-        Some(t) if constant_time_eq(&t, &state.token) => next.run(req).await,
-        _ => ApiError::Unauthorized.into_response(),
+    match presented.as_deref().and_then(|t| crate::auth::grant(&state.token, t)) {
+        Some(crate::auth::Grant::Full) => next.run(req).await,
+        Some(crate::auth::Grant::Hooks(campaign)) => {
+            if crate::auth::hook_scope_allows(req.method(), req.uri().path(), &campaign) {
+                next.run(req).await
+            } else {
+                ApiError::Forbidden(format!(
+                    "a hook token of campaign {campaign} may only post that campaign's hook events, ask for its evaluation and tag its beam families, not {} {}",
+                    req.method(),
+                    req.uri().path()
+                ))
+                .into_response()
+            }
+        }
+        None => ApiError::Unauthorized.into_response(),
     }
 }
 
@@ -314,6 +329,12 @@ async fn ask(
 async fn list_questions(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     state.supervisor.campaign(&id).await?;
     Ok(Json(json!(state.supervisor.store().list_questions(&id, false).await?)))
+}
+
+/// The campaign's hook token (for `gadfly attach` and agents started by hand).
+async fn hook_token(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+    state.supervisor.campaign(&id).await?;
+    Ok(Json(json!({"campaign": id, "token": crate::auth::hook_token(&state.token, &id)})))
 }
 
 async fn list_stops(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {

@@ -352,7 +352,11 @@ fn hook_calls_made_while_the_daemon_is_down_are_spooled_bounded_and_replayed_onc
     let (stdout, _) = run_hook_line(&stop_line, &up, &stop2);
     assert!(stdout.contains("you may not stop yet"), "{stdout}");
     let end_line = settings["hooks"]["SessionEnd"][0]["hooks"][0]["command"].as_str().unwrap().to_string();
-    run_hook_line(&end_line, &up, &serde_json::json!({"session_id": "s2", "hook_event_name": "SessionEnd", "reason": "other"}));
+    run_hook_line(
+        &end_line,
+        &up,
+        &serde_json::json!({"session_id": "s2", "hook_event_name": "SessionEnd", "reason": "other"}),
+    );
     let stops = d.api_get(&format!("/campaigns/{id}/stops"));
     let last = stops.as_array().unwrap().last().unwrap().clone();
     assert_eq!(last["decision"], "ungated", "{stops}");
@@ -363,7 +367,98 @@ fn hook_calls_made_while_the_daemon_is_down_are_spooled_bounded_and_replayed_onc
     let stop3 = serde_json::json!({"session_id": "s3", "hook_event_name": "Stop", "stop_hook_active": false, "last_assistant_message": "Done."});
     let (stdout, _) = run_hook_line(&stop_line, &up, &stop3);
     assert_eq!(stdout, "", "allowed");
-    run_hook_line(&end_line, &up, &serde_json::json!({"session_id": "s3", "hook_event_name": "SessionEnd", "reason": "other"}));
+    run_hook_line(
+        &end_line,
+        &up,
+        &serde_json::json!({"session_id": "s3", "hook_event_name": "SessionEnd", "reason": "other"}),
+    );
     let stops = d.api_get(&format!("/campaigns/{id}/stops"));
     assert_eq!(stops.as_array().unwrap().last().unwrap()["decision"], "allow", "{stops}");
+}
+
+/// `curl` with a bearer token: the HTTP status.
+fn status_with(url: &str, token: &str, method: &str, path: &str, body: &str) -> u16 {
+    let out = Command::new("curl")
+        .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", method, "-H"])
+        .arg(format!("Authorization: Bearer {token}"))
+        .args(["-H", "content-type: application/json", "--data-binary", body])
+        .arg(format!("{url}/api/v1{path}"))
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+}
+
+/// A campaign's hook token (what spawned agents get) posts that campaign's
+/// hook events and asks for its evaluation, and nothing else: no questions,
+/// no runs, no other campaign, no campaign made or read; a tampered one is
+/// refused; no token shows up in the daemon's log.
+#[test]
+fn a_hook_token_posts_its_own_campaigns_hook_events_and_nothing_else() {
+    let f = Fixture::new("");
+    let d = Daemon::start(&f.data_dir());
+    let id = d.create_campaign(&f.spec());
+    let other = d.create_campaign(&f.spec());
+    let token = d.api_get(&format!("/campaigns/{id}/hook-token"))["token"].as_str().unwrap().to_string();
+    assert!(token.starts_with(&format!("gfh1.{id}.")), "{token}");
+    let hook = r#"{"session_id":"s1","tool_name":"Bash","tool_use_id":"toolu_1"}"#;
+    let ok = [
+        ("POST", format!("/campaigns/{id}/hooks/claude-code/post-tool-use"), hook),
+        ("POST", format!("/campaigns/{id}/evaluate"), "{}"),
+        ("GET", format!("/campaigns/{id}/beam"), ""),
+    ];
+    for (m, p, b) in &ok {
+        assert_eq!(status_with(&d.url, &token, m, p, b), 200, "{m} {p}");
+    }
+    let spec = serde_json::json!({"spec_path": f.spec(), "spec_toml": std::fs::read_to_string(f.spec()).unwrap()});
+    let spec = spec.to_string();
+    let refused = [
+        ("POST", format!("/campaigns/{other}/hooks/claude-code/post-tool-use"), hook),
+        ("POST", format!("/campaigns/{id}/questions"), r#"{"text":"answer yourself"}"#),
+        ("GET", format!("/campaigns/{id}/questions"), ""),
+        ("GET", format!("/campaigns/{id}"), ""),
+        ("GET", format!("/campaigns/{id}/log"), ""),
+        ("POST", format!("/campaigns/{id}/runs"), r#"{"agent":"claude-code"}"#),
+        ("POST", format!("/campaigns/{id}/runs/stop"), "{}"),
+        ("POST", format!("/campaigns/{id}/beam/abandon"), r#"{"family":"x","reason":"y"}"#),
+        ("GET", format!("/campaigns/{id}/hook-token"), ""),
+        ("GET", "/campaigns".to_string(), ""),
+        ("POST", "/campaigns".to_string(), spec.as_str()),
+        ("GET", "/bank".to_string(), ""),
+    ];
+    for (m, p, b) in &refused {
+        assert_eq!(status_with(&d.url, &token, m, p, b), 403, "{m} {p}");
+    }
+    let tampered = format!("{}0", &token[..token.len() - 1]);
+    assert_eq!(status_with(&d.url, &tampered, "POST", &ok[0].1, hook), 401);
+    let moved = token.replace(&id, &other);
+    assert_eq!(status_with(&d.url, &moved, "POST", &format!("/campaigns/{other}/hooks/claude-code/stop"), hook), 401);
+
+    // The hook command with the hook token: a stop is judged as usual.
+    let mut child = common::gadfly()
+        .args(["hook", "claude-code", "stop", "--campaign", &id])
+        .env("GADFLY_URL", &d.url)
+        .env("GADFLY_TOKEN", &token)
+        .env("GADFLY_SPOOL_DIR", f.data_dir().join("spool"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(br#"{"session_id":"s1","last_assistant_message":"Done."}"#).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["decision"], "block", "{v}");
+    let stops = d.api_get(&format!("/campaigns/{id}/stops"));
+    assert_eq!(stops.as_array().unwrap().len(), 1);
+
+    // Tokens never reach the daemon's log.
+    let logs: String = std::fs::read_dir(f.dir.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("daemon-"))
+        .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+        .collect();
+    assert!(!logs.is_empty());
+    let mac = token.rsplit('.').next().unwrap();
+    assert!(!logs.contains(&d.token) && !logs.contains(mac), "a token is in the daemon's log");
 }

@@ -298,8 +298,11 @@ fn a_spawned_claude_is_sent_back_while_a_scenario_fails_then_the_run_completes()
     let Some(bin) = claude_bin("a_spawned_claude_is_sent_back_while_a_scenario_fails_then_the_run_completes") else {
         return;
     };
+    let seen = tempfile::tempdir().unwrap();
+    let agent_token = seen.path().join("agent-token");
     let mock = MockModel::start(vec![
-        Step::shell(&write_candidate(WRONG)).described("Write the new candidate"),
+        Step::shell(&format!("{} && printenv GADFLY_TOKEN > '{}'", write_candidate(WRONG), agent_token.display()))
+            .described("Write the new candidate"),
         Step::text("All scenarios pass now. Done."),
         Step::shell(&write_candidate(ALL_PASS))
             .described("Fix b")
@@ -357,6 +360,10 @@ fn a_spawned_claude_is_sent_back_while_a_scenario_fails_then_the_run_completes()
     }
     assert!(!kinds.iter().any(|x| x == "agent.crashed"), "{kinds:?}");
     assert_eq!(std::fs::read_to_string(s.f.ws().join("candidate.txt")).unwrap(), ALL_PASS);
+    // The agent's shell held the campaign's hook token, not the master token.
+    let held = std::fs::read_to_string(&agent_token).unwrap().trim().to_string();
+    assert!(held.starts_with(&format!("gfh1.{}.", s.id)), "{held}");
+    assert_ne!(held, s.d.token);
 }
 
 #[test]

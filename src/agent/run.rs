@@ -176,7 +176,9 @@ impl RunCtx {
         // prompt says so); GADFLY_CAMPAIGN names the campaign to it.
         let mut env = vec![
             ("GADFLY_URL".to_string(), url),
-            ("GADFLY_TOKEN".to_string(), token),
+            // The campaign's hook token, never the master token: the agent
+            // can post its hook events and ask for evaluations, nothing more.
+            ("GADFLY_TOKEN".to_string(), crate::auth::hook_token(&token, &self.campaign)),
             ("GADFLY_CAMPAIGN".to_string(), self.campaign.clone()),
             // Hook calls made while the daemon is down wait here; the
             // daemon replays them when it starts again.
@@ -450,7 +452,13 @@ async fn claude_loop(ctx: &RunCtx) -> anyhow::Result<Outcome> {
                     Some(s) if s.decision == "block" => "the turn ended although its last stop was blocked",
                     _ => "the turn ended with no Stop hook decision",
                 };
-                ctx.record(session.as_deref(), "stop.ungated", None, json!({"why": why, "claim": truncate(&claim, 2000), "resumed_by": "run"})).await;
+                ctx.record(
+                    session.as_deref(),
+                    "stop.ungated",
+                    None,
+                    json!({"why": why, "claim": truncate(&claim, 2000), "resumed_by": "run"}),
+                )
+                .await;
             }
             let reason =
                 if allowed_by_hook { None } else { ctx.judge("claude-code", &sid, &claim, last_blocked).await? };

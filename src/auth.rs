@@ -1,0 +1,108 @@
+//! Who may call what. The daemon's master token (DATA_DIR/token) opens the
+//! whole API and the console. A campaign's hook token opens only what an
+//! agent supervised in that campaign needs: posting its hook events, asking
+//! for an evaluation of its workspace and declaring beam families. It
+//! cannot post results, answer or queue questions, start or stop runs,
+//! read other campaigns or create any. Spawned agents get the hook token,
+//! never the master token.
+//!
+//! A hook token is `gfh1.<campaign>.<mac>`, where the MAC is an HMAC-SHA256
+//! of the campaign id under the master token: the daemon checks it without
+//! storing anything, and a new master token revokes every hook token.
+
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+
+const PREFIX: &str = "gfh1.";
+
+/// What a presented token grants.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Grant {
+    /// The master token: everything.
+    Full,
+    /// A campaign's hook token.
+    Hooks(String),
+}
+
+fn mac(master: &str, campaign: &str) -> String {
+    let mut m = Hmac::<Sha256>::new_from_slice(master.as_bytes()).expect("HMAC takes a key of any length");
+    m.update(b"gadfly hook token v1\0");
+    m.update(campaign.as_bytes());
+    hex::encode(m.finalize().into_bytes())
+}
+
+/// The hook token of `campaign`.
+pub fn hook_token(master: &str, campaign: &str) -> String {
+    format!("{PREFIX}{campaign}.{}", mac(master, campaign))
+}
+
+/// What `presented` grants, or None for a wrong token.
+pub fn grant(master: &str, presented: &str) -> Option<Grant> {
+    if constant_time_eq(presented, master) {
+        return Some(Grant::Full);
+    }
+    let rest = presented.strip_prefix(PREFIX)?;
+    let (campaign, tag) = rest.rsplit_once('.')?;
+    (!campaign.is_empty() && constant_time_eq(tag, &mac(master, campaign))).then(|| Grant::Hooks(campaign.to_string()))
+}
+
+/// Whether a hook token of `campaign` may make this API call (`path` below /api/v1).
+pub fn hook_scope_allows(method: &axum::http::Method, path: &str, campaign: &str) -> bool {
+    let path = path.strip_prefix("/api/v1").unwrap_or(path);
+    let Some(rest) = path.strip_prefix("/campaigns/").and_then(|r| r.strip_prefix(campaign)) else { return false };
+    let post = method == axum::http::Method::POST;
+    let get = method == axum::http::Method::GET;
+    match rest {
+        "/evaluate" | "/beam/tag" => post,
+        "/beam" => get,
+        r => post && r.strip_prefix("/hooks/").is_some_and(|ev| ev.split('/').count() == 2 && !ev.contains("..")),
+    }
+}
+
+pub fn constant_time_eq(a: &str, b: &str) -> bool {
+    a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::Method;
+
+    #[test]
+    fn a_hook_token_names_its_campaign_and_cannot_be_forged_or_moved() {
+        let t = hook_token("master-1", "qr-abc123");
+        assert!(t.starts_with("gfh1.qr-abc123."), "{t}");
+        assert_eq!(grant("master-1", &t), Some(Grant::Hooks("qr-abc123".into())));
+        assert_eq!(grant("master-1", "master-1"), Some(Grant::Full));
+        assert_eq!(grant("master-2", &t), None, "another master token revokes it");
+        let moved = t.replace("qr-abc123", "qr-other");
+        assert_eq!(grant("master-1", &moved), None, "the MAC covers the campaign");
+        assert_eq!(grant("master-1", "gfh1.qr-abc123.00"), None);
+        assert_eq!(grant("master-1", ""), None);
+    }
+
+    #[test]
+    fn the_hook_scope_is_hooks_evaluate_and_beam_of_one_campaign() {
+        let c = "qr-abc123";
+        assert!(hook_scope_allows(&Method::POST, "/api/v1/campaigns/qr-abc123/hooks/claude-code/stop", c));
+        assert!(hook_scope_allows(&Method::POST, "/campaigns/qr-abc123/evaluate", c));
+        assert!(hook_scope_allows(&Method::POST, "/campaigns/qr-abc123/beam/tag", c));
+        assert!(hook_scope_allows(&Method::GET, "/campaigns/qr-abc123/beam", c));
+        for (m, p) in [
+            (Method::POST, "/campaigns/qr-other/hooks/claude-code/stop"),
+            (Method::POST, "/campaigns/qr-abc123x/hooks/claude-code/stop"),
+            (Method::POST, "/campaigns/qr-abc123/questions"),
+            (Method::GET, "/campaigns/qr-abc123/questions"),
+            (Method::GET, "/campaigns/qr-abc123"),
+            (Method::POST, "/campaigns/qr-abc123/runs"),
+            (Method::POST, "/campaigns/qr-abc123/runs/stop"),
+            (Method::POST, "/campaigns/qr-abc123/beam/abandon"),
+            (Method::GET, "/campaigns"),
+            (Method::POST, "/campaigns"),
+            (Method::GET, "/campaigns/qr-abc123/hooks/claude-code/stop"),
+            (Method::POST, "/campaigns/qr-abc123/hooks/claude-code/stop/extra"),
+        ] {
+            assert!(!hook_scope_allows(&m, p, c), "{m} {p}");
+        }
+    }
+}
