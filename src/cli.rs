@@ -68,6 +68,9 @@ pub enum Command {
         /// The folder the agent runs in (default: the campaign's workspace).
         #[arg(long)]
         dir: Option<PathBuf>,
+        /// The gadfly binary the hooks run (default: this one).
+        #[arg(long)]
+        hook_bin: Option<PathBuf>,
     },
     /// Remove exactly the hooks `attach` wrote.
     Detach {
@@ -320,7 +323,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Bank(b) => crate::bank::cli::run(b, client).await,
         Command::Moments(m) => moments(m),
         Command::Beam(b) => beam(b).await,
-        Command::Attach { id, agent: _, dir } => {
+        Command::Attach { id, agent: _, dir, hook_bin } => {
             let campaign = client(Duration::from_secs(30))?
                 .get(&format!("/campaigns/{id}"))
                 .await
@@ -331,9 +334,15 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             };
             let gate: crate::campaign::GateSpec =
                 serde_json::from_value(campaign["spec"]["gate"].clone()).unwrap_or_default();
-            let exe = std::env::current_exe()?.display().to_string();
-            let path = crate::agent::attach::attach(&dir, &exe, &id, gate)?;
+            let exe = match hook_bin {
+                Some(p) => std::fs::canonicalize(&p).with_context(|| format!("--hook-bin {}", p.display()))?,
+                None => std::env::current_exe()?,
+            };
+            let path = crate::agent::attach::attach(&dir, &exe.display().to_string(), &id, gate)?;
             let c = client(Duration::from_secs(30))?;
+            // The daemon keeps what was written, to catch a change to it.
+            let installed = crate::agent::attach::Installed::new("attach", &path, &dir, &exe, &id)?;
+            c.post(&format!("/campaigns/{id}/hook-installs"), &json!({"installed": installed})).await?;
             let hook_token = c.get(&format!("/campaigns/{id}/hook-token")).await?;
             println!("gadfly hooks for campaign {id} written to {}", path.display());
             println!(
@@ -351,6 +360,15 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
                 None => workspace_of(&id).await?,
             };
             let n = crate::agent::attach::detach(&dir, &id)?;
+            let removed = crate::agent::attach::settings_path(&dir);
+            if let Err(e) = client(Duration::from_secs(30))?
+                .post(&format!("/campaigns/{id}/hook-installs"), &json!({"removed": removed}))
+                .await
+            {
+                eprintln!(
+                    "warning: the daemon was not told the hooks were removed ({e:#}); it will report them as changed"
+                );
+            }
             println!(
                 "removed {n} gadfly hooks for campaign {id} from {}",
                 crate::agent::attach::settings_path(&dir).display()
@@ -608,9 +626,9 @@ async fn follow_run(id: &str, agent: crate::agent::AgentKind, detach: bool) -> a
 }
 
 fn moments(cmd: MomentsCommand) -> anyhow::Result<ExitCode> {
-    use crate::classify::{Classifier, RuleClassifier};
+    use crate::classify::{Classifier, HybridClassifier};
     use std::io::{BufRead, Write};
-    let classifier = RuleClassifier::default();
+    let classifier = HybridClassifier::default();
     match cmd {
         MomentsCommand::Classify { input, explain } => {
             let reader: Box<dyn BufRead> = match &input {

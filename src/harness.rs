@@ -81,15 +81,18 @@ pub async fn snapshot_tree(
 
 /// Evaluates `tree` of the campaign's workspace in a fresh folder under
 /// `scratch`. `protected` maps protected paths to the hashes recorded at
-/// campaign creation.
+/// campaign creation: a difference is a violation. `pristine` is gadfly's
+/// own copy of those files: the build and the harness run with it, never
+/// with the agent's copies.
 pub async fn evaluate_tree(
     spec: &CampaignSpec,
     campaign_id: &str,
     tree: &str,
     protected: &BTreeMap<String, String>,
+    pristine: &[snapshot::PristineFile],
     scratch: &Path,
 ) -> anyhow::Result<Evaluation> {
-    evaluate_tree_seeded(spec, campaign_id, tree, protected, scratch, DEFAULT_SEED).await
+    evaluate_tree_seeded(spec, campaign_id, tree, protected, pristine, scratch, DEFAULT_SEED).await
 }
 
 /// The seed of ordinary evaluations; a re-check of a suspicious gain uses
@@ -103,6 +106,7 @@ pub async fn evaluate_tree_seeded(
     campaign_id: &str,
     tree: &str,
     protected: &BTreeMap<String, String>,
+    pristine: &[snapshot::PristineFile],
     scratch: &Path,
     seed: u64,
 ) -> anyhow::Result<Evaluation> {
@@ -120,8 +124,16 @@ pub async fn evaluate_tree_seeded(
     let d = tree_dir.clone();
     let actual = tokio::task::spawn_blocking(move || snapshot::hash_matching(&d, &globs)).await??;
     violations.extend(snapshot::protected_violations(protected, &actual));
+    // Whatever the agent did to them, the harness and reference that run
+    // are gadfly's own copies.
+    {
+        let (d, globs, files) = (tree_dir.clone(), spec.harness.protected.clone(), pristine.to_vec());
+        tokio::task::spawn_blocking(move || snapshot::restore_pristine(&d, &globs, &files)).await??;
+    }
 
     let timeout = Duration::from_secs(spec.harness.timeout_s);
+    // A fresh, unguessable path made after the build, so nothing the
+    // candidate built or wrote before the run can stand in for results.
     let results_path = sandbox.results();
     let env = vec![
         ("GADFLY_CAMPAIGN", campaign_id.to_string()),

@@ -96,6 +96,7 @@ pub fn router(state: AppState) -> Router {
         .route("/campaigns/{id}/runs", get(list_runs).post(start_run))
         .route("/campaigns/{id}/runs/stop", post(stop_run))
         .route("/campaigns/{id}/hook-token", get(hook_token))
+        .route("/campaigns/{id}/hook-installs", post(hook_install))
         .route("/bank", get(bank))
         .route("/bank/stats", get(bank_stats))
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token))
@@ -329,6 +330,22 @@ async fn ask(
 async fn list_questions(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     state.supervisor.campaign(&id).await?;
     Ok(Json(json!(state.supervisor.store().list_questions(&id, false).await?)))
+}
+
+#[derive(Deserialize)]
+struct HookInstall {
+    #[serde(default)]
+    installed: Option<crate::agent::attach::Installed>,
+    #[serde(default)]
+    removed: Option<std::path::PathBuf>,
+}
+
+/// `gadfly attach`/`detach` tell the daemon what they wrote, so a change
+/// to it is caught at the agent's next SessionStart or stop.
+async fn hook_install(State(state): State<AppState>, Path(id): Path<String>, body: Bytes) -> ApiResult<Json<Value>> {
+    let req: HookInstall = parse_body(&body)?;
+    state.supervisor.record_hook_install(&id, req.installed.as_ref(), req.removed.as_deref()).await?;
+    Ok(Json(json!({"ok": true})))
 }
 
 /// The campaign's hook token (for `gadfly attach` and agents started by hand).

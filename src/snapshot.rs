@@ -147,16 +147,112 @@ pub fn hash_matching(root: &Path, globs: &[String]) -> anyhow::Result<BTreeMap<S
     let set = glob_set(globs)?;
     for entry in walkdir::WalkDir::new(root).into_iter().filter_entry(|e| e.file_name() != ".git") {
         let entry = entry.with_context(|| format!("walking {}", root.display()))?;
+        let rel = relative(root, entry.path());
+        if entry.file_type().is_symlink() && set.is_match(&rel) {
+            // A protected file replaced by a link (to a file the agent controls).
+            let target = std::fs::read_link(entry.path()).unwrap_or_default();
+            map.insert(rel, format!("{SYMLINK}{}", target.display()));
+            continue;
+        }
         if !entry.file_type().is_file() {
             continue;
         }
-        let rel = relative(root, entry.path());
         if set.is_match(&rel) {
             let bytes = std::fs::read(entry.path()).with_context(|| format!("reading {}", entry.path().display()))?;
             map.insert(rel, hex::encode(Sha256::digest(&bytes)));
         }
     }
     Ok(map)
+}
+
+/// How a protected path that became a symbolic link is hashed.
+const SYMLINK: &str = "symlink -> ";
+
+/// A protected file as gadfly keeps it, from the tree of the workspace at
+/// campaign creation: every evaluation runs with this copy.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PristineFile {
+    pub path: String,
+    pub sha256: String,
+    pub mode: u32,
+    pub content: Vec<u8>,
+}
+
+/// At most this much is kept of a campaign's protected files.
+pub const PRISTINE_LIMIT: usize = 64 * 1024 * 1024;
+
+/// The protected files of the workspace's current tree (regular files
+/// matching `globs`), with their contents and modes.
+pub fn read_pristine(workspace: &Path, globs: &[String]) -> anyhow::Result<Vec<PristineFile>> {
+    if globs.is_empty() {
+        return Ok(vec![]);
+    }
+    let tree = tree_hash(workspace)?;
+    let dir = tempfile::tempdir()?;
+    export(workspace, &tree, dir.path())?;
+    let set = glob_set(globs)?;
+    let mut out = Vec::new();
+    let mut total = 0usize;
+    for entry in walkdir::WalkDir::new(dir.path()).sort_by_file_name() {
+        let entry = entry?;
+        let rel = relative(dir.path(), entry.path());
+        if !entry.file_type().is_file() || !set.is_match(&rel) {
+            continue;
+        }
+        let content = std::fs::read(entry.path())?;
+        total += content.len();
+        if total > PRISTINE_LIMIT {
+            bail!(
+                "the protected files ({}) add up to more than {} MiB: protect the harness and reference, not data",
+                globs.join(", "),
+                PRISTINE_LIMIT >> 20
+            );
+        }
+        use std::os::unix::fs::PermissionsExt;
+        let mode = entry.metadata()?.permissions().mode() & 0o777;
+        out.push(PristineFile { path: rel, sha256: hex::encode(Sha256::digest(&content)), mode, content });
+    }
+    Ok(out)
+}
+
+/// Puts gadfly's pristine protected files into an exported tree at
+/// `root`, whatever the agent made of them: each is rewritten (a link or
+/// folder in its place removed first), and any other path matching the
+/// protected globs (one the agent added) is removed.
+pub fn restore_pristine(root: &Path, globs: &[String], files: &[PristineFile]) -> anyhow::Result<()> {
+    if files.is_empty() {
+        return Ok(());
+    }
+    let set = glob_set(globs)?;
+    let keep: std::collections::HashSet<&str> = files.iter().map(|f| f.path.as_str()).collect();
+    let mut extra = Vec::new();
+    for entry in walkdir::WalkDir::new(root).into_iter().filter_entry(|e| e.file_name() != ".git") {
+        let entry = entry?;
+        let rel = relative(root, entry.path());
+        if !entry.file_type().is_dir() && set.is_match(&rel) && !keep.contains(rel.as_str()) {
+            extra.push(entry.path().to_path_buf());
+        }
+    }
+    for p in extra {
+        std::fs::remove_file(&p).with_context(|| format!("removing {}", p.display()))?;
+    }
+    for f in files {
+        let path = root.join(&f.path);
+        if let Ok(meta) = std::fs::symlink_metadata(&path) {
+            if meta.is_dir() {
+                std::fs::remove_dir_all(&path)?;
+            } else {
+                std::fs::remove_file(&path)?;
+            }
+        }
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(&path, &f.content).with_context(|| format!("restoring {}", path.display()))?;
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(f.mode))?;
+    }
+    Ok(())
 }
 
 /// Hashes protected files as the workspace's tree would export them, so
@@ -178,7 +274,10 @@ pub fn protected_violations(expected: &BTreeMap<String, String>, actual: &BTreeM
     for (path, hash) in expected {
         match actual.get(path) {
             None => out.push(format!("protected file {path} was removed")),
-            Some(h) if h != hash => out.push(format!("protected file {path} was modified")),
+            Some(h) if h != hash => match h.strip_prefix(SYMLINK) {
+                Some(target) => out.push(format!("protected file {path} was replaced by a symlink to {target}")),
+                None => out.push(format!("protected file {path} was modified")),
+            },
             _ => {}
         }
     }
@@ -226,8 +325,10 @@ impl Sandbox {
     pub fn tree(&self) -> PathBuf {
         self.dir.path().join("tree")
     }
+    /// Where the harness writes its results: a name drawn at random, in
+    /// the evaluation folder (outside the tree the candidate runs in).
     pub fn results(&self) -> PathBuf {
-        self.dir.path().join("results.jsonl")
+        self.dir.path().join(format!("results-{:016x}{:016x}.jsonl", rand::random::<u64>(), rand::random::<u64>()))
     }
 }
 

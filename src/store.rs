@@ -175,6 +175,53 @@ impl Store {
         Ok(())
     }
 
+    /// Keeps the campaign's pristine protected files.
+    pub async fn insert_pristine(
+        &self,
+        campaign_id: &str,
+        files: &[crate::snapshot::PristineFile],
+    ) -> anyhow::Result<()> {
+        let mut tx = self.pool.begin().await?;
+        for f in files {
+            sqlx::query(
+                "insert into pristine_files (campaign_id, path, sha256, mode, content_hex) values ($1, $2, $3, $4, $5)",
+            )
+            .bind(campaign_id)
+            .bind(&f.path)
+            .bind(&f.sha256)
+            .bind(f.mode as i64)
+            .bind(hex::encode(&f.content))
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The campaign's pristine protected files (none for a campaign made
+    /// before gadfly kept them: its evaluations only compare hashes).
+    pub async fn list_pristine(&self, campaign_id: &str) -> anyhow::Result<Vec<crate::snapshot::PristineFile>> {
+        let rows = sqlx::query(
+            "select path, sha256, mode, content_hex from pristine_files where campaign_id = $1 order by path",
+        )
+        .bind(campaign_id)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                let path: String = r.try_get("path")?;
+                let content = hex::decode(r.try_get::<String, _>("content_hex")?)
+                    .map_err(|e| anyhow::anyhow!("pristine copy of {path} is damaged: {e}"))?;
+                Ok(crate::snapshot::PristineFile {
+                    sha256: r.try_get("sha256")?,
+                    mode: r.try_get::<i64, _>("mode")? as u32,
+                    content,
+                    path,
+                })
+            })
+            .collect()
+    }
+
     pub async fn list_campaigns(&self) -> anyhow::Result<Vec<CampaignRow>> {
         let rows = sqlx::query(&format!("{CAMPAIGN_SELECT} order by created_at, id")).fetch_all(&self.pool).await?;
         rows.iter().map(campaign_from_row).collect()

@@ -64,6 +64,8 @@ struct Inner {
     seen_claims: crate::moments::SeenClaims,
     /// Tool calls since each campaign's last evaluation (idle plateau).
     tool_calls: Mutex<HashMap<String, ToolCalls>>,
+    /// Campaigns' pristine protected files, read once.
+    pristine: Mutex<HashMap<String, Arc<Vec<crate::snapshot::PristineFile>>>>,
 }
 
 /// What the moment detectors are handed as events are recorded.
@@ -120,6 +122,7 @@ impl Supervisor {
                 moment_work,
                 seen_claims: Default::default(),
                 tool_calls: Mutex::new(HashMap::new()),
+                pristine: Mutex::new(HashMap::new()),
             }),
         };
         // Messages are classified off the recording path, in order.
@@ -375,10 +378,11 @@ impl Supervisor {
         let spec = campaign::parse(spec_toml, spec_path, base).map_err(|e| SupervisorError::Invalid(e.to_string()))?;
         let ws = spec.workspace.clone();
         let globs = spec.harness.protected.clone();
-        let protected = tokio::task::spawn_blocking(move || crate::snapshot::hash_protected_in_tree(&ws, &globs))
+        let pristine = tokio::task::spawn_blocking(move || crate::snapshot::read_pristine(&ws, &globs))
             .await
             .map_err(|e| anyhow!(e))?
-            .context("hashing protected files")?;
+            .map_err(|e| SupervisorError::Invalid(format!("keeping a pristine copy of the protected files: {e:#}")))?;
+        let protected: BTreeMap<String, String> = pristine.iter().map(|f| (f.path.clone(), f.sha256.clone())).collect();
         let row = CampaignRow {
             id: new_campaign_id(&spec.name),
             name: spec.name.clone(),
@@ -391,6 +395,7 @@ impl Supervisor {
             created_at: crate::store::now(),
         };
         self.inner.store.insert_campaign(&row).await?;
+        self.inner.store.insert_pristine(&row.id, &pristine).await?;
         self.record(
             &row.id,
             None,
@@ -421,6 +426,16 @@ impl Supervisor {
             .expect("campaign cache poisoned")
             .insert(id.to_string(), (row.clone(), spec.clone()));
         Ok((row, spec))
+    }
+
+    /// The campaign's pristine protected files (they never change).
+    pub async fn pristine(&self, campaign_id: &str) -> anyhow::Result<Arc<Vec<crate::snapshot::PristineFile>>> {
+        if let Some(hit) = self.inner.pristine.lock().expect("pristine cache poisoned").get(campaign_id) {
+            return Ok(hit.clone());
+        }
+        let files = Arc::new(self.inner.store.list_pristine(campaign_id).await?);
+        self.inner.pristine.lock().expect("pristine cache poisoned").insert(campaign_id.to_string(), files.clone());
+        Ok(files)
     }
 
     /// Evaluates the campaign's workspace as it is now. An unchanged tree
@@ -475,8 +490,10 @@ impl Supervisor {
             }
         }
         let protected: BTreeMap<String, String> = serde_json::from_str(&row.protected_json).map_err(|e| anyhow!(e))?;
+        let pristine = self.pristine(campaign_id).await?;
         self.record(campaign_id, None, "evaluation.started", None, json!({"tree": tree})).await?;
-        let mut eval = harness::evaluate_tree(spec, campaign_id, tree, &protected, &self.inner.scratch).await?;
+        let mut eval =
+            harness::evaluate_tree(spec, campaign_id, tree, &protected, &pristine, &self.inner.scratch).await?;
         if force {
             // A forced re-run replaces nothing: it is stored under its own tree key suffix.
             eval.tree = format!("{tree}+{}", self.inner.store.count_evaluations(campaign_id).await?);
@@ -594,6 +611,15 @@ impl Supervisor {
                 }
             }
         }
+        if fresh && event == "session-start" {
+            // Hashing the hook binary takes a moment: not on the hook's clock.
+            let (sup, campaign, session) = (self.clone(), campaign_id.to_string(), session.clone());
+            tokio::spawn(async move {
+                if let Err(e) = sup.check_hook_install(&campaign, session.as_deref(), true).await {
+                    tracing::warn!(error = %e, "checking gadfly's installed hooks");
+                }
+            });
+        }
         if fresh && (event == "session-end" || event == "stop-failure") && spec.mode != Mode::Audit {
             self.check_ungated_end(campaign_id, agent, event, event_id, session.as_deref()).await?;
         }
@@ -616,6 +642,81 @@ impl Supervisor {
             }
         }
         self.judge_stop(campaign_id, &spec, agent, event_id, session.as_deref(), &payload).await
+    }
+
+    /// Records the hooks gadfly wrote (or removed) for a campaign.
+    pub async fn record_hook_install(
+        &self,
+        campaign_id: &str,
+        installed: Option<&crate::agent::attach::Installed>,
+        removed: Option<&Path>,
+    ) -> Result<()> {
+        self.campaign(campaign_id).await?;
+        let payload = match (installed, removed) {
+            (Some(i), _) => json!({"action": "installed", "install": i}),
+            (None, Some(p)) => json!({"action": "removed", "settings_path": p}),
+            (None, None) => return Err(SupervisorError::Invalid("give `installed` or `removed`".into())),
+        };
+        self.record(campaign_id, None, "hooks.install", None, payload).await?;
+        Ok(())
+    }
+
+    /// What changed in the hooks gadfly installed for the campaign (none
+    /// when nothing did, or none were recorded). `check_exe` also hashes
+    /// the hook binary (done at SessionStart, not at every stop).
+    pub async fn hook_install_changes(&self, campaign_id: &str, check_exe: bool) -> anyhow::Result<Vec<String>> {
+        let events = self.inner.store.recent_events(campaign_id, "hooks.install", 100).await?;
+        let mut active: BTreeMap<String, crate::agent::attach::Installed> = BTreeMap::new();
+        for e in events.iter().rev() {
+            match e.payload["action"].as_str() {
+                Some("installed") => {
+                    if let Ok(i) =
+                        serde_json::from_value::<crate::agent::attach::Installed>(e.payload["install"].clone())
+                    {
+                        active.insert(i.settings_path.display().to_string(), i);
+                    }
+                }
+                Some("removed") => {
+                    if let Some(p) = e.payload["settings_path"].as_str() {
+                        active.remove(p);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let campaign = campaign_id.to_string();
+        tokio::task::spawn_blocking(move || {
+            active.values().flat_map(|i| i.changes(&campaign, check_exe)).collect::<Vec<String>>()
+        })
+        .await
+        .map_err(|e| anyhow!(e))
+    }
+
+    /// Checks gadfly's installed hooks and records a violation when they
+    /// changed (once per distinct change).
+    async fn check_hook_install(
+        &self,
+        campaign_id: &str,
+        session: Option<&str>,
+        check_exe: bool,
+    ) -> anyhow::Result<Vec<String>> {
+        let changes = self.hook_install_changes(campaign_id, check_exe).await?;
+        if !changes.is_empty() {
+            let last = self.inner.store.recent_events(campaign_id, "violation", 1).await?;
+            let same = last.first().is_some_and(|e| e.payload["changes"] == json!(changes));
+            if !same {
+                self.record(
+                    campaign_id,
+                    session,
+                    "violation",
+                    None,
+                    json!({"kind": "hooks_changed", "changes": changes}),
+                )
+                .await?;
+                tracing::warn!(campaign = %campaign_id, ?changes, "gadfly's hooks were tampered with");
+            }
+        }
+        Ok(changes)
     }
 
     /// A session that ends, or a turn that ends on a failure, with no
@@ -792,6 +893,7 @@ impl Supervisor {
         } else {
             vec![]
         };
+        let tampered = self.check_hook_install(campaign_id, session, false).await?;
         let evaluation = self.evaluate_holding(campaign_id, false, &held).await;
         // The claim moment whose question this stop asks (its index in claims).
         let mut asked_claim: Option<usize> = None;
@@ -879,6 +981,17 @@ impl Supervisor {
                 }
                 (decision, reason, eval.id, eval.verdict.holds, question_id)
             }
+        };
+        // Hooks the agent tampered with: no stop until they are restored.
+        let (decision, reason) = if !tampered.is_empty() && spec.mode != Mode::Audit {
+            let why = format!(
+                "gadfly: you may not stop: the hooks that supervise this campaign were tampered with: {}. Restore them (the person supervising can run `gadfly attach {campaign_id}` again), then try to stop again.\n{}",
+                tampered.join("; "),
+                reason.unwrap_or_default()
+            );
+            (Decision::Block, Some(why))
+        } else {
+            (decision, reason)
         };
         // The other claim moments: asked by mode, except that nobody is
         // left to answer once an autonomous agent's stop is allowed.

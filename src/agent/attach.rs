@@ -68,6 +68,12 @@ pub fn hooks_settings(exe: &str, campaign: &str, gate: GateSpec) -> Value {
 
 /// Merges gadfly's hooks into `settings` (idempotent).
 pub fn merge(settings: &mut Value, exe: &str, campaign: &str, gate: GateSpec) -> anyhow::Result<()> {
+    if !settings.is_object() {
+        bail!("the settings file must hold a JSON object");
+    }
+    // gadfly's entries are rewritten as they should be (an edited one is
+    // restored), everything else is left as it was.
+    remove(settings, campaign);
     let obj = settings.as_object_mut().context("the settings file must hold a JSON object")?;
     let hooks = obj.entry("hooks").or_insert_with(|| json!({}));
     let hooks = hooks.as_object_mut().context("`hooks` in the settings file must be an object")?;
@@ -156,6 +162,106 @@ pub fn detach(dir: &Path, campaign: &str) -> anyhow::Result<usize> {
     let n = remove(&mut settings, campaign);
     write(&path, &settings)?;
     Ok(n)
+}
+
+/// The hooks gadfly installed for a campaign, as recorded when it wrote
+/// them: checked again at every SessionStart and stop, so an agent that
+/// edits them (or disables hooks, or swaps the hook binary) is caught.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, PartialEq)]
+pub struct Installed {
+    /// `attach` (entries merged into the project's settings) or `spawn`
+    /// (a settings file of gadfly's own, passed with --settings).
+    pub kind: String,
+    pub settings_path: PathBuf,
+    /// The folder the agent runs in: its `.claude/settings*.json` can
+    /// disable every hook.
+    pub dir: PathBuf,
+    pub exe: PathBuf,
+    pub exe_sha256: String,
+    pub fingerprint: String,
+}
+
+impl Installed {
+    pub fn new(kind: &str, settings_path: &Path, dir: &Path, exe: &Path, campaign: &str) -> anyhow::Result<Installed> {
+        let mut i = Installed {
+            kind: kind.to_string(),
+            settings_path: settings_path.to_path_buf(),
+            dir: dir.to_path_buf(),
+            exe: exe.to_path_buf(),
+            exe_sha256: file_sha256(exe)?,
+            fingerprint: String::new(),
+        };
+        i.fingerprint = i.current_fingerprint(campaign)?;
+        Ok(i)
+    }
+
+    /// What gadfly's hooks look like now: its own entries (attach) or its
+    /// whole settings file (spawn), and any `disableAllHooks` in the
+    /// project's settings, hashed.
+    pub fn current_fingerprint(&self, campaign: &str) -> anyhow::Result<String> {
+        let ours = match self.kind.as_str() {
+            "spawn" => Value::String(
+                std::fs::read_to_string(&self.settings_path)
+                    .with_context(|| format!("reading {}", self.settings_path.display()))?,
+            ),
+            _ => {
+                let settings = read(&self.settings_path)?;
+                let mut entries = Vec::new();
+                for (event, groups) in settings["hooks"].as_object().into_iter().flatten() {
+                    for g in groups.as_array().into_iter().flatten() {
+                        for h in g["hooks"].as_array().into_iter().flatten() {
+                            if h["command"].as_str().is_some_and(|c| is_ours(c, campaign)) {
+                                entries.push(json!([event, g["matcher"], h]));
+                            }
+                        }
+                    }
+                }
+                entries.sort_by_key(|e| e.to_string());
+                Value::Array(entries)
+            }
+        };
+        let mut disabled = Vec::new();
+        for name in ["settings.json", "settings.local.json"] {
+            let p = self.dir.join(".claude").join(name);
+            if let Ok(v) = read(&p) {
+                disabled.push(json!([name, v.get("disableAllHooks")]));
+            }
+        }
+        let canonical = json!({"ours": ours, "disableAllHooks": disabled}).to_string();
+        use sha2::Digest;
+        Ok(hex::encode(sha2::Sha256::digest(canonical.as_bytes())))
+    }
+
+    /// What changed since gadfly installed the hooks, as sentences (none
+    /// when nothing did).
+    pub fn changes(&self, campaign: &str, check_exe: bool) -> Vec<String> {
+        let mut out = Vec::new();
+        match self.current_fingerprint(campaign) {
+            Ok(f) if f == self.fingerprint => {}
+            Ok(_) => out.push(format!(
+                "the hook settings gadfly wrote ({}) were changed, or hooks were disabled in {}",
+                self.settings_path.display(),
+                self.dir.join(".claude").display()
+            )),
+            Err(e) => out.push(format!("the hook settings gadfly wrote cannot be read: {e:#}")),
+        }
+        if check_exe {
+            match file_sha256(&self.exe) {
+                Ok(h) if h == self.exe_sha256 => {}
+                Ok(_) => out.push(format!("the hook binary {} was replaced or modified", self.exe.display())),
+                Err(e) => out.push(format!("the hook binary cannot be read: {e:#}")),
+            }
+        }
+        out
+    }
+}
+
+fn file_sha256(path: &Path) -> anyhow::Result<String> {
+    use sha2::Digest;
+    let mut f = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let mut h = sha2::Sha256::new();
+    std::io::copy(&mut f, &mut h)?;
+    Ok(hex::encode(h.finalize()))
 }
 
 #[cfg(test)]

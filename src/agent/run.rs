@@ -345,6 +345,15 @@ async fn claude_loop(ctx: &RunCtx) -> anyhow::Result<Outcome> {
         &settings,
         serde_json::to_string_pretty(&super::attach::hooks_settings(&exe, &ctx.campaign, ctx.spec.gate))?,
     )?;
+    // Kept, to catch an agent that edits its own hook settings or binary.
+    let installed = super::attach::Installed::new(
+        "spawn",
+        &settings,
+        &ctx.spec.workspace,
+        std::path::Path::new(&exe),
+        &ctx.campaign,
+    )?;
+    ctx.sup.record_hook_install(&ctx.campaign, Some(&installed), None).await.map_err(|e| anyhow!("{e}"))?;
     let program = binary(&ctx.agent.bin, "GADFLY_CLAUDE_BIN", "claude");
     let first_prompt = ctx.agent.first_prompt(&ctx.spec);
     let mut budget = Budget::new(&ctx.agent);

@@ -64,11 +64,13 @@ pub async fn recheck(
     };
     sup.record(campaign_id, None, "gain.recheck", None, json!({"evaluation_id": id, "tree": eval.tree, "seed": seed}))
         .await?;
+    let pristine = sup.pristine(campaign_id).await?;
     let mut second = harness::evaluate_tree_seeded(
         spec,
         campaign_id,
         &eval.tree,
         &protected,
+        &pristine,
         &sup.data_dir().join("evaluations"),
         seed,
     )
