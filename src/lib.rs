@@ -19,6 +19,7 @@ pub mod demo;
 pub mod gate;
 pub mod harness;
 pub mod hook;
+pub mod metrics;
 pub mod moments;
 pub mod predicate;
 pub mod process;

@@ -101,6 +101,10 @@ pub fn router(state: AppState) -> Router {
         .route("/bank/stats", get(bank_stats))
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token))
         .route("/health", get(health));
+    // Prometheus scrapes with the bearer token (`authorization` in its scrape config).
+    let metrics = Router::new()
+        .route("/metrics", get(metrics))
+        .route_layer(middleware::from_fn_with_state(state.clone(), require_token));
     let pages = Router::new()
         .route("/", get(crate::web::campaigns_page))
         .route("/campaigns/{id}", get(crate::web::campaign_page))
@@ -110,6 +114,7 @@ pub fn router(state: AppState) -> Router {
         .route("/assets/{*path}", get(crate::web::serve_asset));
     Router::new()
         .nest("/api/v1", api)
+        .merge(metrics)
         .merge(pages)
         .layer(middleware::from_fn_with_state(state.clone(), check_host_and_origin))
         .layer(tower_http::limit::RequestBodyLimitLayer::new(16 * 1024 * 1024))
@@ -346,6 +351,13 @@ async fn hook_install(State(state): State<AppState>, Path(id): Path<String>, bod
     let req: HookInstall = parse_body(&body)?;
     state.supervisor.record_hook_install(&id, req.installed.as_ref(), req.removed.as_deref()).await?;
     Ok(Json(json!({"ok": true})))
+}
+
+/// Prometheus metrics (OpenMetrics text).
+async fn metrics(State(state): State<AppState>) -> ApiResult<Response> {
+    let waiting = state.supervisor.store().count_waiting_questions().await?;
+    let body = crate::metrics::METRICS.render(waiting);
+    Ok(([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], body).into_response())
 }
 
 /// The campaign's hook token (for `gadfly attach` and agents started by hand).

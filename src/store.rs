@@ -175,6 +175,12 @@ impl Store {
         Ok(())
     }
 
+    /// Questions queued and not yet delivered, across campaigns.
+    pub async fn count_waiting_questions(&self) -> anyhow::Result<i64> {
+        let row = sqlx::query("select count(*) from questions where status = 'queued'").fetch_one(&self.pool).await?;
+        Ok(row.try_get(0)?)
+    }
+
     /// Keeps the campaign's pristine protected files.
     pub async fn insert_pristine(
         &self,

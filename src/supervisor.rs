@@ -357,6 +357,7 @@ impl Supervisor {
             }
         }
         self.count_tool_calls(campaign_id, kind, &payload);
+        crate::metrics::METRICS.event(kind, &payload);
         let _ = self.inner.bus.send(EventRow {
             id,
             campaign_id: campaign_id.to_string(),
@@ -579,6 +580,20 @@ impl Supervisor {
     /// `call_id` identifies one invocation of the hook command (its retries
     /// share it).
     pub async fn handle_hook(
+        &self,
+        campaign_id: &str,
+        agent: &str,
+        event: &str,
+        call_id: Option<&str>,
+        payload: Value,
+    ) -> Result<HookReply> {
+        let started = std::time::Instant::now();
+        let reply = self.handle_hook_timed(campaign_id, agent, event, call_id, payload).await;
+        crate::metrics::METRICS.hook_call(event, reply.is_ok(), started.elapsed().as_secs_f64());
+        reply
+    }
+
+    async fn handle_hook_timed(
         &self,
         campaign_id: &str,
         agent: &str,
