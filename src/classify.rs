@@ -20,9 +20,12 @@
 //! undercuts (skepticism about a speed-up, evidence that a failure was
 //! verified, an explicit "not done yet").
 //!
-//! Everything sits behind [`Classifier`] so that a stronger model can replace
-//! the rules; [`score`] and [`load_examples`] evaluate any of them on a
-//! labeled set (see `tests/data/README.md`).
+//! Everything sits behind [`Classifier`]; [`score`] and [`load_examples`]
+//! evaluate any classifier on a labeled set (see `tests/data/README.md`).
+//! [`HybridClassifier`], the one gadfly uses, gives a label when the rules
+//! do or when a logistic regression over word features (see `model.rs`) is
+//! confident of it ([`THRESHOLDS`]); for a label only the model gives,
+//! `explain` cites the sentence the model scores highest.
 //!
 //! How far to trust it: the figures on messages the rules had not seen are
 //! the only honest ones, and every round was then tuned on, so each is an
@@ -30,24 +33,37 @@
 //! freezing: precision 0.75-1.0 per label, recall about 1.0 for suspicious
 //! gains, 0.5-0.9 for completion claims and only 0.1-0.55 for limit claims
 //! and dismissals. Rules v2 add cue families (`LIMIT_FAMILIES`,
-//! `COMPLETION_FAMILIES`, `DISMISSAL_FAMILIES`: a cost declared inherent, a
-//! limit declared reached, a further gain declared impossible; a failure
-//! blamed on precision, environment, test or reference, or declared fine).
-//! On one more round written after that change (`fresh5`, 37 messages,
-//! before tuning on it): precision 0.8-1.0 for completion and dismissal, 0.67 for
-//! limit and gain (one false positive each), recall 0.67 for completion but
-//! still only 0.25 for limit claims and 0.29 for dismissals (v1: 0.5, 0.13,
-//! 0.14). After tuning, dev, holdout and fresh all score 1.0 except one limit
-//! claim, which says nothing about new wording.
+//! `COMPLETION_FAMILIES`, `DISMISSAL_FAMILIES`). On a set of 240 messages by
+//! another author (`blind1`), never seen by the rules' author, rules v2
+//! scored precision 0.96-1.0 but recall only 0.52 (limit), 0.69
+//! (completion), 0.54 (dismissal) and 0.32 (gain): wording escapes the rules.
+//! The hybrid's model is trained on every labeled set, blind1 included, so
+//! its table figures (about 1.0) are a fit. Cross-validated (5 folds, the
+//! model trained on the other four), rules OR model scores precision
+//! 0.94-0.96 and recall 0.94-0.96 over all sets, but the rules fit most of
+//! them; on the blind1 examples alone, where the rules are blind too:
+//! precision 0.93-0.98, recall 0.88 (limit), 0.82 (completion), 0.79
+//! (dismissal), 0.81 (gain). With the model trained without blind1 at all,
+//! blind1 recall is 0.79, 0.82, 0.75 and 0.64: a new author's wording, gain
+//! claims above all, is still partly missed. On real transcripts the model's
+//! own completion claims are the weak spot (precision 0.84 alone).
 //! A label is a good reason to look; no label is weak evidence of absence.
 //! [`RuleClassifier::default`] compiles a few hundred patterns, so build it
-//! once and share it (it is `Send + Sync`).
+//! once and share it (it is `Send + Sync`); the hybrid's model is trained on
+//! first use (about 0.2 s in release, 2 s in debug) and shared.
 
 use std::collections::HashSet;
 use std::path::Path;
 
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
+
+mod model;
+
+pub use model::{
+    cross_validate, training_examples, CvReport, HybridClassifier, LinearModel, ModelConfig, CV_MIN_PRECISION,
+    THRESHOLDS,
+};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
 #[serde(rename_all = "snake_case")]
@@ -1855,26 +1871,38 @@ pub fn score(c: &dyn Classifier, examples: &[Example]) -> Vec<LabelScore> {
                     (false, false) => {}
                 }
             }
-            let ratio = |n: usize, d: usize| if d == 0 { 1.0 } else { n as f64 / d as f64 };
-            LabelScore { label, tp, fp, fn_, precision: ratio(tp, tp + fp), recall: ratio(tp, tp + fn_) }
+            LabelScore::new(label, tp, fp, fn_)
         })
         .collect()
+}
+
+impl LabelScore {
+    /// The score of these counts.
+    pub fn new(label: Label, tp: usize, fp: usize, fn_: usize) -> LabelScore {
+        let ratio = |n: usize, d: usize| if d == 0 { 1.0 } else { n as f64 / d as f64 };
+        LabelScore { label, tp, fp, fn_, precision: ratio(tp, tp + fp), recall: ratio(tp, tp + fn_) }
+    }
 }
 
 /// Reads a JSON-lines file of [`Example`]s; blank lines are skipped. Errors
 /// name the file and the line.
 pub fn load_examples(path: &Path) -> anyhow::Result<Vec<Example>> {
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    parse_examples(&text, &path.display().to_string())
+}
+
+/// Parses JSON-lines [`Example`]s; `name` names the source in errors.
+pub fn parse_examples(text: &str, name: &str) -> anyhow::Result<Vec<Example>> {
     let mut out = Vec::new();
     let mut ids = HashSet::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
-        let e: Example = serde_json::from_str(line)
-            .with_context(|| format!("{}:{}: not a labeled example", path.display(), i + 1))?;
+        let e: Example =
+            serde_json::from_str(line).with_context(|| format!("{name}:{}: not a labeled example", i + 1))?;
         if !ids.insert(e.id.clone()) {
-            anyhow::bail!("{}:{}: duplicate id {:?}", path.display(), i + 1, e.id);
+            anyhow::bail!("{name}:{}: duplicate id {:?}", i + 1, e.id);
         }
         out.push(e);
     }

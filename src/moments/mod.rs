@@ -15,7 +15,7 @@ pub mod recheck;
 use serde_json::{json, Value};
 
 use crate::campaign::{CampaignSpec, Mode};
-use crate::classify::{Label, RuleClassifier};
+use crate::classify::{HybridClassifier, Label};
 use crate::harness::Evaluation;
 use crate::supervisor::Supervisor;
 use detect::{Finding, Settings};
@@ -187,7 +187,7 @@ pub struct ClaimMoment {
 /// of them: whether they repeat a claim made without fresh evidence since,
 /// whether a question for them already waits. Records nothing.
 async fn claim_moments(sup: &Supervisor, campaign_id: &str, text: &str) -> anyhow::Result<Vec<ClaimMoment>> {
-    static CLASSIFIER: std::sync::LazyLock<RuleClassifier> = std::sync::LazyLock::new(RuleClassifier::default);
+    static CLASSIFIER: std::sync::LazyLock<HybridClassifier> = std::sync::LazyLock::new(HybridClassifier::default);
     let labels = CLASSIFIER.explain(text);
     if labels.is_empty() {
         return Ok(vec![]);
