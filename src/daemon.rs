@@ -66,6 +66,10 @@ impl Daemon {
         let supervisor = Supervisor::new(store, &config.data_dir, bank, (format!("http://{addr}"), token.clone()));
         // Left over from a run that was killed mid-evaluation.
         let _ = std::fs::remove_dir_all(config.data_dir.join("evaluations"));
+        // The text classifier trains at first use: do it now, not in a hook.
+        tokio::task::spawn_blocking(|| {
+            crate::moments::classifier();
+        });
         // Hook calls spooled while no daemon ran, into this data dir's spool.
         let (imported, left) = crate::spool::import(&supervisor, &config.data_dir.join("spool")).await;
         if imported + left > 0 {

@@ -172,6 +172,14 @@ impl SeenClaims {
     }
 }
 
+static CLASSIFIER: std::sync::LazyLock<HybridClassifier> = std::sync::LazyLock::new(HybridClassifier::default);
+
+/// The text classifier, trained at first use (a fraction of a second in a
+/// release build; the daemon warms it at start, off the request path).
+pub fn classifier() -> &'static HybridClassifier {
+    &CLASSIFIER
+}
+
 /// A moment the agent's own words show.
 #[derive(Debug, Clone)]
 pub struct ClaimMoment {
@@ -187,8 +195,7 @@ pub struct ClaimMoment {
 /// of them: whether they repeat a claim made without fresh evidence since,
 /// whether a question for them already waits. Records nothing.
 async fn claim_moments(sup: &Supervisor, campaign_id: &str, text: &str) -> anyhow::Result<Vec<ClaimMoment>> {
-    static CLASSIFIER: std::sync::LazyLock<HybridClassifier> = std::sync::LazyLock::new(HybridClassifier::default);
-    let labels = CLASSIFIER.explain(text);
+    let labels = classifier().explain(text);
     if labels.is_empty() {
         return Ok(vec![]);
     }
