@@ -59,10 +59,6 @@ impl Daemon {
             None => LiveBank::embedded(),
         });
         bank.spawn_watcher(shutdown.child_token()).context("watching the question bank folder")?;
-        let orphans = store.interrupt_orphan_runs().await?;
-        if orphans > 0 {
-            tracing::warn!(runs = orphans, "agent runs left running by the last daemon were marked interrupted");
-        }
         let supervisor = Supervisor::new(store, &config.data_dir, bank, (format!("http://{addr}"), token.clone()));
         // Left over from a run that was killed mid-evaluation.
         let _ = std::fs::remove_dir_all(config.data_dir.join("evaluations"));
@@ -104,12 +100,20 @@ impl Daemon {
         let shutdown = self.state.shutdown.clone();
         let store = self.state.supervisor.store().clone();
         let supervisor = self.state.supervisor.clone();
+        // Runs left running by a daemon that stopped (this one before a
+        // restart, or another on the same database) are taken over here.
+        supervisor.spawn_lease_keeper(shutdown.clone());
         let app = server::router(self.state);
         axum::serve(self.listener, app)
             .with_graceful_shutdown(shutdown.cancelled_owned())
             .await
             .context("serving HTTP")?;
         supervisor.stop_everything();
+        // Let the runs end their agents and record their suspension.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(8);
+        while supervisor.local_runs() > 0 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
         tokio::time::sleep(Duration::from_millis(200)).await;
         tokio::time::timeout(Duration::from_secs(5), store.close()).await.ok();
         let _ = std::fs::remove_file(&info_path);

@@ -713,6 +713,9 @@ pub struct RunRow {
     pub outcome: Option<String>,
     pub started_at: String,
     pub ended_at: Option<String>,
+    /// The daemon running it (its lease owner id).
+    #[sqlx(default)]
+    pub owner: Option<String>,
 }
 
 impl Store {
@@ -729,7 +732,7 @@ impl Store {
     }
 
     pub async fn update_run(&self, id: i64, session_id: Option<&str>, turns: i64) -> anyhow::Result<()> {
-        sqlx::query("update runs set session_id = coalesce($1, session_id), turns = $2 where id = $3")
+        sqlx::query("update runs set session_id = coalesce($1, session_id), turns = case when $2 > turns then $2 else turns end where id = $3")
             .bind(session_id)
             .bind(turns)
             .bind(id)
@@ -754,13 +757,82 @@ impl Store {
 
     pub async fn list_runs(&self, campaign_id: &str) -> anyhow::Result<Vec<RunRow>> {
         let rows = sqlx::query(
-            "select id, campaign_id, agent, status, session_id, turns, outcome, started_at, ended_at from runs
+            "select id, campaign_id, agent, status, session_id, turns, outcome, started_at, ended_at, owner from runs
              where campaign_id = $1 order by id",
         )
         .bind(campaign_id)
         .fetch_all(&self.pool)
         .await?;
         Ok(rows.iter().map(RunRow::from_row).collect::<Result<_, _>>()?)
+    }
+
+    /// Takes (or renews) a campaign's lease for `owner` until
+    /// `expires_at_ms`: true when `owner` holds it now. It is taken from
+    /// another owner only once that owner's lease has expired (`now_ms`),
+    /// or at once with `take_any` (one daemon per SQLite file: any other
+    /// owner is a dead process).
+    pub async fn acquire_lease(
+        &self,
+        campaign_id: &str,
+        owner: &str,
+        now_ms: i64,
+        expires_at_ms: i64,
+        take_any: bool,
+    ) -> anyhow::Result<bool> {
+        let done = sqlx::query(
+            "insert into leases (campaign_id, owner, expires_at_ms, acquired_at) values ($1, $2, $3, $4)
+             on conflict (campaign_id) do update set owner = excluded.owner, expires_at_ms = excluded.expires_at_ms,
+               acquired_at = case when leases.owner = excluded.owner then leases.acquired_at else excluded.acquired_at end
+             where leases.owner = excluded.owner or leases.expires_at_ms < $5 or $6 = 1",
+        )
+        .bind(campaign_id)
+        .bind(owner)
+        .bind(expires_at_ms)
+        .bind(now())
+        .bind(now_ms)
+        .bind(take_any as i64)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Gives a lease back (the run ended).
+    pub async fn release_lease(&self, campaign_id: &str, owner: &str) -> anyhow::Result<()> {
+        sqlx::query("delete from leases where campaign_id = $1 and owner = $2")
+            .bind(campaign_id)
+            .bind(owner)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// The lease of a campaign: (owner, expires_at_ms).
+    pub async fn lease(&self, campaign_id: &str) -> anyhow::Result<Option<(String, i64)>> {
+        let row = sqlx::query("select owner, expires_at_ms from leases where campaign_id = $1")
+            .bind(campaign_id)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(match row {
+            Some(r) => Some((r.try_get("owner")?, r.try_get("expires_at_ms")?)),
+            None => None,
+        })
+    }
+
+    /// Runs still marked running, whatever daemon started them.
+    pub async fn running_runs(&self) -> anyhow::Result<Vec<RunRow>> {
+        let rows = sqlx::query(
+            "select id, campaign_id, agent, status, session_id, turns, outcome, started_at, ended_at, owner
+             from runs where status = 'running' order by id",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.iter().map(RunRow::from_row).collect::<Result<_, _>>()?)
+    }
+
+    /// Records which daemon runs the run now.
+    pub async fn set_run_owner(&self, id: i64, owner: &str) -> anyhow::Result<()> {
+        sqlx::query("update runs set owner = $1 where id = $2").bind(owner).bind(id).execute(&self.pool).await?;
+        Ok(())
     }
 
     /// Runs left `running` by a daemon that died: they did not end well.

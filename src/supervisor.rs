@@ -66,6 +66,22 @@ struct Inner {
     tool_calls: Mutex<HashMap<String, ToolCalls>>,
     /// Campaigns' pristine protected files, read once.
     pristine: Mutex<HashMap<String, Arc<Vec<crate::snapshot::PristineFile>>>>,
+    /// This daemon's identity as a lease owner, and how long a lease lasts.
+    owner: String,
+    lease_ttl: std::time::Duration,
+    shutting_down: std::sync::atomic::AtomicBool,
+}
+
+/// How long a campaign's lease lasts unless renewed: `$GADFLY_LEASE_SECONDS`,
+/// else 15 s. A daemon renews its leases every third of it; another takes a
+/// campaign over once its lease has expired.
+fn lease_ttl_from_env() -> std::time::Duration {
+    let s = std::env::var("GADFLY_LEASE_SECONDS").ok().and_then(|v| v.parse::<f64>().ok()).unwrap_or(15.0);
+    std::time::Duration::from_secs_f64(s.clamp(0.5, 3600.0))
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
 }
 
 /// What the moment detectors are handed as events are recorded.
@@ -123,6 +139,14 @@ impl Supervisor {
                 seen_claims: Default::default(),
                 tool_calls: Mutex::new(HashMap::new()),
                 pristine: Mutex::new(HashMap::new()),
+                owner: format!(
+                    "{}:{}:{:08x}",
+                    std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default().trim(),
+                    std::process::id(),
+                    rand::random::<u32>()
+                ),
+                lease_ttl: lease_ttl_from_env(),
+                shutting_down: Default::default(),
             }),
         };
         // Messages are classified off the recording path, in order.
@@ -194,6 +218,86 @@ impl Supervisor {
         self.inner.endpoint.clone()
     }
 
+    /// True once the daemon is shutting down: a run stopped now is
+    /// suspended (left to the next daemon to resume), not ended.
+    pub fn shutting_down(&self) -> bool {
+        self.inner.shutting_down.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// How many runs this daemon supervises now.
+    pub fn local_runs(&self) -> usize {
+        self.inner.runs.lock().expect("runs lock poisoned").len()
+    }
+
+    /// This daemon's lease owner id.
+    pub fn owner(&self) -> &str {
+        &self.inner.owner
+    }
+
+    /// Takes the campaign's lease for this daemon (or renews it); false
+    /// while another live daemon holds it.
+    pub async fn acquire_lease(&self, campaign_id: &str) -> anyhow::Result<bool> {
+        let now = now_ms();
+        let take_any = self.inner.store.backend == crate::store::Backend::Sqlite;
+        self.inner
+            .store
+            .acquire_lease(campaign_id, &self.inner.owner, now, now + self.inner.lease_ttl.as_millis() as i64, take_any)
+            .await
+    }
+
+    pub async fn release_lease(&self, campaign_id: &str) {
+        if let Err(e) = self.inner.store.release_lease(campaign_id, &self.inner.owner).await {
+            tracing::warn!(error = %e, campaign = %campaign_id, "releasing a lease");
+        }
+    }
+
+    /// Renews the leases of the runs this daemon runs and takes over the
+    /// runs whose daemon stopped renewing (or, on SQLite, any left by the
+    /// daemon before this one), every third of the lease time, until
+    /// `stop`.
+    pub fn spawn_lease_keeper(&self, stop: CancellationToken) {
+        let sup = self.clone();
+        tokio::spawn(async move {
+            let period = sup.inner.lease_ttl / 3;
+            loop {
+                if let Err(e) = sup.keep_leases().await {
+                    tracing::warn!(error = %e, "keeping leases");
+                }
+                tokio::select! {
+                    _ = stop.cancelled() => break,
+                    _ = tokio::time::sleep(period) => {}
+                }
+            }
+        });
+    }
+
+    async fn keep_leases(&self) -> anyhow::Result<()> {
+        let mine: Vec<String> = self.inner.runs.lock().expect("runs lock poisoned").keys().cloned().collect();
+        for campaign in &mine {
+            if !self.acquire_lease(campaign).await? {
+                // Another daemon took it: this one's lease had expired (a
+                // long pause); its run goes on there, so stop ours.
+                tracing::warn!(campaign = %campaign, "lost the campaign's lease to another daemon; stopping the local run");
+                self.stop_run(campaign);
+            }
+        }
+        for run in self.inner.store.running_runs().await? {
+            if mine.contains(&run.campaign_id) || self.inner.runs.lock().expect("runs lock poisoned").contains_key(&run.campaign_id) {
+                continue;
+            }
+            if !self.acquire_lease(&run.campaign_id).await? {
+                continue;
+            }
+            let from = run.owner.clone().unwrap_or_default();
+            tracing::warn!(campaign = %run.campaign_id, run = run.id, from = %from, "taking over a run whose daemon stopped");
+            if let Err(e) = crate::agent::run::resume(self, &run).await {
+                tracing::warn!(error = %e, campaign = %run.campaign_id, run = run.id, "resuming a run");
+                self.release_lease(&run.campaign_id).await;
+            }
+        }
+        Ok(())
+    }
+
     /// Marks a run as going for the campaign; false when one already is.
     pub fn register_run(&self, campaign_id: &str, token: CancellationToken) -> bool {
         let mut runs = self.inner.runs.lock().expect("runs lock poisoned");
@@ -221,6 +325,7 @@ impl Supervisor {
 
     /// Stops every run and transcript follower (daemon shutdown).
     pub fn stop_everything(&self) {
+        self.inner.shutting_down.store(true, std::sync::atomic::Ordering::SeqCst);
         for t in self.inner.runs.lock().expect("runs lock poisoned").values() {
             t.cancel();
         }

@@ -276,16 +276,18 @@ fn hook_calls_made_while_the_daemon_is_down_are_spooled_bounded_and_replayed_onc
     assert!(stop_line.contains("--fail closed --unavailable-blocks 2"), "{stop_line}");
     let spool = data.join("spool");
     let token = d.token.clone();
-    let env = |url: &str| {
+    // A short deadline while the daemon is down (nothing answers); a long
+    // one once it is back (a stop waits for its evaluation).
+    let env = |url: &str, deadline: &str| {
         vec![
             ("GADFLY_URL", url.to_string()),
             ("GADFLY_TOKEN", token.clone()),
             ("GADFLY_SPOOL_DIR", spool.display().to_string()),
-            ("GADFLY_HOOK_DEADLINE_S", "1".to_string()),
+            ("GADFLY_HOOK_DEADLINE_S", deadline.to_string()),
         ]
     };
     let down_url = d.url.clone();
-    let down = env(&down_url);
+    let down = env(&down_url, "1");
     d.kill();
 
     let stop = serde_json::json!({"session_id": "s1", "hook_event_name": "Stop", "stop_hook_active": false, "last_assistant_message": "All done."});
@@ -336,7 +338,7 @@ fn hook_calls_made_while_the_daemon_is_down_are_spooled_bounded_and_replayed_onc
     for p in spooled_files(backup.path()) {
         std::fs::copy(&p, spool.join(p.file_name().unwrap())).unwrap();
     }
-    let up = env(&d.url);
+    let up = env(&d.url, "120");
     let post2 = serde_json::json!({"session_id": "s1", "hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_use_id": "toolu_up_1"});
     let (_, stderr) = run_hook_line(&post_line, &up, &post2);
     assert_eq!(stderr, "", "answered by the daemon");

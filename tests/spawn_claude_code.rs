@@ -79,20 +79,7 @@ impl Setup {
         );
         let f = Fixture::new(&agent);
         let data = f.data_dir();
-        // The daemon passes its environment on to the agent: keep it clean,
-        // so nothing of the machine running the tests (API keys, a Claude
-        // Code session around `cargo test`) reaches the CLI.
-        let mut cmd = common::gadfly();
-        cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"]).arg(&data);
-        if let Some(url) = common::postgres_for(&data) {
-            cmd.args(["--database-url", &url]);
-        }
-        cmd.env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", home.path())
-            .env("LANG", "C.UTF-8")
-            .env("RUST_LOG", "info,sqlx=warn");
-        let d = Daemon::start_cmd(&data, cmd);
+        let d = daemon_for(&data, home.path(), common::postgres_for(&data).as_deref());
         let id = d.create_campaign(&f.spec());
         Setup { f, d, id, home }
     }
@@ -151,6 +138,26 @@ impl Setup {
         }
         out
     }
+}
+
+/// A daemon on `data` (and `database`, else SQLite in `data`) whose
+/// environment is clean: it passes its environment on to the agent, so
+/// nothing of the machine running the tests (API keys, a Claude Code session
+/// around `cargo test`) reaches the CLI. Leases last 2 s, so a takeover is
+/// quick.
+fn daemon_for(data: &Path, home: &Path, database: Option<&str>) -> Daemon {
+    let mut cmd = common::gadfly();
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"]).arg(data);
+    if let Some(url) = database {
+        cmd.args(["--database-url", url]);
+    }
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("LANG", "C.UTF-8")
+        .env("GADFLY_LEASE_SECONDS", "2")
+        .env("RUST_LOG", "info,sqlx=warn");
+    Daemon::start_cmd(data, cmd)
 }
 
 impl Drop for Setup {
@@ -703,4 +710,101 @@ fn an_autonomous_campaign_asks_about_a_plateau_a_claimed_limit_and_a_dismissal_i
     assert_eq!(stops[0]["claim"], LIMIT);
     assert_eq!(stops[1]["claim"], DISMISSAL);
     assert_eq!(std::fs::read_to_string(s.f.ws().join("candidate.txt")).unwrap(), fixed);
+}
+
+/// `curl -X POST` with the daemon's token; the parsed answer.
+fn api_post(d: &Daemon, path: &str, body: &str) -> Value {
+    let out = std::process::Command::new("curl")
+        .args(["-sf", "-X", "POST", "-H", "content-type: application/json", "-H"])
+        .arg(format!("Authorization: Bearer {}", d.token))
+        .args(["--data-binary", body])
+        .arg(format!("{}/api/v1{path}", d.url))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "POST {path}: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The daemon running a campaign's agent is killed (SIGKILL, and its agent
+/// with it, as when its host dies) in the middle of a tool call. On SQLite
+/// the daemon restarted on the same data dir takes the run over at once;
+/// on PostgreSQL a second daemon, already serving the same database, takes
+/// it over once the dead one's lease expires. Either way the run is resumed
+/// in the same Claude Code session and completes; nothing recorded before
+/// the kill is lost.
+#[test]
+fn a_run_whose_daemon_is_killed_is_taken_over_and_completes() {
+    let Some(bin) = claude_bin("a_run_whose_daemon_is_killed_is_taken_over_and_completes") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (ready, go) = (dir.path().join("ready"), dir.path().join("go"));
+    let hang = format!("{} && {}", write_candidate(WRONG), wait_for_file(&ready, &go));
+    let mock = MockModel::start(vec![
+        Step::shell(&hang).described("Write a candidate and measure"),
+        Step::shell(&write_candidate(ALL_PASS)).described("Fix b").when_body_contains("stopped unexpectedly"),
+        Step::text("Fixed b after the takeover. Done."),
+    ]);
+    let mut s = Setup::new(&bin, &mock, "");
+    let database = common::postgres_for(&s.f.data_dir());
+    // On PostgreSQL, the second daemon serves the same database from the start.
+    let other_data = s.home.path().join("data-b");
+    std::fs::create_dir_all(&other_data).unwrap();
+    let mut other = database.as_ref().map(|url| daemon_for(&other_data, s.home.path(), Some(url)));
+
+    let run = api_post(&s.d, &format!("/campaigns/{}/runs", s.id), r#"{"agent":"claude-code"}"#);
+    let run_id = run["run_id"].as_i64().or_else(|| run["id"].as_i64()).unwrap_or_else(|| panic!("{run}"));
+    assert!(wait_for(TIMEOUT, || ready.exists()), "the agent never made its tool call: {}", s.explain(&mock));
+    let before: Vec<i64> = s.log().iter().map(|e| e["id"].as_i64().unwrap()).collect();
+    let first_session = sessions(&s);
+    assert_eq!(first_session.len(), 1, "{first_session:?}");
+
+    // The host dies: the daemon and its agent, at once.
+    let agents = descendants(s.d.child.id());
+    s.d.kill();
+    for (pid, _) in agents {
+        if let Ok(pg) = nix::unistd::getpgid(Some(nix::unistd::Pid::from_raw(pid as i32))) {
+            if pg != nix::unistd::getpgrp() {
+                let _ = nix::sys::signal::killpg(pg, nix::sys::signal::Signal::SIGKILL);
+            }
+        }
+    }
+    let killed_at = Instant::now();
+    let taker = match other.take() {
+        Some(d) => d,
+        None => daemon_for(&s.f.data_dir(), s.home.path(), None),
+    };
+    s.d = taker;
+    assert!(mock.wait_for_steps(2, TIMEOUT), "the run was not taken over: {}", s.explain(&mock));
+    eprintln!(
+        "taken over ({}) {:.2} s after the kill",
+        if database.is_some() { "a second daemon on PostgreSQL" } else { "the daemon restarted on SQLite" },
+        killed_at.elapsed().as_secs_f64()
+    );
+    std::fs::write(&go, "").unwrap();
+    let ended = wait_for(TIMEOUT, || s.runs()[0]["status"] == "ended");
+    assert!(ended, "the run did not end: {}\n{}", s.runs(), s.explain(&mock));
+    let runs = s.runs();
+    assert_eq!(runs.as_array().unwrap().len(), 1, "the same run carried on: {runs}");
+    assert_eq!(runs[0]["id"], run_id);
+    assert_eq!(runs[0]["outcome"], "completed", "{runs}\n{}", s.explain(&mock));
+    assert_eq!(mock.steps_served(), 3, "{}", s.explain(&mock));
+    assert!(mock.unmatched().is_empty(), "{}", s.explain(&mock));
+
+    // Nothing recorded before the kill was lost; the takeover is on record.
+    let log = s.log();
+    let ids: std::collections::HashSet<i64> = log.iter().map(|e| e["id"].as_i64().unwrap()).collect();
+    assert!(before.iter().all(|i| ids.contains(i)), "events recorded before the kill are all there");
+    let resumed: Vec<&Value> = log.iter().filter(|e| e["kind"] == "run.resumed").collect();
+    assert_eq!(resumed.len(), 1, "{}", s.explain(&mock));
+    let p = &resumed[0]["payload"];
+    assert_eq!(p["run_id"], run_id);
+    assert_eq!(p["session_id"], first_session[0].as_str());
+    assert_ne!(p["from_daemon"], p["daemon"], "another daemon took over: {p}");
+    // The resumed CLI continued the same session, told of the restart once.
+    let all = sessions(&s);
+    assert!(all.iter().all(|x| x == &first_session[0]), "one session: {all:?}");
+    let last = &mock.agent_requests().last().unwrap().clone();
+    assert_eq!(messages_containing(last, "stopped unexpectedly").len(), 1, "{}", s.explain(&mock));
+    let stops = s.stops();
+    assert_eq!(stops.last().unwrap()["decision"], "allow", "{stops:?}");
+    assert_eq!(std::fs::read_to_string(s.f.ws().join("candidate.txt")).unwrap(), ALL_PASS);
 }

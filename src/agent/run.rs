@@ -124,7 +124,9 @@ impl Budget {
     }
 }
 
-/// Starts a run of `kind` for the campaign; returns the run's id.
+/// Starts a run of `kind` for the campaign; returns the run's id. The
+/// daemon takes the campaign's lease first: with several daemons on one
+/// database, one runs a campaign's agent at a time.
 pub async fn start(sup: &Supervisor, campaign_id: &str, kind: AgentKind) -> anyhow::Result<i64> {
     let (_row, spec) = sup.campaign(campaign_id).await.map_err(|e| anyhow!("{e}"))?;
     let agent = AgentSpec::from_campaign(&spec)?;
@@ -132,23 +134,91 @@ pub async fn start(sup: &Supervisor, campaign_id: &str, kind: AgentKind) -> anyh
     if !sup.register_run(campaign_id, token.clone()) {
         bail!("campaign {campaign_id} already has an agent running; stop it first");
     }
-    let run_id = match sup.store().insert_run(campaign_id, kind.as_str()).await {
-        Ok(id) => id,
+    match sup.acquire_lease(campaign_id).await {
+        Ok(true) => {}
+        Ok(false) => {
+            sup.unregister_run(campaign_id);
+            let owner = sup.store().lease(campaign_id).await.ok().flatten().map(|l| l.0).unwrap_or_default();
+            bail!("campaign {campaign_id} is run by another gadfly daemon ({owner}); start or stop its run there");
+        }
         Err(e) => {
             sup.unregister_run(campaign_id);
             return Err(e);
         }
+    }
+    let run_id = match sup.store().insert_run(campaign_id, kind.as_str()).await {
+        Ok(id) => id,
+        Err(e) => {
+            sup.unregister_run(campaign_id);
+            sup.release_lease(campaign_id).await;
+            return Err(e);
+        }
     };
-    sup.record(campaign_id, None, "run.started", None, json!({"run_id": run_id, "agent": kind.as_str()})).await?;
+    sup.store().set_run_owner(run_id, sup.owner()).await?;
+    sup.record(campaign_id, None, "run.started", None, json!({"run_id": run_id, "agent": kind.as_str(), "daemon": sup.owner()})).await?;
+    launch(sup, campaign_id, spec, agent, kind, run_id, None, token);
+    Ok(run_id)
+}
+
+/// Takes over a run whose daemon stopped (its lease expired; this daemon
+/// holds the lease now): the agent is started again in the same session
+/// (`--resume`), told that its previous process stopped, and supervised
+/// to the end here.
+pub async fn resume(sup: &Supervisor, run: &crate::store::RunRow) -> anyhow::Result<()> {
+    let kind = AgentKind::parse(&run.agent).ok_or_else(|| anyhow!("run {} has an unknown agent `{}`", run.id, run.agent))?;
+    let (_row, spec) = sup.campaign(&run.campaign_id).await.map_err(|e| anyhow!("{e}"))?;
+    let agent = AgentSpec::from_campaign(&spec)?;
+    let token = CancellationToken::new();
+    if !sup.register_run(&run.campaign_id, token.clone()) {
+        return Ok(());
+    }
+    sup.store().set_run_owner(run.id, sup.owner()).await?;
+    sup.record(
+        &run.campaign_id,
+        run.session_id.as_deref(),
+        "run.resumed",
+        None,
+        json!({"run_id": run.id, "agent": run.agent, "session_id": run.session_id, "from_daemon": run.owner, "daemon": sup.owner()}),
+    )
+    .await?;
+    launch(sup, &run.campaign_id, spec, agent, kind, run.id, run.session_id.clone(), token);
+    Ok(())
+}
+
+/// Supervises run `run_id` in the background until it ends, then records
+/// its outcome and gives the campaign's lease back.
+#[allow(clippy::too_many_arguments)]
+fn launch(
+    sup: &Supervisor,
+    campaign_id: &str,
+    spec: CampaignSpec,
+    agent: AgentSpec,
+    kind: AgentKind,
+    run_id: i64,
+    resume_session: Option<String>,
+    token: CancellationToken,
+) {
     let sup2 = sup.clone();
     let campaign = campaign_id.to_string();
     tokio::spawn(async move {
-        let ctx = RunCtx { sup: sup2.clone(), campaign: campaign.clone(), spec, agent, run_id, token };
+        let ctx = RunCtx { sup: sup2.clone(), campaign: campaign.clone(), spec, agent, run_id, token, resume_session };
         let outcome = match kind {
             AgentKind::ClaudeCode => claude_loop(&ctx).await,
             AgentKind::Codex | AgentKind::Command => turn_loop(&ctx, kind).await,
         }
         .unwrap_or_else(|e| Outcome::Failed(format!("{e:#}")));
+        if outcome == Outcome::Stopped && sup2.shutting_down() {
+            // The daemon is stopping, not the campaign: the run stays
+            // `running` and the next daemon (this one restarted, or another
+            // on the same database) resumes it.
+            tracing::info!(campaign = %campaign, run = run_id, "agent run suspended for the daemon's shutdown");
+            let _ = sup2
+                .record(&campaign, None, "run.suspended", None, json!({"run_id": run_id, "why": "the daemon shut down; the next one resumes the run"}))
+                .await;
+            sup2.unregister_run(&campaign);
+            sup2.release_lease(&campaign).await;
+            return;
+        }
         let (status, text) = outcome.describe();
         tracing::info!(campaign = %campaign, run = run_id, outcome = status, "agent run ended");
         let _ = sup2.store().end_run(run_id, "ended", status).await;
@@ -156,8 +226,8 @@ pub async fn start(sup: &Supervisor, campaign_id: &str, kind: AgentKind) -> anyh
             .record(&campaign, None, "run.ended", None, json!({"run_id": run_id, "outcome": status, "detail": text}))
             .await;
         sup2.unregister_run(&campaign);
+        sup2.release_lease(&campaign).await;
     });
-    Ok(run_id)
 }
 
 struct RunCtx {
@@ -167,6 +237,8 @@ struct RunCtx {
     agent: AgentSpec,
     run_id: i64,
     token: CancellationToken,
+    /// The session to resume (a run taken over from a daemon that stopped).
+    resume_session: Option<String>,
 }
 
 impl RunCtx {
@@ -358,11 +430,12 @@ async fn claude_loop(ctx: &RunCtx) -> anyhow::Result<Outcome> {
     let first_prompt = ctx.agent.first_prompt(&ctx.spec);
     let mut budget = Budget::new(&ctx.agent);
     let deadline = budget.deadline();
-    let mut session: Option<String> = None;
+    let mut session: Option<String> = ctx.resume_session.clone();
     let mut restarts = 0u32;
     // Whether a process took in the first prompt (its echo was seen): until
-    // then a restart sends it again instead of the restart note.
-    let mut prompted = false;
+    // then a restart sends it again instead of the restart note. A session
+    // taken over from another daemon had it.
+    let mut prompted = session.is_some();
     // Messages a crashed process never took in (a question written to its
     // stdin while a tool ran, a block reason): written to the next one.
     let mut carry: Vec<String> = Vec::new();
@@ -425,7 +498,12 @@ async fn claude_loop(ctx: &RunCtx) -> anyhow::Result<Outcome> {
                 l = lines.next_line() => l,
             };
             let Ok(Some(line)) = line else { break };
+            let known = session.clone();
             let Some(ev) = record_claude_line(ctx, &line, &mut session).await else { continue };
+            if session != known {
+                // Kept at once: a daemon that takes this run over resumes it.
+                let _ = ctx.sup.store().update_run(ctx.run_id, session.as_deref(), budget.turns as i64).await;
+            }
             if let Some(text) = replayed_text(&ev) {
                 let mut pending = unacked.lock().unwrap();
                 if let Some(i) = pending.iter().position(|m| *m == text) {
@@ -699,8 +777,9 @@ fn spawn_question_forwarder(
 async fn turn_loop(ctx: &RunCtx, kind: AgentKind) -> anyhow::Result<Outcome> {
     let mut budget = Budget::new(&ctx.agent);
     let deadline = budget.deadline();
-    let mut session: Option<String> = None;
-    let mut message = ctx.agent.first_prompt(&ctx.spec);
+    let mut session: Option<String> = ctx.resume_session.clone();
+    let mut message =
+        if session.is_some() { RESTART_NOTE.to_string() } else { ctx.agent.first_prompt(&ctx.spec) };
     let mut restarts = 0u32;
     let mut after_block = false;
     let local_session = format!("run-{}", ctx.run_id);
@@ -857,6 +936,8 @@ async fn record_codex_line(
     if kind == "thread.started" {
         if let Some(t) = ev["thread_id"].as_str() {
             *session = Some(t.to_string());
+            // Kept at once: a daemon that takes this run over resumes the thread.
+            let _ = ctx.sup.store().update_run(ctx.run_id, Some(t), 0).await;
             ctx.record(session.as_deref(), "agent.session", None, json!({"agent": "codex", "session_id": t})).await;
         }
         return;
