@@ -182,3 +182,51 @@ fn a_suspicious_gain_that_fails_fresh_inputs_is_rejected() {
     std::fs::write(f.ws().join("notes.txt"), "honest").unwrap();
     assert_eq!(d.stop(&id, "done"), None);
 }
+
+/// A claimed limit is asked about in the stop's block reason; the same
+/// claim made again with no new evaluation since gets the question again in
+/// another form and is escalated; after fresh evidence (a new evaluation) a
+/// claim is a new one, not a repeat.
+#[test]
+fn a_limit_claim_repeated_without_fresh_evidence_is_asked_again_in_another_form_and_escalated() {
+    let f = Fixture::new("");
+    let d = Daemon::start(&f.data_dir());
+    let id = d.create_campaign(&f.spec());
+    f.set_candidate("a true 90 100\nb true 100 100\nc true 90 100\n");
+    let question_of = |reason: &str| -> String {
+        reason
+            .lines()
+            .find(|l| l.starts_with("Question ("))
+            .unwrap_or_else(|| panic!("no question in {reason}"))
+            .to_string()
+    };
+    let first =
+        common::reason(&d.stop(&id, "Scenario b is at the DRAM bandwidth limit; no further speedup is possible."));
+    let q1 = question_of(&first);
+    let second = common::reason(&d.stop(&id, "As I said, b cannot get any faster: it is bound by memory bandwidth."));
+    let q2 = question_of(&second);
+    assert_ne!(q1, q2, "asked again, in another form");
+    let log = d.api_get(&format!("/campaigns/{id}/log?limit=10000"));
+    let events = log.as_array().unwrap();
+    let limits: Vec<&Value> =
+        events.iter().filter(|e| e["kind"] == "moment" && e["payload"]["moment"] == "limit_claim").collect();
+    assert_eq!(limits.len(), 2, "{limits:?}");
+    assert_eq!(limits[0]["payload"]["repeated"], false);
+    assert_eq!(limits[1]["payload"]["repeated"], true);
+    for l in &limits {
+        assert_eq!(l["payload"]["question"]["via"], "stop_hook_reason", "{l}");
+    }
+    let escalated: Vec<&Value> = events.iter().filter(|e| e["kind"] == "moment.escalated").collect();
+    assert_eq!(escalated.len(), 1, "{escalated:?}");
+    assert_eq!(escalated[0]["payload"]["moment"], "limit_claim");
+    // Fresh evidence: a new candidate, a new evaluation. The claim is new.
+    f.set_candidate("a true 88 100\nb true 99 100\nc true 88 100\n");
+    common::reason(&d.stop(&id, "Even now, b is memory-bound at the hardware limit; nothing more to gain."));
+    let log = d.api_get(&format!("/campaigns/{id}/log?limit=10000"));
+    let events = log.as_array().unwrap();
+    let limits: Vec<&Value> =
+        events.iter().filter(|e| e["kind"] == "moment" && e["payload"]["moment"] == "limit_claim").collect();
+    assert_eq!(limits.len(), 3);
+    assert_eq!(limits[2]["payload"]["repeated"], false, "a new evaluation came between: {}", limits[2]);
+    assert_eq!(events.iter().filter(|e| e["kind"] == "moment.escalated").count(), 1);
+}

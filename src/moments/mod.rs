@@ -185,22 +185,17 @@ pub fn classifier() -> &'static HybridClassifier {
 pub struct ClaimMoment {
     pub finding: Finding,
     pub quote: String,
-    /// The same claim was made before with no new evaluation since.
-    pub repeated: bool,
     /// A question for this moment already waits to be delivered.
     pub waiting: bool,
 }
 
-/// The moments a message shows (text classifier), with what gadfly knows
-/// of them: whether they repeat a claim made without fresh evidence since,
-/// whether a question for them already waits. Records nothing.
+/// The moments a message shows (text classifier), with whether a question
+/// for them already waits. Records nothing.
 async fn claim_moments(sup: &Supervisor, campaign_id: &str, text: &str) -> anyhow::Result<Vec<ClaimMoment>> {
     let labels = classifier().explain(text);
     if labels.is_empty() {
         return Ok(vec![]);
     }
-    let count = sup.store().count_evaluations(campaign_id).await? as usize;
-    let recent = sup.store().recent_events(campaign_id, "moment", 50).await?;
     let waiting = sup.store().list_questions(campaign_id, true).await?;
     let mut out = Vec::new();
     for (label, quote) in labels {
@@ -210,7 +205,6 @@ async fn claim_moments(sup: &Supervisor, campaign_id: &str, text: &str) -> anyho
             Label::SuspiciousGainClaim => "suspicious_gain",
             Label::CompletionClaim => "completion_claim",
         };
-        let previous = recent.iter().find(|e| e.payload["moment"] == moment && e.payload["source"] == "text");
         out.push(ClaimMoment {
             finding: Finding {
                 moment: moment.into(),
@@ -219,7 +213,6 @@ async fn claim_moments(sup: &Supervisor, campaign_id: &str, text: &str) -> anyho
                 scenarios: vec![],
                 detail: format!("the agent wrote: \"{quote}\""),
             },
-            repeated: previous.is_some_and(|p| p.payload["evaluation_count"].as_u64() == Some(count as u64)),
             waiting: waiting.iter().any(|q| q.moment.as_deref() == Some(moment)),
             quote,
         });
@@ -303,11 +296,16 @@ pub async fn raise_claim(
     c: &ClaimMoment,
     action: ClaimAction<'_>,
 ) -> anyhow::Result<()> {
+    // Counted now, after the evaluation a stop attempt runs: a claim is a
+    // repeat only when no evaluation came between it and the last one.
     let count = sup.store().count_evaluations(campaign_id).await? as usize;
     let f = &c.finding;
+    let recent = sup.store().recent_events(campaign_id, "moment", 50).await?;
+    let previous = recent.iter().find(|e| e.payload["moment"] == f.moment.as_str() && e.payload["source"] == "text");
+    let repeated = previous.is_some_and(|p| p.payload["evaluation_count"].as_u64() == Some(count as u64));
     let mut base = finding_payload(f, "text", count);
     base["quote"] = json!(c.quote);
-    base["repeated"] = json!(c.repeated);
+    base["repeated"] = json!(repeated);
     let action = match action {
         ClaimAction::Ask if f.moment == "completion_claim" => ClaimAction::RecordOnly("judged at the stop itself"),
         ClaimAction::Ask if c.waiting => ClaimAction::RecordOnly("a question for this moment already waits"),
@@ -327,7 +325,7 @@ pub async fn raise_claim(
             sup.record(campaign_id, session, "moment", None, payload).await?;
         }
     }
-    if c.repeated && f.moment != "completion_claim" {
+    if repeated && f.moment != "completion_claim" {
         sup.record(
             campaign_id,
             session,
