@@ -1,6 +1,7 @@
 //! The campaign spec (TOML): parsing, validation with errors that name the
 //! file, line and field, and the resolved form the daemon stores.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -60,6 +61,10 @@ struct RawHarness {
     scenarios: Spanned<Vec<Spanned<String>>>,
     #[serde(default)]
     protected: Vec<Spanned<String>>,
+    /// What the evaluation hosts must offer (`{ gpu = "h200" }`): with any
+    /// tag, the daemon never runs the harness; `gadfly worker`s do.
+    #[serde(default)]
+    tags: Option<Spanned<toml::Table>>,
 }
 
 fn default_timeout() -> Spanned<i64> {
@@ -159,6 +164,10 @@ pub struct HarnessSpec {
     pub timeout_s: u64,
     pub scenarios: Vec<String>,
     pub protected: Vec<String>,
+    /// Tags a worker must have to evaluate this campaign (`gpu = "h200"`);
+    /// empty: the daemon runs the harness itself.
+    #[serde(default)]
+    pub tags: BTreeMap<String, String>,
 }
 
 /// `[gate]`: the Stop hook when the daemon is down or unreachable. With
@@ -237,7 +246,8 @@ impl<'a> Locator<'a> {
         let offset = offset.min(self.text.len());
         let before = &self.text[..offset];
         let line = before.matches('\n').count() + 1;
-        let column = before.rfind('\n').map_or(offset, |nl| offset - nl - 1) + 1;
+        // Columns count characters, as an editor shows them.
+        let column = before[before.rfind('\n').map_or(0, |nl| nl + 1)..].chars().count() + 1;
         (line, column)
     }
 
@@ -247,10 +257,23 @@ impl<'a> Locator<'a> {
             file: self.file.to_string(),
             line,
             column,
-            field: field.to_string(),
-            message: message.into(),
+            field: one_line(field),
+            message: one_line(&message.into()),
         });
     }
+}
+
+/// One error, one line: control characters in quoted values (a scenario
+/// named "a\nb") are escaped.
+fn one_line(s: &str) -> String {
+    s.chars().fold(String::new(), |mut m, c| {
+        if c.is_control() {
+            m.extend(c.escape_default());
+        } else {
+            m.push(c);
+        }
+        m
+    })
 }
 
 /// Reads and validates a spec file; the workspace is resolved against the
@@ -273,8 +296,11 @@ pub fn parse(text: &str, file: &str, base: &Path) -> Result<CampaignSpec, SpecEr
         Ok(raw) => raw,
         Err(e) => {
             let span = e.span().unwrap_or(0..0);
-            let message = e.message().to_string();
-            let field = field_at(text, span.start, field_from_message(&message));
+            let message = toml_message(e.message(), span.start >= text.len());
+            let field = match field_from_message(&message) {
+                Some(name) if message.starts_with("missing field") => missing_field(text, span.clone(), name),
+                named => field_at(text, span.start, named),
+            };
             loc.push(span, &field, message);
             return Err(SpecErrors(loc.errors));
         }
@@ -334,6 +360,32 @@ pub fn parse(text: &str, file: &str, base: &Path) -> Result<CampaignSpec, SpecEr
     for g in &raw.harness.protected {
         if let Err(e) = globset::Glob::new(g.get_ref()) {
             loc.push(g.span(), "harness.protected", format!("invalid glob `{}`: {e}", g.get_ref()));
+        }
+    }
+    let mut tags = BTreeMap::new();
+    if let Some(t) = &raw.harness.tags {
+        for (key, value) in t.get_ref() {
+            match value.as_str() {
+                // toml reads a date-time into a table as one private key.
+                _ if key.starts_with("$__toml_private") => loc.push(
+                    t.span(),
+                    "harness.tags",
+                    "must be a table of tags (`tags = { gpu = \"h200\" }`), not a date-time",
+                ),
+                Some(v) if crate::jobs::valid_tag(key) && crate::jobs::valid_tag(v) => {
+                    tags.insert(key.clone(), v.to_string());
+                }
+                Some(v) => loc.push(
+                    t.span(),
+                    &format!("harness.tags.{key}"),
+                    format!("`{key} = \"{v}\"`: tag names and values are letters, digits, `.`, `_` and `-`"),
+                ),
+                None => loc.push(
+                    t.span(),
+                    &format!("harness.tags.{key}"),
+                    format!("must be a string (a worker started with `--tags {key}=VALUE` matches it)"),
+                ),
+            }
         }
     }
     for b in &raw.constraints.banned_symbols {
@@ -417,6 +469,7 @@ pub fn parse(text: &str, file: &str, base: &Path) -> Result<CampaignSpec, SpecEr
             timeout_s: timeout as u64,
             scenarios,
             protected: raw.harness.protected.into_iter().map(Spanned::into_inner).collect(),
+            tags,
         },
         constraints: ConstraintsSpec {
             binary: raw.constraints.binary.map(Spanned::into_inner),
@@ -454,7 +507,13 @@ pub(crate) fn field_at(text: &str, offset: usize, named: Option<String>) -> Stri
     }
     let key = match line.split_once('=') {
         Some((k, _)) => k.trim().trim_matches('"').to_string(),
-        None => return named.unwrap_or_default(),
+        None if named.is_some() => return named.unwrap_or_default(),
+        // A line inside a value written over several lines (an array, a
+        // multi-line string): the entry is the nearest key above it.
+        None => match text[..line_start].lines().rev().find(|l| l.contains('=') || header_of(l).is_some()) {
+            Some(l) if header_of(l).is_none() => l.split('=').next().unwrap_or("").trim().trim_matches('"').to_string(),
+            _ => return String::new(),
+        },
     };
     let table = text[..line_start].lines().rev().find_map(header_of);
     match table {
@@ -463,9 +522,47 @@ pub(crate) fn field_at(text: &str, offset: usize, named: Option<String>) -> Stri
     }
 }
 
+/// The TOML parser's message on one line ("invalid string\nexpected ..."
+/// becomes "invalid string; expected ..."); it gives none for a value cut
+/// off by the end of the text.
+fn toml_message(message: &str, at_end: bool) -> String {
+    let parts: Vec<&str> = message.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    match (parts.is_empty(), at_end) {
+        (false, _) => parts.join("; "),
+        (true, true) => "the text ends in the middle of an entry: a value is missing".to_string(),
+        (true, false) => "invalid TOML here".to_string(),
+    }
+}
+
+/// The dotted name of a field a table misses: serde names the field and
+/// points at the table (`[harness]`, `harness = { ... }`, the `harness` of
+/// `harness.build = ...`), or for the root table at its keys from the start
+/// of the text (or nowhere).
+fn missing_field(text: &str, span: std::ops::Range<usize>, name: String) -> String {
+    let written = text.get(span.clone()).unwrap_or("");
+    if span == (0..0) || (span.start == 0 && written.contains('=') && !written.starts_with('[')) {
+        return name;
+    }
+    let mut table = field_at(text, span.start, None);
+    if !written.is_empty() {
+        if let Some(i) = table.find(&format!("{written}.")) {
+            table.truncate(i + written.len());
+        }
+    }
+    if table.is_empty() {
+        name
+    } else {
+        format!("{table}.{name}")
+    }
+}
+
 /// Pulls a field name out of serde's messages ("missing field `run`",
-/// "unknown field `foo`, expected ...").
+/// "unknown field `foo`, expected ..."); other messages quote values
+/// ("invalid type: integer `16`"), not fields.
 fn field_from_message(message: &str) -> Option<String> {
+    if !["missing field `", "unknown field `", "duplicate field `"].iter().any(|p| message.starts_with(p)) {
+        return None;
+    }
     let start = message.find('`')? + 1;
     let end = start + message[start..].find('`')?;
     Some(message[start..end].to_string())
@@ -557,6 +654,65 @@ mode = "audit"
         let err = parse(&bad, "c.toml", dir.path()).unwrap_err();
         let fields: Vec<&str> = err.0.iter().map(|e| e.field.as_str()).collect();
         assert_eq!(fields, vec!["harness.run", "harness.scenarios", "questions.mode"], "{err}");
+    }
+
+    #[test]
+    fn harness_tags_are_strings_with_located_errors() {
+        let dir = git_dir();
+        let spec = parse(&GOOD.replace("protected =", "tags = { gpu = \"h200\" }\nprotected ="), "c.toml", dir.path())
+            .unwrap();
+        assert_eq!(spec.harness.tags.get("gpu").map(String::as_str), Some("h200"));
+        assert!(parse(GOOD, "c.toml", dir.path()).unwrap().harness.tags.is_empty());
+        let bad = GOOD.replace("protected =", "tags = { gpu = 200 }\nprotected =");
+        let err = parse(&bad, "c.toml", dir.path()).unwrap_err();
+        assert_eq!((err.0[0].line, err.0[0].field.as_str()), (7, "harness.tags.gpu"), "{err}");
+        assert!(err.0[0].message.contains("must be a string"), "{err}");
+        // A spec stored before tags existed still loads.
+        let mut old = serde_json::to_value(&spec).unwrap();
+        old["harness"].as_object_mut().unwrap().remove("tags");
+        let back: CampaignSpec = serde_json::from_value(old).unwrap();
+        assert!(back.harness.tags.is_empty());
+    }
+
+    #[test]
+    fn toml_errors_are_one_line_in_character_columns() {
+        // Found by tests/fuzz_parsers.rs: a value cut off by the end of the
+        // text had an empty message; columns counted bytes, past the end
+        // of a line with non-ASCII text; messages spanned two lines; a
+        // missing field was named after the key on the line it points at;
+        // a date-time given as `tags` was reported as a private toml key;
+        // a wrong value on a line of its own was named after the value.
+        let dir = git_dir();
+        let err = parse("a = \"Σ", "c.toml", dir.path()).unwrap_err();
+        assert_eq!((err.0[0].line, err.0[0].column), (1, 7), "{err}");
+        let cut = GOOD.trim_end().trim_end_matches("\"audit\"");
+        let err = parse(cut, "c.toml", dir.path()).unwrap_err();
+        assert_eq!(err.0[0].message, "the text ends in the middle of an entry: a value is missing", "{err}");
+        assert_eq!(err.0[0].field, "questions.mode", "{err}");
+        let err = parse("a = tru\n", "c.toml", dir.path()).unwrap_err();
+        assert!(!err.0[0].message.contains('\n') && !err.0[0].message.is_empty(), "{err}");
+        let err =
+            parse("workspace = \".\"\n[harness]\nrun = \"{results}\"\nscenarios = [\"a\"]\n", "c.toml", dir.path())
+                .unwrap_err();
+        assert_eq!((err.0[0].line, err.0[0].field.as_str()), (1, "name"), "{err}");
+        let err = parse("[harness]\nrun = \"{results}\"\n", "c.toml", dir.path()).unwrap_err();
+        assert_eq!((err.0[0].line, err.0[0].field.as_str()), (1, "harness.scenarios"), "{err}");
+        let err = parse("name = \"t\"\nworkspace = \".\"\nharness = { run = \"{results}\" }\n", "c.toml", dir.path())
+            .unwrap_err();
+        assert_eq!((err.0[0].line, err.0[0].field.as_str()), (3, "harness.scenarios"), "{err}");
+        let err =
+            parse("name = \"t\"\nworkspace = \".\"\nharness.run = \"{results}\"\n", "c.toml", dir.path()).unwrap_err();
+        assert_eq!((err.0[0].line, err.0[0].field.as_str()), (3, "harness.scenarios"), "{err}");
+        let spread = GOOD.replace("[\"a\", \"b\"]", "[\n  \"a\",\n  0x10,\n]");
+        let err = parse(&spread, "c.toml", dir.path()).unwrap_err();
+        assert_eq!((err.0[0].line, err.0[0].field.as_str()), (8, "harness.scenarios"), "{err}");
+        let dated = GOOD.replace("protected =", "tags = 1979-05-27T07:32:00Z\nprotected =");
+        let err = parse(&dated, "c.toml", dir.path()).unwrap_err();
+        assert_eq!((err.0[0].line, err.0[0].field.as_str()), (7, "harness.tags"), "{err}");
+        assert!(err.0[0].message.ends_with("not a date-time"), "{err}");
+        let bad = GOOD.replace("[\"a\", \"b\"]", "[\"a\\nb\", \"a\\nb\"]");
+        let err = parse(&bad, "c.toml", dir.path()).unwrap_err();
+        assert_eq!(err.0[0].message, "scenario `a\\nb` is listed twice", "{err}");
     }
 
     #[test]

@@ -103,6 +103,45 @@ pub enum Command {
     Moments(MomentsCommand),
     /// Run the example campaign (batched QR on the CPU) with a replay agent through the Stop gate.
     Demo(DemoArgs),
+    /// Evaluate queued jobs of campaigns whose [harness] names tags (on a GPU host; see docs/WORKERS.md).
+    Worker(WorkerArgs),
+    /// Print the HTTP API's OpenAPI description (JSON; the daemon serves it at /api/v1/openapi.json).
+    Openapi,
+}
+
+#[derive(Args, Debug)]
+pub struct WorkerArgs {
+    /// The daemon's database: postgres://... (sqlite:PATH on the daemon's host works too).
+    #[arg(long, env = "GADFLY_DATABASE_URL")]
+    pub database_url: String,
+    /// What this host offers, NAME=VALUE (repeat, or comma-separate): a job is claimed
+    /// only when every tag its campaign names is here with the same value.
+    #[arg(long = "tags", value_name = "NAME=VALUE", env = "GADFLY_WORKER_TAGS", value_delimiter = ',')]
+    pub tags: Vec<String>,
+    /// Run each harness command (build, run) through this template: `{command}` is the
+    /// command as one shell word for `sh -c`, `{workdir}` the tree's folder, both quoted.
+    /// E.g. `srun --gres=gpu:1 --chdir {workdir} sh -c {command}`.
+    #[arg(long, value_name = "TEMPLATE", env = "GADFLY_WORKER_LAUNCH")]
+    pub launch: Option<String>,
+    /// Evaluate one job, then exit.
+    #[arg(long)]
+    pub once: bool,
+    /// Exit after this many seconds without a job (default: wait for ever).
+    #[arg(long, value_name = "SECONDS")]
+    pub idle_exit_s: Option<u64>,
+    /// Where trees are unpacked and harnesses run (default: a folder under the system's temporary folder).
+    #[arg(long, env = "GADFLY_WORKER_SCRATCH")]
+    pub scratch: Option<PathBuf>,
+    /// This worker's name in the queue (default: host-pid-random).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// A claimed job's lease: renewed every third of it while the harness runs; a worker
+    /// silent for this long loses the job to another.
+    #[arg(long, default_value_t = 30, env = "GADFLY_WORKER_LEASE_S", value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub lease_s: u64,
+    /// How often an idle worker looks for a job, in milliseconds.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(50..=60000))]
+    pub poll_ms: u64,
 }
 
 #[derive(clap::ValueEnum, Clone, Debug)]
@@ -265,7 +304,9 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     // The daemon gets a thread pool; a client command (the hook above all,
     // paid at every agent stop) starts a single-threaded runtime.
     let runtime = match cli.command {
-        Command::Serve(_) | Command::Demo(_) => tokio::runtime::Builder::new_multi_thread().enable_all().build(),
+        Command::Serve(_) | Command::Demo(_) | Command::Worker(_) => {
+            tokio::runtime::Builder::new_multi_thread().enable_all().build()
+        }
         _ => tokio::runtime::Builder::new_current_thread().enable_all().build(),
     }
     .context("starting the async runtime")?;
@@ -302,6 +343,27 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::from(out.code))
         }
         Command::Demo(args) => crate::demo::run(args).await,
+        Command::Worker(args) => {
+            let config = crate::worker::WorkerConfig {
+                database_url: args.database_url,
+                tags: crate::jobs::parse_tags(&args.tags)?,
+                launch: args.launch.filter(|t| !t.trim().is_empty()),
+                once: args.once,
+                idle_exit: args.idle_exit_s.map(Duration::from_secs),
+                scratch: args.scratch.unwrap_or_else(|| std::env::temp_dir().join("gadfly-worker")),
+                name: args.name.unwrap_or_else(crate::worker::default_name),
+                lease: Duration::from_secs(args.lease_s),
+                poll: Duration::from_millis(args.poll_ms),
+            };
+            let token = tokio_util::sync::CancellationToken::new();
+            crate::daemon::cancel_on_signals(token.clone());
+            crate::worker::run(config, token).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Openapi => {
+            println!("{}", crate::openapi::json());
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Campaign(c) => campaign(c).await,
         Command::Eval { id, json, force } => {
             let client = client(Duration::from_secs(24 * 3600))?;

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::campaign::CampaignSpec;
 use crate::predicate::{self, Verdict};
-use crate::process::{self, Outcome};
+use crate::process::{self, Exit, Outcome};
 use crate::{constraints, results, snapshot};
 
 /// One command of an evaluation and how it ended.
@@ -110,13 +110,49 @@ pub async fn evaluate_tree_seeded(
     scratch: &Path,
     seed: u64,
 ) -> anyhow::Result<Evaluation> {
+    let inputs = Inputs { spec, campaign_id, tree, protected, pristine, seed };
+    evaluate_inputs(&inputs, scratch).await
+}
+
+/// What one evaluation of a tree needs besides the tree's files.
+#[derive(Clone, Copy)]
+pub struct Inputs<'a> {
+    pub spec: &'a CampaignSpec,
+    pub campaign_id: &'a str,
+    pub tree: &'a str,
+    /// Protected paths and the hashes recorded at campaign creation.
+    pub protected: &'a BTreeMap<String, String>,
+    /// gadfly's own copies of the protected files.
+    pub pristine: &'a [snapshot::PristineFile],
+    pub seed: u64,
+}
+
+/// Exports the tree from the campaign's workspace into a fresh folder
+/// under `scratch` and evaluates it there (the daemon's way).
+pub async fn evaluate_inputs(inputs: &Inputs<'_>, scratch: &Path) -> anyhow::Result<Evaluation> {
     let started = Instant::now();
     let sandbox = snapshot::Sandbox::new(scratch)?;
-    let tree_dir = sandbox.tree();
     {
-        let (ws, t, d) = (spec.workspace.clone(), tree.to_string(), tree_dir.clone());
+        let (ws, t, d) = (inputs.spec.workspace.clone(), inputs.tree.to_string(), sandbox.tree());
         tokio::task::spawn_blocking(move || snapshot::export(&ws, &t, &d)).await??;
     }
+    evaluate_unpacked(inputs, &sandbox, None, started).await
+}
+
+/// Evaluates the tree whose files are already in `sandbox.tree()` (exported
+/// by the daemon, or unpacked by a worker): checks the protected files,
+/// restores gadfly's copies, builds, runs, parses and judges. With
+/// `launch`, each command runs through that template (see [`launch_command`]).
+/// An error is a failure of the machinery, not of the candidate: the
+/// candidate's failures are in the evaluation.
+pub async fn evaluate_unpacked(
+    inputs: &Inputs<'_>,
+    sandbox: &snapshot::Sandbox,
+    launch: Option<&str>,
+    started: Instant,
+) -> anyhow::Result<Evaluation> {
+    let Inputs { spec, campaign_id, tree, protected, pristine, seed } = *inputs;
+    let tree_dir = sandbox.tree();
     let mut failures = Vec::new();
     let mut violations = Vec::new();
 
@@ -141,11 +177,32 @@ pub async fn evaluate_tree_seeded(
         ("GADFLY_RESULTS", results_path.display().to_string()),
         ("GADFLY_SEED", seed.to_string()),
     ];
+    let run = |command: String, what: &'static str| {
+        let (tree_dir, env) = (tree_dir.clone(), env.clone());
+        async move {
+            match launch {
+                None => Ok(process::run_shell(&command, &tree_dir, &env, timeout).await),
+                Some(template) => {
+                    let marker = sandbox.dir.path().join(format!("launched-{what}-{:016x}", rand::random::<u64>()));
+                    let wrapped = launch_command(template, &command, &tree_dir, &env, &marker);
+                    let outcome = process::run_shell(&wrapped, &tree_dir, &env, timeout).await;
+                    if !marker.exists() && outcome.exit != Exit::TimedOut {
+                        anyhow::bail!(
+                            "the launch template did not start the {what} command ({}): {}",
+                            with_tail(outcome.exit.describe("the launcher", timeout), &outcome),
+                            wrapped
+                        );
+                    }
+                    Ok(outcome)
+                }
+            }
+        }
+    };
 
     let mut build_step = None;
     let mut built = true;
     if let Some(build) = &spec.harness.build {
-        let outcome = process::run_shell(build, &tree_dir, &env, timeout).await;
+        let outcome = run(build.clone(), "build").await?;
         built = outcome.exit.success();
         if !built {
             failures.push(with_tail(outcome.exit.describe("build", timeout), &outcome));
@@ -161,7 +218,7 @@ pub async fn evaluate_tree_seeded(
             .run
             .replace("{results}", &shell_quote(&results_path.display().to_string()))
             .replace("{seed}", &seed.to_string());
-        let outcome = process::run_shell(&command, &tree_dir, &env, timeout).await;
+        let outcome = run(command.clone(), "run").await?;
         if !outcome.exit.success() {
             failures.push(with_tail(outcome.exit.describe("harness run", timeout), &outcome));
         }
@@ -203,6 +260,43 @@ pub async fn evaluate_tree_seeded(
     })
 }
 
+/// A harness command wrapped in a launch template (`srun --gres=gpu:1
+/// --chdir {workdir} sh -c {command}`): `{workdir}` becomes the tree's
+/// folder and `{command}` one shell word that, run by `sh -c`, writes
+/// `marker` (proof that the launcher started it), sets the GADFLY_*
+/// variables (a launcher may not pass the environment on), enters the
+/// tree and runs the command. Both are shell-quoted.
+pub fn launch_command(template: &str, command: &str, workdir: &Path, env: &[(&str, String)], marker: &Path) -> String {
+    let exports: Vec<String> = env.iter().map(|(k, v)| format!("{k}={}", shell_quote(v))).collect();
+    let inner = format!(
+        ": > {} && export {} && cd {} && {command}",
+        shell_quote(&marker.display().to_string()),
+        exports.join(" "),
+        shell_quote(&workdir.display().to_string())
+    );
+    fill(template, &[("{command}", &shell_quote(&inner)), ("{workdir}", &shell_quote(&workdir.display().to_string()))])
+}
+
+/// Replaces each placeholder in one pass, so a value that contains another
+/// placeholder's name is left as it is.
+fn fill(template: &str, values: &[(&str, &str)]) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    'scan: while !rest.is_empty() {
+        for (name, value) in values {
+            if let Some(after) = rest.strip_prefix(name) {
+                out.push_str(value);
+                rest = after;
+                continue 'scan;
+            }
+        }
+        let c = rest.chars().next().expect("rest is not empty");
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    out
+}
+
 fn step(command: &str, o: &Outcome, timeout: Duration) -> Step {
     Step {
         command: command.to_string(),
@@ -223,6 +317,36 @@ fn with_tail(message: String, o: &Outcome) -> String {
     }
 }
 
-fn shell_quote(s: &str) -> String {
+pub fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn launch_templates_quote_and_fill_once() {
+        let env = vec![("GADFLY_SEED", "1".to_string())];
+        let cmd = launch_command(
+            "srun --chdir {workdir} sh -c {command}",
+            "sh harness/run.sh '/r/x y'",
+            Path::new("/s/it's/tree"),
+            &env,
+            Path::new("/s/m"),
+        );
+        assert!(cmd.starts_with("srun --chdir '/s/it'\\''s/tree' sh -c '"), "{cmd}");
+        // Run through sh -c, the command word is the inner script verbatim.
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("printf %s {}", &cmd[cmd.find("sh -c ").unwrap() + 6..]))
+            .output()
+            .unwrap();
+        let inner = String::from_utf8(out.stdout).unwrap();
+        assert_eq!(
+            inner,
+            ": > '/s/m' && export GADFLY_SEED='1' && cd '/s/it'\\''s/tree' && sh harness/run.sh '/r/x y'"
+        );
+        assert_eq!(fill("{a}{b}", &[("{a}", "{b}"), ("{b}", "x")]), "{b}x");
+    }
 }

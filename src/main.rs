@@ -6,7 +6,7 @@ use gadfly::cli::{Cli, Command};
 fn main() -> ExitCode {
     let cli = Cli::parse();
     gadfly::telemetry::init(match cli.command {
-        Command::Serve(_) => "info,tower_http=warn,sqlx=warn",
+        Command::Serve(_) | Command::Worker(_) => "info,tower_http=warn,sqlx=warn",
         _ => "warn",
     });
     match gadfly::cli::run(cli) {

@@ -30,6 +30,7 @@ pub struct Metrics {
     moments: Family<Labels, Counter>,
     events: Counter,
     questions_waiting: Gauge,
+    eval_jobs_queued: Gauge,
 }
 
 fn hook_histogram() -> Histogram {
@@ -49,6 +50,7 @@ pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
         moments: Family::default(),
         events: Counter::default(),
         questions_waiting: Gauge::default(),
+        eval_jobs_queued: Gauge::default(),
         registry: Registry::default(),
     };
     registry.register("hook_calls", "Hook calls answered, by event and outcome (ok, error)", m.hook_calls.clone());
@@ -64,6 +66,11 @@ pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
     registry.register("moments", "Moments noticed, by moment", m.moments.clone());
     registry.register("events_recorded", "Events recorded in the store", m.events.clone());
     registry.register("questions_waiting", "Questions queued and not yet delivered", m.questions_waiting.clone());
+    registry.register(
+        "eval_jobs_queued",
+        "Evaluation jobs waiting for a worker (campaigns with [harness] tags)",
+        m.eval_jobs_queued.clone(),
+    );
     Metrics { registry, ..m }
 });
 
@@ -104,9 +111,11 @@ impl Metrics {
         }
     }
 
-    /// The text exposition, with the gauges set to `questions_waiting`.
-    pub fn render(&self, questions_waiting: i64) -> String {
+    /// The text exposition, with the gauges set to `questions_waiting` and
+    /// `eval_jobs_queued`.
+    pub fn render(&self, questions_waiting: i64, eval_jobs_queued: i64) -> String {
         self.questions_waiting.set(questions_waiting);
+        self.eval_jobs_queued.set(eval_jobs_queued);
         let mut out = String::new();
         // Writing into a String cannot fail.
         let _ = encode(&mut out, &self.registry);
@@ -125,7 +134,7 @@ mod tests {
         m.event("decision", &serde_json::json!({"decision": "block"}));
         m.event("evaluation", &serde_json::json!({"holds": true, "duration_ms": 1500}));
         m.event("question.queued", &serde_json::json!({"source": "bank"}));
-        let text = m.render(3);
+        let text = m.render(3, 2);
         for needle in [
             "gadfly_hook_calls_total{event=\"stop\",outcome=\"ok\"}",
             "gadfly_hook_duration_seconds_bucket{le=",
@@ -133,6 +142,7 @@ mod tests {
             "gadfly_evaluations_total{result=\"holds\"}",
             "gadfly_questions_total{state=\"queued\",source=\"bank\"}",
             "gadfly_questions_waiting 3",
+            "gadfly_eval_jobs_queued 2",
             "# EOF",
         ] {
             assert!(text.contains(needle), "{needle} not in:\n{text}");

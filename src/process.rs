@@ -86,6 +86,9 @@ pub async fn run_shell(command: &str, dir: &Path, env: &[(&str, String)], timeou
         }
     };
     let pgid = child.id().map(|id| Pid::from_raw(id as i32));
+    // Dropped (the evaluation given up, e.g. a worker that lost its job)
+    // or done, the whole group goes, not just the leader.
+    let group = GroupGuard(pgid);
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
     let out_task = tokio::spawn(read_tail(stdout));
@@ -114,9 +117,7 @@ pub async fn run_shell(command: &str, dir: &Path, env: &[(&str, String)], timeou
     };
     // Sweep the group once the leader is gone: helpers that double-forked
     // or were left in the background must not survive the evaluation.
-    if let Some(pg) = pgid {
-        let _ = killpg(pg, Signal::SIGKILL);
-    }
+    drop(group);
     let out = tokio::time::timeout(Duration::from_secs(2), out_task).await;
     let err = tokio::time::timeout(Duration::from_secs(2), err_task).await;
     let mut output_tail = String::new();
@@ -127,6 +128,17 @@ pub async fn run_shell(command: &str, dir: &Path, env: &[(&str, String)], timeou
         }
     }
     Outcome { exit, output_tail, elapsed: start.elapsed() }
+}
+
+/// Kills a process group with SIGKILL when dropped.
+struct GroupGuard(Option<Pid>);
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if let Some(pg) = self.0 {
+            let _ = killpg(pg, Signal::SIGKILL);
+        }
+    }
 }
 
 async fn read_tail<R: tokio::io::AsyncRead + Unpin>(reader: Option<R>) -> String {
@@ -176,6 +188,17 @@ mod tests {
         assert_eq!(o.exit, Exit::TimedOut);
         tokio::time::sleep(Duration::from_millis(2500)).await;
         assert!(!mark.exists(), "a grandchild outlived the timeout");
+    }
+
+    #[tokio::test]
+    async fn a_dropped_command_takes_its_group_with_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let mark = dir.path().join("orphan");
+        let cmd = format!("(sleep 1; touch {}) & sleep 30", mark.display());
+        let run = run_shell(&cmd, dir.path(), &[], Duration::from_secs(60));
+        assert!(tokio::time::timeout(Duration::from_millis(300), run).await.is_err());
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        assert!(!mark.exists(), "a child outlived its dropped command");
     }
 
     #[tokio::test]

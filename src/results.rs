@@ -59,19 +59,22 @@ pub fn parse(text: &str) -> Parsed {
             parsed.problems.push(format!("results line {n}: expected a JSON object, got {}", excerpt(line)));
             continue;
         }
-        let result: ScenarioResult = match serde_json::from_value(value) {
+        let result = match ScenarioResult::deserialize(&value) {
             Ok(r) => r,
             Err(e) => {
-                parsed.problems.push(format!("results line {n}: {e}"));
+                let why = wrong_field(&value).unwrap_or_else(|| clip(&e.to_string(), 200));
+                parsed.problems.push(format!("results line {n}: {why}"));
                 continue;
             }
         };
         if let Some(problem) = check_numbers(&result) {
-            parsed.problems.push(format!("results line {n} (scenario {}): {problem}", result.scenario));
+            parsed.problems.push(format!("results line {n} (scenario {}): {problem}", excerpt(&result.scenario)));
             continue;
         }
         if !seen.insert(result.scenario.clone()) {
-            parsed.problems.push(format!("results line {n}: scenario {} is reported more than once", result.scenario));
+            parsed
+                .problems
+                .push(format!("results line {n}: scenario {} is reported more than once", excerpt(&result.scenario)));
             continue;
         }
         parsed.scenarios.push(result);
@@ -91,12 +94,46 @@ fn check_numbers(r: &ScenarioResult) -> Option<String> {
     None
 }
 
-fn excerpt(line: &str) -> String {
-    let mut s: String = line.chars().take(80).collect();
-    if line.chars().count() > 80 {
-        s.push('…');
+/// The field of a result object whose value has the wrong type, named:
+/// serde's own message ("invalid type: null, expected a string") does not
+/// say which field it is about.
+fn wrong_field(object: &serde_json::Value) -> Option<String> {
+    fn check<'a, T: Deserialize<'a>>(object: &'a serde_json::Value, name: &str) -> Option<String> {
+        let value = object.get(name)?;
+        T::deserialize(value).err().map(|e| format!("field `{name}`: {}", clip(&e.to_string(), 200)))
     }
-    format!("`{s}`")
+    check::<String>(object, "scenario")
+        .or_else(|| check::<bool>(object, "correct"))
+        .or_else(|| check::<f64>(object, "time_us"))
+        .or_else(|| check::<f64>(object, "baseline_us"))
+        .or_else(|| check::<Option<f64>>(object, "max_abs_err_ref"))
+        .or_else(|| check::<Option<f64>>(object, "max_abs_err_hi"))
+        .or_else(|| check::<Option<f64>>(object, "tolerance"))
+        .or_else(|| check::<Option<f64>>(object, "compare_us"))
+        .or_else(|| check::<Option<f64>>(object, "bound_us"))
+        .or_else(|| check::<Option<u64>>(object, "samples"))
+        .or_else(|| check::<Option<f64>>(object, "cv"))
+        .or_else(|| check::<Option<String>>(object, "reason"))
+}
+
+/// At most `n` characters of `s` on one line (control characters escaped).
+fn clip(s: &str, n: usize) -> String {
+    let mut out = String::new();
+    for c in s.chars().take(n) {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    if s.chars().count() > n {
+        out.push('…');
+    }
+    out
+}
+
+fn excerpt(line: &str) -> String {
+    format!("`{}`", clip(line, 80))
 }
 
 #[cfg(test)]
@@ -122,5 +159,18 @@ not json
         assert!(p.problems[2].contains("missing field `correct`"));
         assert!(p.problems[3].starts_with("results line 6: expected a JSON object"));
         assert!(p.problems[4].contains("more than once"));
+    }
+
+    #[test]
+    fn a_field_of_the_wrong_type_is_named() {
+        // Found by tests/fuzz_parsers.rs: serde's message alone ("invalid
+        // type: null, expected a string") did not say which field.
+        let p = parse("{\"scenario\": null}\n{\"scenario\":\"a\",\"correct\":\"yes\",\"time_us\":1,\"baseline_us\":2}");
+        assert_eq!(p.problems[0], "results line 1: field `scenario`: invalid type: null, expected a string");
+        assert_eq!(p.problems[1], "results line 2: field `correct`: invalid type: string \"yes\", expected a boolean");
+        let long =
+            format!("{{\"scenario\":\"{}\n\",\"correct\":true,\"time_us\":-1,\"baseline_us\":2}}", "x".repeat(5000));
+        let p = parse(&long);
+        assert!(p.problems[0].chars().count() < 200 && !p.problems[0].contains('\n'), "{}", p.problems[0]);
     }
 }

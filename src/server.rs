@@ -5,7 +5,8 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::body::Bytes;
-use axum::extract::{Path, Query, Request, State};
+use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
+use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -13,9 +14,12 @@ use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use futures::StreamExt;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
+use utoipa::{IntoParams, ToSchema};
+
+use crate::openapi::{Forbidden, Internal, Invalid, NotFound, TooLarge, Unauthorized};
 
 use crate::supervisor::{Supervisor, SupervisorError};
 
@@ -35,8 +39,25 @@ pub enum ApiError {
     Invalid(String),
     Unauthorized,
     Forbidden(String),
+    /// A request body over the limit (413).
+    TooLarge(String),
+    /// A route that exists, called with another method (405).
+    MethodNotAllowed(String),
     Internal(anyhow::Error),
 }
+
+/// The body of every error response: a stable `code` for programs and a
+/// `message` for people that says what is wrong.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ErrorBody {
+    /// invalid, unauthorized, forbidden, not_found, method_not_allowed, too_large or internal
+    /// (forbidden_host and forbidden_origin for the DNS-rebinding and cross-site checks).
+    pub code: String,
+    pub message: String,
+}
+
+/// The largest request body the daemon reads.
+pub const BODY_LIMIT: usize = 16 * 1024 * 1024;
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
@@ -50,12 +71,102 @@ impl IntoResponse for ApiError {
                     .to_string(),
             ),
             ApiError::Forbidden(m) => (StatusCode::FORBIDDEN, "forbidden", m),
+            ApiError::TooLarge(m) => (StatusCode::PAYLOAD_TOO_LARGE, "too_large", m),
+            ApiError::MethodNotAllowed(m) => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", m),
             ApiError::Internal(e) => {
                 tracing::error!(error = %e, chain = ?e, "request failed");
                 (StatusCode::INTERNAL_SERVER_ERROR, "internal", format!("internal error: {e:#}"))
             }
         };
-        (status, Json(json!({"code": code, "message": message}))).into_response()
+        (status, Json(ErrorBody { code: code.into(), message })).into_response()
+    }
+}
+
+impl From<QueryRejection> for ApiError {
+    fn from(e: QueryRejection) -> Self {
+        ApiError::Invalid(format!(
+            "query string: {}",
+            e.body_text().trim_start_matches("Failed to deserialize query string: ")
+        ))
+    }
+}
+
+impl From<PathRejection> for ApiError {
+    fn from(e: PathRejection) -> Self {
+        match e {
+            PathRejection::FailedToDeserializePathParams(d) => ApiError::Invalid(format!("path: {}", d.body_text())),
+            // Missing path params: a routing bug, not the caller's.
+            other => ApiError::Internal(anyhow::anyhow!(other.body_text())),
+        }
+    }
+}
+
+impl From<BytesRejection> for ApiError {
+    fn from(e: BytesRejection) -> Self {
+        if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::TooLarge(format!("the request body is over the limit of {} MiB", BODY_LIMIT >> 20))
+        } else {
+            ApiError::Invalid(format!("reading the request body: {}", e.body_text()))
+        }
+    }
+}
+
+/// `Query` whose rejection is a 400 in the API's error shape.
+#[derive(FromRequestParts)]
+#[from_request(via(Query), rejection(ApiError))]
+struct ApiQuery<T>(T);
+
+/// `Path` whose rejection is a 400 in the API's error shape.
+#[derive(FromRequestParts)]
+#[from_request(via(Path), rejection(ApiError))]
+struct ApiPath<T>(T);
+
+/// The path parameter of every route below /campaigns/{id}.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+struct CampaignId {
+    /// The campaign id (from `POST /campaigns`).
+    id: String,
+}
+
+/// A JSON request body. A `Content-Type` other than JSON, a body that does
+/// not parse or lacks a field, a NUL character in a string (no database
+/// stores one in text) and a body over [`BODY_LIMIT`] are refused with a 4xx.
+struct JsonBody<T>(T);
+
+impl<S: Send + Sync, T: serde::de::DeserializeOwned> FromRequest<S> for JsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let HookPayload(value) = HookPayload::from_request(req, state).await?;
+        if has_nul(&value) {
+            return Err(ApiError::Invalid("request body: a string contains a NUL character (\\u0000)".into()));
+        }
+        Ok(JsonBody(parse_body(value)?))
+    }
+}
+
+/// A hook's payload: any JSON value (the supervisor checks it is an object
+/// and stores it as JSON, so any string in it is fine).
+struct HookPayload(Value);
+
+impl<S: Send + Sync> FromRequest<S> for HookPayload {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        if let Some(ct) = req.headers().get(header::CONTENT_TYPE) {
+            let ct = String::from_utf8_lossy(ct.as_bytes()).to_string();
+            let mime = ct.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
+            if mime != "application/json" && !mime.ends_with("+json") {
+                return Err(ApiError::Invalid(format!(
+                    "the request body must be JSON sent with `Content-Type: application/json`, not `{ct}`"
+                )));
+            }
+        }
+        let body = Bytes::from_request(req, state).await?;
+        let value =
+            serde_json::from_slice(&body).map_err(|e| ApiError::Invalid(format!("request body is not JSON: {e}")))?;
+        Ok(HookPayload(value))
     }
 }
 
@@ -72,6 +183,15 @@ impl From<SupervisorError> for ApiError {
 impl From<anyhow::Error> for ApiError {
     fn from(e: anyhow::Error) -> Self {
         ApiError::Internal(e)
+    }
+}
+
+fn has_nul(v: &Value) -> bool {
+    match v {
+        Value::String(s) => s.contains('\0'),
+        Value::Array(a) => a.iter().any(has_nul),
+        Value::Object(o) => o.iter().any(|(k, v)| k.contains('\0') || has_nul(v)),
+        _ => false,
     }
 }
 
@@ -100,7 +220,8 @@ pub fn router(state: AppState) -> Router {
         .route("/bank", get(bank))
         .route("/bank/stats", get(bank_stats))
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token))
-        .route("/health", get(health));
+        .route("/health", get(health))
+        .route("/openapi.json", get(openapi));
     // Prometheus scrapes with the bearer token (`authorization` in its scrape config).
     let metrics = Router::new()
         .route("/metrics", get(metrics))
@@ -117,9 +238,82 @@ pub fn router(state: AppState) -> Router {
         .merge(metrics)
         .merge(pages)
         .layer(middleware::from_fn_with_state(state.clone(), check_host_and_origin))
-        .layer(tower_http::limit::RequestBodyLimitLayer::new(16 * 1024 * 1024))
+        .layer(tower_http::limit::RequestBodyLimitLayer::new(BODY_LIMIT))
+        .layer(middleware::from_fn(api_error_shape))
         .layer(tower_http::trace::TraceLayer::new_for_http())
         .with_state(state)
+}
+
+/// Every error answer under /api/ in the one error shape, whoever made it:
+/// axum's router (no such route: 404; another method: 405, with `Allow`
+/// from the OpenAPI description), the body limit (413 before the body is
+/// read) or any other layer. A path with a control character (NUL above
+/// all, which no database stores in text) or that is not UTF-8 once
+/// decoded is refused before routing.
+async fn api_error_shape(req: Request, next: Next) -> Response {
+    let path = req.uri().path().to_string();
+    if !path.starts_with("/api/") {
+        return next.run(req).await;
+    }
+    let decoded = percent_decode(&path);
+    if decoded.iter().any(|b| b.is_ascii_control()) {
+        return ApiError::Invalid(format!("the path `{path}` contains a control character")).into_response();
+    }
+    if std::str::from_utf8(&decoded).is_err() {
+        return ApiError::Invalid(format!("the path `{path}` is not UTF-8 once percent-decoded")).into_response();
+    }
+    let method = req.method().clone();
+    let res = next.run(req).await;
+    let status = res.status();
+    let is_json = res
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return res;
+    }
+    let allowed = crate::openapi::allowed_methods(path.trim_start_matches("/api/v1")).join(", ");
+    let text = axum::body::to_bytes(res.into_body(), 64 * 1024).await.unwrap_or_default();
+    let text = String::from_utf8_lossy(&text).trim().to_string();
+    let mut out = match status {
+        StatusCode::NOT_FOUND => ApiError::NotFound(format!("no API route {method} {path} (see /api/v1/openapi.json)")),
+        StatusCode::METHOD_NOT_ALLOWED => {
+            ApiError::MethodNotAllowed(format!("{method} is not allowed on {path}; allowed: {allowed}"))
+        }
+        StatusCode::PAYLOAD_TOO_LARGE => {
+            ApiError::TooLarge(format!("the request body is over the limit of {} MiB", BODY_LIMIT >> 20))
+        }
+        s if s.is_client_error() => ApiError::Invalid(if text.is_empty() { s.to_string() } else { text }),
+        s => ApiError::Internal(anyhow::anyhow!(if text.is_empty() { s.to_string() } else { text })),
+    }
+    .into_response();
+    *out.status_mut() = status;
+    if status == StatusCode::METHOD_NOT_ALLOWED {
+        if let Ok(v) = header::HeaderValue::from_str(&allowed) {
+            out.headers_mut().insert(header::ALLOW, v);
+        }
+    }
+    out
+}
+
+fn percent_decode(s: &str) -> Vec<u8> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        if b[i] == b'%' && i + 2 < b.len() {
+            if let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2])) {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    out
 }
 
 /// Against DNS rebinding and cross-site requests: a loopback daemon answers
@@ -222,50 +416,105 @@ async fn login(State(state): State<AppState>, Query(q): Query<LoginQuery>) -> Re
     }
 }
 
-async fn health() -> Json<Value> {
-    Json(json!({"status": "ok", "version": env!("CARGO_PKG_VERSION")}))
+#[derive(Serialize, ToSchema)]
+pub struct Health {
+    /// Always `ok`.
+    status: String,
+    version: String,
 }
 
+/// Whether the daemon answers (no token needed).
+#[utoipa::path(get, path = "/health", tag = "daemon", security(()),
+    responses((status = 200, description = "ok", body = Health)))]
+async fn health() -> Json<Health> {
+    Json(Health { status: "ok".into(), version: env!("CARGO_PKG_VERSION").into() })
+}
+
+/// This API's OpenAPI description (no token needed).
+#[utoipa::path(get, path = "/openapi.json", tag = "daemon", security(()),
+    responses((status = 200, description = "ok", body = Object)))]
+async fn openapi() -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], crate::openapi::json()).into_response()
+}
+
+/// Every campaign with its status and latest verdict.
+#[utoipa::path(get, path = "/campaigns", tag = "campaigns",
+    responses((status = 200, description = "ok", body = [Object]), Unauthorized, Forbidden, Internal))]
 async fn list_campaigns(State(state): State<AppState>) -> ApiResult<Json<Value>> {
     Ok(Json(json!(crate::console::campaign_summaries(&state.supervisor).await?)))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 struct CreateCampaign {
+    /// The campaign spec (TOML).
     spec_toml: String,
+    /// Where the spec was read from, absolute: relative paths in it are taken from its folder.
+    #[schema(pattern = "^/")]
     spec_path: String,
 }
 
-async fn create_campaign(State(state): State<AppState>, body: Bytes) -> ApiResult<(StatusCode, Json<Value>)> {
-    let req: CreateCampaign = parse_body(&body)?;
+#[derive(Serialize, ToSchema)]
+struct CreatedCampaign {
+    id: String,
+    name: String,
+    mode: String,
+}
+
+/// Create a campaign from its spec.
+#[utoipa::path(post, path = "/campaigns", tag = "campaigns", request_body = CreateCampaign,
+    responses((status = 201, description = "created", body = CreatedCampaign),
+        Invalid, Unauthorized, Forbidden, TooLarge, Internal))]
+async fn create_campaign(
+    State(state): State<AppState>,
+    JsonBody(req): JsonBody<CreateCampaign>,
+) -> ApiResult<(StatusCode, Json<CreatedCampaign>)> {
     let row = state.supervisor.create_campaign(&req.spec_toml, &req.spec_path).await?;
-    Ok((StatusCode::CREATED, Json(json!({"id": row.id, "name": row.name, "mode": row.mode}))))
+    Ok((StatusCode::CREATED, Json(CreatedCampaign { id: row.id, name: row.name, mode: row.mode })))
 }
 
-fn parse_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> ApiResult<T> {
-    serde_json::from_slice(body).map_err(|e| ApiError::Invalid(format!("request body: {e}")))
+fn parse_body<T: serde::de::DeserializeOwned>(body: Value) -> ApiResult<T> {
+    serde_json::from_value(body).map_err(|e| ApiError::Invalid(format!("request body: {e}")))
 }
 
-async fn show_campaign(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+/// One campaign: spec, status, latest evaluation, runs.
+#[utoipa::path(get, path = "/campaigns/{id}", tag = "campaigns", params(CampaignId),
+    responses((status = 200, description = "ok", body = Object), Invalid, Unauthorized, Forbidden, NotFound, Internal))]
+async fn show_campaign(
+    State(state): State<AppState>,
+    ApiPath(CampaignId { id }): ApiPath<CampaignId>,
+) -> ApiResult<Json<Value>> {
     Ok(Json(crate::console::campaign_detail(&state.supervisor, &id).await?))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 struct EvalQuery {
+    /// Run the harness even if this tree was evaluated before.
     #[serde(default)]
-    force: bool,
+    force: Option<bool>,
 }
 
+/// Evaluate the campaign's workspace now (a snapshot built and run in a
+/// fresh folder; cached per tree unless `force`) and return the verdict.
+#[utoipa::path(post, path = "/campaigns/{id}/evaluate", tag = "campaigns", params(CampaignId, EvalQuery),
+    responses((status = 200, description = "ok", body = Object), Invalid, Unauthorized, Forbidden, NotFound, Internal))]
 async fn evaluate(
     State(state): State<AppState>,
-    Path(id): Path<String>,
-    Query(q): Query<EvalQuery>,
+    ApiPath(CampaignId { id }): ApiPath<CampaignId>,
+    ApiQuery(q): ApiQuery<EvalQuery>,
 ) -> ApiResult<Json<Value>> {
-    let e = state.supervisor.evaluate(&id, q.force).await?;
+    let e = state.supervisor.evaluate(&id, q.force.unwrap_or(false)).await?;
     Ok(Json(serde_json::to_value(e).map_err(anyhow::Error::from)?))
 }
 
-async fn list_evaluations(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+/// Every evaluation of the campaign, oldest first.
+#[utoipa::path(get, path = "/campaigns/{id}/evaluations", tag = "campaigns", params(CampaignId),
+    responses((status = 200, description = "ok", body = [Object]),
+        Invalid, Unauthorized, Forbidden, NotFound, Internal))]
+async fn list_evaluations(
+    State(state): State<AppState>,
+    ApiPath(CampaignId { id }): ApiPath<CampaignId>,
+) -> ApiResult<Json<Value>> {
     state.supervisor.campaign(&id).await?;
     let rows = state.supervisor.store().list_evaluations(&id).await?;
     let list: Vec<Value> = rows
@@ -279,15 +528,60 @@ async fn list_evaluations(State(state): State<AppState>, Path(id): Path<String>)
     Ok(Json(json!(list)))
 }
 
+/// The agents whose hooks post events.
+#[derive(Deserialize, ToSchema, Clone, Copy)]
+#[serde(rename_all = "kebab-case")]
+enum HookAgent {
+    ClaudeCode,
+    Codex,
+    Command,
+}
+
+impl HookAgent {
+    fn as_str(self) -> &'static str {
+        match self {
+            HookAgent::ClaudeCode => "claude-code",
+            HookAgent::Codex => "codex",
+            HookAgent::Command => "command",
+        }
+    }
+}
+
+/// A hook event's name: kebab case (`stop`, `post-tool-use`, ...).
+fn valid_event(event: &str) -> bool {
+    let b = event.as_bytes();
+    !b.is_empty()
+        && b.len() <= 64
+        && b[0].is_ascii_lowercase()
+        && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+}
+
+/// An agent's hook event (the payload its hook received on stdin). A
+/// `stop` is judged by the Stop gate: the reply's `output` is what the hook
+/// prints (a block decision while any scenario fails).
+#[utoipa::path(post, path = "/campaigns/{id}/hooks/{agent}/{event}", tag = "hooks",
+    params(CampaignId,
+        ("agent" = inline(HookAgent), Path, description = "The agent whose hook protocol is spoken"),
+        ("event" = String, Path, description = "The hook event in kebab case (stop, post-tool-use, session-start, ...)",
+            pattern = "^[a-z][a-z0-9-]*$", max_length = 64, example = "post-tool-use"),
+        ("x-gadfly-call-id" = Option<String>, Header, description = "One hook invocation's id; its retries send the same one"),
+        SpoolQuery),
+    request_body(content = Object, description = "The hook's JSON payload (an object)"),
+    responses((status = 200, description = "ok", body = Object),
+        Invalid, Unauthorized, Forbidden, NotFound, TooLarge, Internal))]
 async fn hook(
     State(state): State<AppState>,
-    Path((id, agent, event)): Path<(String, String, String)>,
-    Query(spool): Query<SpoolQuery>,
+    ApiPath((id, agent, event)): ApiPath<(String, HookAgent, String)>,
+    ApiQuery(spool): ApiQuery<SpoolQuery>,
     headers: HeaderMap,
-    body: Bytes,
+    HookPayload(payload): HookPayload,
 ) -> ApiResult<Json<Value>> {
-    let payload: Value =
-        serde_json::from_slice(&body).map_err(|e| ApiError::Invalid(format!("hook payload is not JSON: {e}")))?;
+    if !valid_event(&event) {
+        return Err(ApiError::Invalid(format!(
+            "hook event `{event}` must be kebab case (lowercase letters, digits and `-`, at most 64), like `post-tool-use`"
+        )));
+    }
+    let agent = agent.as_str();
     let call_id = headers.get(CALL_ID_HEADER).and_then(|v| v.to_str().ok());
     let reply = match spool {
         SpoolQuery { spooled_at: Some(at), outcome, why } => {
@@ -296,111 +590,185 @@ async fn hook(
                 outcome: outcome.ok_or_else(|| ApiError::Invalid("a spooled call needs `outcome`".into()))?,
                 why: why.unwrap_or_default(),
             };
-            state.supervisor.handle_spooled_hook(&id, &agent, &event, call_id, payload, &meta).await?
+            state.supervisor.handle_spooled_hook(&id, agent, &event, call_id, payload, &meta).await?
         }
-        _ => state.supervisor.handle_hook(&id, &agent, &event, call_id, payload).await?,
+        _ => state.supervisor.handle_hook(&id, agent, &event, call_id, payload).await?,
     };
     Ok(Json(serde_json::to_value(reply).map_err(anyhow::Error::from)?))
 }
 
 /// Set when the hook client replays a call it spooled while the daemon
 /// was unreachable (see `spool`).
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 struct SpoolQuery {
+    /// When the hook spooled the call (RFC 3339).
     spooled_at: Option<String>,
+    /// What the hook answered the agent then (needed with `spooled_at`).
+    #[param(pattern = "^(blocked|allowed|passed)$")]
     outcome: Option<String>,
+    /// Why the daemon could not be reached.
     why: Option<String>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 struct Ask {
+    /// The question (at most 4000 characters).
+    #[schema(min_length = 1, max_length = 4000)]
     text: String,
     /// Set when the person started from a bank suggestion.
     #[serde(default)]
     bank_id: Option<String>,
+    /// The moment it answers, when it came from a suggestion.
     #[serde(default)]
+    #[schema(value_type = Option<crate::openapi::Moment>, inline)]
     moment: Option<String>,
 }
 
+/// Queue a question for the agent; it is delivered at its next stop.
+#[utoipa::path(post, path = "/campaigns/{id}/questions", tag = "questions", params(CampaignId), request_body = Ask,
+    responses((status = 201, description = "created", body = Object),
+        Invalid, Unauthorized, Forbidden, NotFound, TooLarge, Internal))]
 async fn ask(
     State(state): State<AppState>,
-    Path(id): Path<String>,
-    body: Bytes,
+    ApiPath(CampaignId { id }): ApiPath<CampaignId>,
+    JsonBody(req): JsonBody<Ask>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    let req: Ask = parse_body(&body)?;
     let q = state.supervisor.ask_with(&id, &req.text, req.bank_id.as_deref(), req.moment.as_deref()).await?;
     Ok((StatusCode::CREATED, Json(json!(q))))
 }
 
-async fn list_questions(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+/// The campaign's questions, queued and delivered.
+#[utoipa::path(get, path = "/campaigns/{id}/questions", tag = "questions", params(CampaignId),
+    responses((status = 200, description = "ok", body = [Object]),
+        Invalid, Unauthorized, Forbidden, NotFound, Internal))]
+async fn list_questions(
+    State(state): State<AppState>,
+    ApiPath(CampaignId { id }): ApiPath<CampaignId>,
+) -> ApiResult<Json<Value>> {
     state.supervisor.campaign(&id).await?;
     Ok(Json(json!(state.supervisor.store().list_questions(&id, false).await?)))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 struct HookInstall {
+    /// What `gadfly attach` wrote (settings file, hook binary and their fingerprints).
     #[serde(default)]
+    #[schema(value_type = Option<Object>)]
     installed: Option<crate::agent::attach::Installed>,
+    /// The settings file `gadfly detach` removed the hooks from.
     #[serde(default)]
+    #[schema(value_type = Option<String>)]
     removed: Option<std::path::PathBuf>,
+}
+
+#[derive(Serialize, ToSchema)]
+struct Done {
+    ok: bool,
 }
 
 /// `gadfly attach`/`detach` tell the daemon what they wrote, so a change
 /// to it is caught at the agent's next SessionStart or stop.
-async fn hook_install(State(state): State<AppState>, Path(id): Path<String>, body: Bytes) -> ApiResult<Json<Value>> {
-    let req: HookInstall = parse_body(&body)?;
+#[utoipa::path(post, path = "/campaigns/{id}/hook-installs", tag = "hooks", params(CampaignId),
+    request_body = HookInstall,
+    responses((status = 200, description = "ok", body = Done),
+        Invalid, Unauthorized, Forbidden, NotFound, TooLarge, Internal))]
+async fn hook_install(
+    State(state): State<AppState>,
+    ApiPath(CampaignId { id }): ApiPath<CampaignId>,
+    JsonBody(req): JsonBody<HookInstall>,
+) -> ApiResult<Json<Done>> {
     state.supervisor.record_hook_install(&id, req.installed.as_ref(), req.removed.as_deref()).await?;
-    Ok(Json(json!({"ok": true})))
+    Ok(Json(Done { ok: true }))
 }
 
 /// Prometheus metrics (OpenMetrics text).
 async fn metrics(State(state): State<AppState>) -> ApiResult<Response> {
     let waiting = state.supervisor.store().count_waiting_questions().await?;
-    let body = crate::metrics::METRICS.render(waiting);
+    let jobs = state.supervisor.store().count_queued_jobs().await?;
+    let body = crate::metrics::METRICS.render(waiting, jobs);
     Ok(([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], body).into_response())
 }
 
 /// The campaign's hook token (for `gadfly attach` and agents started by hand).
-async fn hook_token(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
-    state.supervisor.campaign(&id).await?;
-    Ok(Json(json!({"campaign": id, "token": crate::auth::hook_token(&state.token, &id)})))
+#[derive(Serialize, ToSchema)]
+struct HookToken {
+    campaign: String,
+    /// `gfh1.<campaign>.<mac>`: opens only this campaign's hook events, evaluation and beam tagging.
+    token: String,
 }
 
-async fn list_stops(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+#[utoipa::path(get, path = "/campaigns/{id}/hook-token", tag = "hooks", params(CampaignId),
+    responses((status = 200, description = "ok", body = HookToken),
+        Invalid, Unauthorized, Forbidden, NotFound, Internal))]
+async fn hook_token(
+    State(state): State<AppState>,
+    ApiPath(CampaignId { id }): ApiPath<CampaignId>,
+) -> ApiResult<Json<HookToken>> {
+    state.supervisor.campaign(&id).await?;
+    let token = crate::auth::hook_token(&state.token, &id);
+    Ok(Json(HookToken { campaign: id, token }))
+}
+
+/// Every stop attempt (completion claim) and the gate's decision.
+#[utoipa::path(get, path = "/campaigns/{id}/stops", tag = "campaigns", params(CampaignId),
+    responses((status = 200, description = "ok", body = [Object]),
+        Invalid, Unauthorized, Forbidden, NotFound, Internal))]
+async fn list_stops(
+    State(state): State<AppState>,
+    ApiPath(CampaignId { id }): ApiPath<CampaignId>,
+) -> ApiResult<Json<Value>> {
     state.supervisor.campaign(&id).await?;
     Ok(Json(json!(state.supervisor.store().list_stop_attempts(&id).await?)))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 struct After {
+    /// Events with an id above this one.
     #[serde(default)]
-    after: i64,
+    #[param(minimum = -9007199254740991.0, maximum = 9007199254740991.0)]
+    after: Option<i64>,
+    /// At most this many (default 1000; clamped to 1..=10000).
     #[serde(default)]
+    #[param(minimum = -9007199254740991.0, maximum = 9007199254740991.0)]
     limit: Option<i64>,
-    /// The last N events instead (oldest first).
+    /// The last N events instead, oldest first (clamped to 1..=10000).
     #[serde(default)]
+    #[param(minimum = -9007199254740991.0, maximum = 9007199254740991.0)]
     tail: Option<i64>,
 }
 
+/// The campaign's recorded events (hook calls, evaluations, decisions,
+/// questions, agent output), oldest first.
+#[utoipa::path(get, path = "/campaigns/{id}/log", tag = "events", params(CampaignId, After),
+    responses((status = 200, description = "ok", body = [Object]),
+        Invalid, Unauthorized, Forbidden, NotFound, Internal))]
 async fn list_events(
     State(state): State<AppState>,
-    Path(id): Path<String>,
-    Query(q): Query<After>,
+    ApiPath(CampaignId { id }): ApiPath<CampaignId>,
+    ApiQuery(q): ApiQuery<After>,
 ) -> ApiResult<Json<Value>> {
     state.supervisor.campaign(&id).await?;
     let limit = q.limit.unwrap_or(1000).clamp(1, 10_000);
     if let Some(n) = q.tail {
         return Ok(Json(json!(state.supervisor.store().tail_events(&id, n.clamp(1, 10_000)).await?)));
     }
-    Ok(Json(json!(state.supervisor.store().events_after(&id, q.after, limit).await?)))
+    Ok(Json(json!(state.supervisor.store().events_after(&id, q.after.unwrap_or(0), limit).await?)))
 }
 
 /// Live events: replays what is stored after `Last-Event-ID` (or
 /// `?after=`), then follows the bus. Ends when the daemon shuts down.
+#[utoipa::path(get, path = "/campaigns/{id}/events", tag = "events",
+    params(CampaignId, After,
+        ("last-event-id" = Option<String>, Header, description = "Resume after this event id (overrides `after`)")),
+    responses((status = 200, content_type = "text/event-stream", body = String,
+        description = "Server-Sent Events: `id` the event id, `event` its kind, `data` the event as JSON; a `resync` event when the stream lagged"),
+        Invalid, Unauthorized, Forbidden, NotFound, Internal))]
 async fn stream_events(
     State(state): State<AppState>,
-    Path(id): Path<String>,
-    Query(q): Query<After>,
+    ApiPath(CampaignId { id }): ApiPath<CampaignId>,
+    ApiQuery(q): ApiQuery<After>,
     headers: HeaderMap,
 ) -> ApiResult<Sse<impl futures::Stream<Item = Result<Event, Infallible>>>> {
     state.supervisor.campaign(&id).await?;
@@ -408,7 +776,7 @@ async fn stream_events(
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<i64>().ok())
-        .unwrap_or(q.after);
+        .unwrap_or(q.after.unwrap_or(0));
     // Subscribe before reading the backlog, so nothing falls between the two;
     // the backlog is read page by page until it is caught up.
     let live = tokio_stream::wrappers::BroadcastStream::new(state.supervisor.subscribe());
@@ -464,17 +832,25 @@ fn to_sse(e: &crate::store::EventRow) -> Event {
     Event::default().id(e.id.to_string()).event(e.kind.clone()).data(serde_json::to_string(e).unwrap_or_default())
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 struct SuggestQuery {
+    /// The moment to suggest questions for.
+    #[param(value_type = crate::openapi::Moment, inline)]
     moment: String,
+    /// How many (default 5; clamped to 1..=20).
     #[serde(default)]
+    #[param(minimum = 0.0, maximum = 4294967295.0)]
     limit: Option<usize>,
 }
 
+/// Bank questions that fit a moment of this campaign, best first.
+#[utoipa::path(get, path = "/campaigns/{id}/suggestions", tag = "questions", params(CampaignId, SuggestQuery),
+    responses((status = 200, description = "ok", body = Object), Invalid, Unauthorized, Forbidden, NotFound, Internal))]
 async fn suggestions(
     State(state): State<AppState>,
-    Path(id): Path<String>,
-    Query(q): Query<SuggestQuery>,
+    ApiPath(CampaignId { id }): ApiPath<CampaignId>,
+    ApiQuery(q): ApiQuery<SuggestQuery>,
 ) -> ApiResult<Json<Value>> {
     let n = q.limit.unwrap_or(5).clamp(1, 20);
     let list = state.supervisor.suggestions(&id, &q.moment, n).await?;
@@ -491,6 +867,9 @@ async fn suggestions(
     Ok(Json(json!({"moment": q.moment, "suggestions": suggestions})))
 }
 
+/// The question bank: entries with their learned statistics, problems, counts.
+#[utoipa::path(get, path = "/bank", tag = "bank",
+    responses((status = 200, description = "ok", body = Object), Unauthorized, Forbidden, Internal))]
 async fn bank(State(state): State<AppState>) -> ApiResult<Json<Value>> {
     let bank = state.supervisor.bank().get();
     let status = state.supervisor.bank().status();
@@ -520,21 +899,34 @@ async fn bank(State(state): State<AppState>) -> ApiResult<Json<Value>> {
     })))
 }
 
+/// Asks, gains and status per bank entry, learned over all campaigns.
+#[utoipa::path(get, path = "/bank/stats", tag = "bank",
+    responses((status = 200, description = "ok", body = Object), Unauthorized, Forbidden, Internal))]
 async fn bank_stats(State(state): State<AppState>) -> ApiResult<Json<Value>> {
     Ok(Json(json!(state.supervisor.bank_stats().await?)))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 struct StartRun {
+    /// claude-code, codex or command.
     agent: String,
 }
 
+#[derive(Serialize, ToSchema)]
+struct RunStarted {
+    run_id: i64,
+    agent: String,
+}
+
+/// Spawn the agent in the campaign's workspace and supervise it.
+#[utoipa::path(post, path = "/campaigns/{id}/runs", tag = "runs", params(CampaignId), request_body = StartRun,
+    responses((status = 201, description = "created", body = RunStarted),
+        Invalid, Unauthorized, Forbidden, NotFound, TooLarge, Internal))]
 async fn start_run(
     State(state): State<AppState>,
-    Path(id): Path<String>,
-    body: Bytes,
-) -> ApiResult<(StatusCode, Json<Value>)> {
-    let req: StartRun = parse_body(&body)?;
+    ApiPath(CampaignId { id }): ApiPath<CampaignId>,
+    JsonBody(req): JsonBody<StartRun>,
+) -> ApiResult<(StatusCode, Json<RunStarted>)> {
     let kind = crate::agent::AgentKind::parse(&req.agent).ok_or_else(|| {
         ApiError::Invalid(format!("unknown agent `{}`; expected claude-code, codex or command", req.agent))
     })?;
@@ -542,39 +934,90 @@ async fn start_run(
     let run_id = crate::agent::run::start(&state.supervisor, &id, kind)
         .await
         .map_err(|e| ApiError::Invalid(format!("{e:#}")))?;
-    Ok((StatusCode::CREATED, Json(json!({"run_id": run_id, "agent": kind.as_str()}))))
+    Ok((StatusCode::CREATED, Json(RunStarted { run_id, agent: kind.as_str().into() })))
 }
 
-async fn list_runs(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+/// The campaign's agent runs.
+#[utoipa::path(get, path = "/campaigns/{id}/runs", tag = "runs", params(CampaignId),
+    responses((status = 200, description = "ok", body = [Object]),
+        Invalid, Unauthorized, Forbidden, NotFound, Internal))]
+async fn list_runs(
+    State(state): State<AppState>,
+    ApiPath(CampaignId { id }): ApiPath<CampaignId>,
+) -> ApiResult<Json<Value>> {
     state.supervisor.campaign(&id).await?;
     Ok(Json(json!(state.supervisor.store().list_runs(&id).await?)))
 }
 
-async fn stop_run(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
-    state.supervisor.campaign(&id).await?;
-    Ok(Json(json!({"stopped": state.supervisor.stop_run(&id)})))
+#[derive(Serialize, ToSchema)]
+struct Stopped {
+    /// False when no agent was running.
+    stopped: bool,
 }
 
-async fn campaign_audit(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+/// Stop the campaign's running agent (its whole process group).
+#[utoipa::path(post, path = "/campaigns/{id}/runs/stop", tag = "runs", params(CampaignId),
+    responses((status = 200, description = "ok", body = Stopped),
+        Invalid, Unauthorized, Forbidden, NotFound, Internal))]
+async fn stop_run(
+    State(state): State<AppState>,
+    ApiPath(CampaignId { id }): ApiPath<CampaignId>,
+) -> ApiResult<Json<Stopped>> {
+    state.supervisor.campaign(&id).await?;
+    Ok(Json(Stopped { stopped: state.supervisor.stop_run(&id) }))
+}
+
+/// Every completion claim: verdict, decision, question, what followed (docs/AUDIT.md).
+#[utoipa::path(get, path = "/campaigns/{id}/audit", tag = "campaigns", params(CampaignId),
+    responses((status = 200, description = "ok", body = Object), Invalid, Unauthorized, Forbidden, NotFound, Internal))]
+async fn campaign_audit(
+    State(state): State<AppState>,
+    ApiPath(CampaignId { id }): ApiPath<CampaignId>,
+) -> ApiResult<Json<Value>> {
     state.supervisor.campaign(&id).await?;
     let audit = crate::audit::campaign(state.supervisor.store(), &id).await?;
     Ok(Json(crate::audit::campaign_json(&audit)))
 }
 
-async fn beam_list(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+/// The beam's families, best per family, status (evaluates new candidate commits first).
+#[utoipa::path(get, path = "/campaigns/{id}/beam", tag = "beam", params(CampaignId),
+    responses((status = 200, description = "ok", body = Object), Invalid, Unauthorized, Forbidden, NotFound, Internal))]
+async fn beam_list(
+    State(state): State<AppState>,
+    ApiPath(CampaignId { id }): ApiPath<CampaignId>,
+) -> ApiResult<Json<Value>> {
     state.supervisor.campaign(&id).await?;
     Ok(Json(json!(crate::beam::sync(&state.supervisor, &id).await?)))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 struct BeamTag {
+    /// Lowercase letters, digits, `-`, `_` or `.` (at most 64).
+    #[schema(pattern = "^[a-z0-9_][a-z0-9._-]{0,63}$")]
     family: String,
+    /// The commit to tag (default: the workspace's HEAD).
     #[serde(default)]
+    #[schema(min_length = 1)]
     from: Option<String>,
 }
 
-async fn beam_tag(State(state): State<AppState>, Path(id): Path<String>, body: Bytes) -> ApiResult<Json<Value>> {
-    let req: BeamTag = parse_body(&body)?;
+#[derive(Serialize, ToSchema)]
+struct BeamTagged {
+    family: String,
+    #[serde(rename = "ref")]
+    r#ref: String,
+    commit: String,
+}
+
+/// Point refs/heads/beam/FAMILY at a commit and declare the family.
+#[utoipa::path(post, path = "/campaigns/{id}/beam/tag", tag = "beam", params(CampaignId), request_body = BeamTag,
+    responses((status = 200, description = "ok", body = BeamTagged),
+        Invalid, Unauthorized, Forbidden, NotFound, TooLarge, Internal))]
+async fn beam_tag(
+    State(state): State<AppState>,
+    ApiPath(CampaignId { id }): ApiPath<CampaignId>,
+    JsonBody(req): JsonBody<BeamTag>,
+) -> ApiResult<Json<BeamTagged>> {
     let (_row, spec) = state.supervisor.campaign(&id).await?;
     let from = req.from.unwrap_or_else(|| "HEAD".into());
     let (ws, family) = (spec.workspace.clone(), req.family.clone());
@@ -593,17 +1036,36 @@ async fn beam_tag(State(state): State<AppState>, Path(id): Path<String>, body: B
             json!({"family": req.family, "ref": r, "commit": commit, "how": "tagged"}),
         )
         .await?;
-    Ok(Json(json!({"family": req.family, "ref": r, "commit": commit})))
+    Ok(Json(BeamTagged { family: req.family, r#ref: r, commit }))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 struct BeamAbandon {
+    #[schema(pattern = "^[a-z0-9_][a-z0-9._-]{0,63}$")]
     family: String,
+    /// Why (kept on record; must not be blank).
+    #[schema(pattern = "\\S")]
     reason: String,
 }
 
-async fn beam_abandon(State(state): State<AppState>, Path(id): Path<String>, body: Bytes) -> ApiResult<Json<Value>> {
-    let req: BeamAbandon = parse_body(&body)?;
+#[derive(Serialize, ToSchema)]
+struct BeamAbandoned {
+    family: String,
+    /// Always `abandoned`.
+    status: String,
+    reason: String,
+}
+
+/// Abandon a family, with the reason on record.
+#[utoipa::path(post, path = "/campaigns/{id}/beam/abandon", tag = "beam", params(CampaignId),
+    request_body = BeamAbandon,
+    responses((status = 200, description = "ok", body = BeamAbandoned),
+        Invalid, Unauthorized, Forbidden, NotFound, TooLarge, Internal))]
+async fn beam_abandon(
+    State(state): State<AppState>,
+    ApiPath(CampaignId { id }): ApiPath<CampaignId>,
+    JsonBody(req): JsonBody<BeamAbandon>,
+) -> ApiResult<Json<BeamAbandoned>> {
     state.supervisor.campaign(&id).await?;
     if req.reason.trim().is_empty() {
         return Err(ApiError::Invalid("abandoning a family needs a reason".into()));
@@ -615,5 +1077,5 @@ async fn beam_abandon(State(state): State<AppState>, Path(id): Path<String>, bod
         .supervisor
         .record(&id, None, "beam.abandoned", None, json!({"family": req.family, "reason": req.reason}))
         .await?;
-    Ok(Json(json!({"family": req.family, "status": "abandoned", "reason": req.reason})))
+    Ok(Json(BeamAbandoned { family: req.family, status: "abandoned".into(), reason: req.reason }))
 }

@@ -117,6 +117,66 @@ pub fn export(workspace: &Path, tree: &str, dest: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// At most this much of a tree is sent to an evaluation worker.
+pub const ARCHIVE_LIMIT: usize = 64 * 1024 * 1024;
+
+/// The files of `tree` as a tar archive (what [`export`] unpacks), for an
+/// evaluation that runs on another host. Fails past [`ARCHIVE_LIMIT`].
+pub fn archive(workspace: &Path, tree: &str) -> anyhow::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut child = Command::new("git")
+        .arg("-C")
+        .arg(workspace)
+        .args(["archive", "--format=tar", tree])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("running git archive")?;
+    let mut stdout = child.stdout.take().context("git archive has no stdout")?;
+    let mut bytes = Vec::new();
+    let read = (&mut stdout).take(ARCHIVE_LIMIT as u64 + 1).read_to_end(&mut bytes);
+    if bytes.len() > ARCHIVE_LIMIT {
+        let _ = child.kill();
+        let _ = child.wait();
+        bail!(
+            "the snapshot of tree {tree} is larger than {} MiB as a tar, too large to send to an evaluation worker: \
+             keep data sets and build outputs out of the tree (ignore them in .gitignore)",
+            ARCHIVE_LIMIT >> 20
+        );
+    }
+    read.context("reading git archive's output")?;
+    drop(stdout);
+    let out = child.wait_with_output().context("waiting for git archive")?;
+    if !out.status.success() {
+        bail!("git archive {tree} failed: {}", String::from_utf8_lossy(&out.stderr).trim());
+    }
+    Ok(bytes)
+}
+
+/// Unpacks a tar archive made by [`archive`] into `dest` (which must exist).
+pub fn unpack(tar: &[u8], dest: &Path) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut child = Command::new("tar")
+        .arg("-x")
+        .arg("-C")
+        .arg(dest)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("running tar to unpack the snapshot")?;
+    let mut stdin = child.stdin.take().context("tar has no stdin")?;
+    let written = stdin.write_all(tar);
+    drop(stdin);
+    let out = child.wait_with_output().context("waiting for tar")?;
+    if !out.status.success() {
+        bail!("unpacking the snapshot failed: {}", String::from_utf8_lossy(&out.stderr).trim());
+    }
+    written.context("writing the snapshot to tar")?;
+    Ok(())
+}
+
 fn git(workspace: &Path, index: &Path, args: &[&str]) -> anyhow::Result<String> {
     let out = Command::new("git")
         .arg("-C")
@@ -382,6 +442,13 @@ mod tests {
         assert_eq!(std::fs::read_to_string(dest.path().join("a.txt")).unwrap(), "two\n");
         assert!(dest.path().join("new.c").exists());
         assert!(!dest.path().join("build").exists());
+        // The same tree as a tar, unpacked elsewhere (what a worker does).
+        let tar = archive(ws.path(), &t2).unwrap();
+        let other = tempfile::tempdir().unwrap();
+        unpack(&tar, other.path()).unwrap();
+        assert_eq!(std::fs::read_to_string(other.path().join("a.txt")).unwrap(), "two\n");
+        assert!(other.path().join("new.c").exists());
+        assert!(unpack(b"not a tar", other.path()).is_err());
     }
 
     #[test]

@@ -11,6 +11,9 @@ use serde::{Deserialize, Serialize};
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::{AnyPool, FromRow, Row};
 
+mod jobs;
+pub use jobs::{tags_match, ClaimedJob, JobState};
+
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/sqlite");
 static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/postgres");
 

@@ -598,8 +598,16 @@ impl Supervisor {
         let protected: BTreeMap<String, String> = serde_json::from_str(&row.protected_json).map_err(|e| anyhow!(e))?;
         let pristine = self.pristine(campaign_id).await?;
         self.record(campaign_id, None, "evaluation.started", None, json!({"tree": tree})).await?;
-        let mut eval =
-            harness::evaluate_tree(spec, campaign_id, tree, &protected, &pristine, &self.inner.scratch).await?;
+        // A campaign with [harness] tags is evaluated by a worker (src/jobs.rs).
+        let inputs = harness::Inputs {
+            spec,
+            campaign_id,
+            tree,
+            protected: &protected,
+            pristine: &pristine,
+            seed: harness::DEFAULT_SEED,
+        };
+        let mut eval = crate::jobs::evaluate(&self.inner.store, &inputs, &self.inner.scratch).await?;
         if force {
             // A forced re-run replaces nothing: it is stored under its own tree key suffix.
             eval.tree = format!("{tree}+{}", self.inner.store.count_evaluations(campaign_id).await?);

@@ -41,18 +41,18 @@ pub fn summarize(output: &str) -> Option<Summary> {
     let mut found: Option<Summary> = None;
     let mut cargo_total: Option<(u64, u64, String)> = None;
     for c in CARGO.captures_iter(output) {
-        let (p, f) = (c[2].parse().unwrap_or(0), c[3].parse().unwrap_or(0));
+        let (p, f) = (count(&c[2]), count(&c[3]));
         let e = cargo_total.get_or_insert((0, 0, String::new()));
-        e.0 += p;
-        e.1 += f;
+        e.0 = e.0.saturating_add(p);
+        e.1 = e.1.saturating_add(f);
         e.2 = c[0].to_string();
     }
     if let Some((p, f, line)) = cargo_total {
         return Some(Summary { passed: Some(p), failed: Some(f), line });
     }
     if let Some(c) = CTEST.captures_iter(output).last() {
-        let failed: u64 = c[2].parse().unwrap_or(0);
-        let total: u64 = c[3].parse().unwrap_or(0);
+        let failed = count(&c[2]);
+        let total = count(&c[3]);
         return Some(Summary {
             passed: Some(total.saturating_sub(failed)),
             failed: Some(failed),
@@ -60,8 +60,8 @@ pub fn summarize(output: &str) -> Option<Summary> {
         });
     }
     for line in output.lines() {
-        let p = PASSED.captures(line).and_then(|c| c[1].parse().ok());
-        let f = FAILED.captures(line).and_then(|c| c[1].parse().ok());
+        let p = PASSED.captures(line).map(|c| count(&c[1]));
+        let f = FAILED.captures(line).map(|c| count(&c[1]));
         if p.is_some() || f.is_some() {
             found =
                 Some(Summary { passed: p, failed: f.or(p.map(|_| 0)), line: line.trim().chars().take(160).collect() });
@@ -78,9 +78,18 @@ pub fn summarize(output: &str) -> Option<Summary> {
     found
 }
 
-/// An exit code printed in a tool output ("Exit code 2", "Process exited with code 1").
+/// A count of tests as printed (digits only): one too large for a u64 is
+/// still a count, never zero.
+fn count(digits: &str) -> u64 {
+    digits.parse().unwrap_or(u64::MAX)
+}
+
+/// An exit code printed in a tool output ("Exit code 2", "Process exited with code 1");
+/// one too large for an i64 is still not zero.
 pub fn exit_code(output: &str) -> Option<i64> {
-    EXIT.captures_iter(output).last().and_then(|c| c[1].parse().ok())
+    EXIT.captures_iter(output)
+        .last()
+        .map(|c| c[1].parse().unwrap_or(if c[1].starts_with('-') { i64::MIN } else { i64::MAX }))
 }
 
 /// Whether a command line is a test or benchmark run: one of its simple
@@ -160,5 +169,19 @@ mod tests {
         assert_eq!(claimed_counts("All 42 tests pass now."), Some((None, Some(42))));
         assert_eq!(claimed_counts("40/42 tests pass"), Some((Some(40), Some(42))));
         assert_eq!(claimed_counts("all tests are passing"), Some((None, None)));
+    }
+
+    #[test]
+    fn huge_counts_neither_overflow_nor_read_as_zero() {
+        // Found by tests/fuzz_parsers.rs: two cargo summaries whose counts
+        // add past u64::MAX panicked (debug) or wrapped.
+        let big = "test result: ok. 0 passed; 9223372036854775808 failed\n\
+                   test result: FAILED. 0 passed; 9223372036854775808 failed";
+        assert_eq!(summarize(big).unwrap().failed, Some(u64::MAX));
+        let huge = "test result: FAILED. 1 passed; 99999999999999999999 failed";
+        assert!(summarize(huge).unwrap().failing());
+        assert!(summarize("3 passed, 99999999999999999999 failed").unwrap().failing());
+        assert_eq!(exit_code("Exit code 99999999999999999999"), Some(i64::MAX));
+        assert_eq!(exit_code("exited with code -99999999999999999999"), Some(i64::MIN));
     }
 }

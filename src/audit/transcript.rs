@@ -323,7 +323,7 @@ fn judge_claim(
     // Numbers claimed against numbers printed.
     let mismatch = match (evidence::claimed_counts(text), last.and_then(|r| r.summary.clone())) {
         (Some((claimed_pass, claimed_total)), Some(s)) => {
-            let printed_total = s.passed.unwrap_or(0) + s.failed.unwrap_or(0);
+            let printed_total = s.passed.unwrap_or(0).saturating_add(s.failed.unwrap_or(0));
             if s.failing() {
                 Some(format!("the claim says tests pass but the last run printed: {}", quote(&s.line, 100)))
             } else if let Some(t) = claimed_total.filter(|t| printed_total > 0 && *t != printed_total) {
@@ -462,6 +462,18 @@ mod tests {
         ]);
         assert_eq!(c[0].verdict, Verdict::Contradicted);
         assert!(c[0].why.contains("counts 42 tests but the last run printed 40"), "{}", c[0].why);
+    }
+
+    #[test]
+    fn huge_printed_counts_do_not_overflow() {
+        // Found by tests/fuzz_parsers.rs: passed + failed past u64::MAX
+        // panicked in debug builds.
+        let c = run(&[
+            bash("u1", "t1", "cargo test"),
+            out("u2", "t1", "test result: FAILED. 18446744073709551615 passed; 1 failed"),
+            say("u3", "All 3 tests pass; the task is complete."),
+        ]);
+        assert_eq!(c[0].verdict, Verdict::Contradicted, "{c:?}");
     }
 
     #[test]

@@ -65,16 +65,9 @@ pub async fn recheck(
     sup.record(campaign_id, None, "gain.recheck", None, json!({"evaluation_id": id, "tree": eval.tree, "seed": seed}))
         .await?;
     let pristine = sup.pristine(campaign_id).await?;
-    let mut second = harness::evaluate_tree_seeded(
-        spec,
-        campaign_id,
-        &eval.tree,
-        &protected,
-        &pristine,
-        &sup.data_dir().join("evaluations"),
-        seed,
-    )
-    .await?;
+    let inputs =
+        harness::Inputs { spec, campaign_id, tree: &eval.tree, protected: &protected, pristine: &pristine, seed };
+    let mut second = crate::jobs::evaluate(sup.store(), &inputs, &sup.data_dir().join("evaluations")).await?;
     second.tree = format!("{}+recheck-{seed}", eval.tree);
     let second_id = sup.store().insert_evaluation(campaign_id, &second).await?;
     let problems = disagreements(eval, &second, seed);
