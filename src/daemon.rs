@@ -103,6 +103,8 @@ impl Daemon {
         // Runs left running by a daemon that stopped (this one before a
         // restart, or another on the same database) are taken over here.
         supervisor.spawn_lease_keeper(shutdown.clone());
+        // Other daemons' events, for this one's live views (PostgreSQL).
+        supervisor.spawn_event_relay(shutdown.clone());
         let app = server::router(self.state);
         axum::serve(self.listener, app)
             .with_graceful_shutdown(shutdown.cancelled_owned())

@@ -21,6 +21,8 @@ static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations
 pub struct Store {
     pool: AnyPool,
     pub backend: Backend,
+    /// The URL it was opened with (for PostgreSQL's LISTEN connection).
+    url: String,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -152,7 +154,7 @@ impl Store {
             Backend::Postgres => &POSTGRES_MIGRATIONS,
         };
         migrator.run(&pool).await.context("applying database migrations")?;
-        Ok(Store { pool, backend })
+        Ok(Store { pool, backend, url: url.to_string() })
     }
 
     pub async fn close(&self) {
@@ -304,6 +306,27 @@ impl Store {
         }
         tx.commit().await?;
         Ok(ids)
+    }
+
+    /// One event by id.
+    pub async fn event_by_id(&self, id: i64) -> anyhow::Result<Option<EventRow>> {
+        let row =
+            sqlx::query("select id, campaign_id, session_id, kind, payload, created_at from events where id = $1")
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await?;
+        row.as_ref().map(event_from_row).transpose()
+    }
+
+    /// On PostgreSQL, a connection listening to the events every daemon
+    /// records ("campaign_id id" on channel gadfly_events); None on SQLite.
+    pub async fn listen_events(&self) -> anyhow::Result<Option<sqlx::postgres::PgListener>> {
+        if self.backend != Backend::Postgres {
+            return Ok(None);
+        }
+        let mut l = sqlx::postgres::PgListener::connect(&self.url).await.context("opening a LISTEN connection")?;
+        l.listen("gadfly_events").await?;
+        Ok(Some(l))
     }
 
     pub async fn events_after(&self, campaign_id: &str, after: i64, limit: i64) -> anyhow::Result<Vec<EventRow>> {

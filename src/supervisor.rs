@@ -70,6 +70,9 @@ struct Inner {
     owner: String,
     lease_ttl: std::time::Duration,
     shutting_down: std::sync::atomic::AtomicBool,
+    /// Ids of the events this daemon published lately (the relay of other
+    /// daemons' events skips them).
+    published: Mutex<std::collections::VecDeque<i64>>,
 }
 
 /// How long a campaign's lease lasts unless renewed: `$GADFLY_LEASE_SECONDS`,
@@ -147,6 +150,7 @@ impl Supervisor {
                 ),
                 lease_ttl: lease_ttl_from_env(),
                 shutting_down: Default::default(),
+                published: Mutex::new(std::collections::VecDeque::new()),
             }),
         };
         // Messages are classified off the recording path, in order.
@@ -229,6 +233,44 @@ impl Supervisor {
         self.inner.runs.lock().expect("runs lock poisoned").len()
     }
 
+    /// On PostgreSQL, shows the events other daemons record to this
+    /// daemon's live watchers (the console's stream), until `stop`: each
+    /// insert is announced by a trigger (LISTEN/NOTIFY). Nothing else is done
+    /// with them here: the daemon that recorded an event acts on it.
+    pub fn spawn_event_relay(&self, stop: CancellationToken) {
+        let sup = self.clone();
+        tokio::spawn(async move {
+            while !stop.is_cancelled() {
+                let mut listener = match sup.inner.store.listen_events().await {
+                    Ok(Some(l)) => l,
+                    Ok(None) => return,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "listening for other daemons' events; retrying");
+                        tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+                        continue;
+                    }
+                };
+                loop {
+                    let n = tokio::select! {
+                        _ = stop.cancelled() => return,
+                        n = listener.recv() => n,
+                    };
+                    let Ok(n) = n else { break };
+                    let Some(id) = n.payload().rsplit(' ').next().and_then(|i| i.parse::<i64>().ok()) else { continue };
+                    // This daemon's own events reach its watchers directly
+                    // (give its publish a moment to note the id first).
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    if sup.inner.published.lock().expect("published ids poisoned").contains(&id) {
+                        continue;
+                    }
+                    if let Ok(Some(ev)) = sup.inner.store.event_by_id(id).await {
+                        let _ = sup.inner.bus.send(ev);
+                    }
+                }
+            }
+        });
+    }
+
     /// This daemon's lease owner id.
     pub fn owner(&self) -> &str {
         &self.inner.owner
@@ -282,7 +324,9 @@ impl Supervisor {
             }
         }
         for run in self.inner.store.running_runs().await? {
-            if mine.contains(&run.campaign_id) || self.inner.runs.lock().expect("runs lock poisoned").contains_key(&run.campaign_id) {
+            if mine.contains(&run.campaign_id)
+                || self.inner.runs.lock().expect("runs lock poisoned").contains_key(&run.campaign_id)
+            {
                 continue;
             }
             if !self.acquire_lease(&run.campaign_id).await? {
@@ -463,6 +507,13 @@ impl Supervisor {
         }
         self.count_tool_calls(campaign_id, kind, &payload);
         crate::metrics::METRICS.event(kind, &payload);
+        {
+            let mut p = self.inner.published.lock().expect("published ids poisoned");
+            if p.len() >= 8192 {
+                p.pop_front();
+            }
+            p.push_back(id);
+        }
         let _ = self.inner.bus.send(EventRow {
             id,
             campaign_id: campaign_id.to_string(),

@@ -464,3 +464,41 @@ fn a_hook_token_posts_its_own_campaigns_hook_events_and_nothing_else() {
     let mac = token.rsplit('.').next().unwrap();
     assert!(!logs.contains(&d.token) && !logs.contains(mac), "a token is in the daemon's log");
 }
+
+/// Two daemons on one PostgreSQL database: a campaign made through one is
+/// visible through the other, and the other's live event stream (what its
+/// console shows) carries the events the first records. Skipped on SQLite
+/// (one daemon per file).
+#[test]
+fn a_second_daemon_on_the_same_postgres_sees_the_campaign_and_its_live_events() {
+    let f = Fixture::new("");
+    let data = f.data_dir();
+    let Some(url) = common::postgres_for(&data) else {
+        eprintln!("SKIPPED: needs GADFLY_TEST_DATABASE_URL (PostgreSQL)");
+        return;
+    };
+    let a = Daemon::start(&data);
+    let data_b = f.dir.path().join("data-b");
+    std::fs::create_dir_all(&data_b).unwrap();
+    let b = Daemon::start_with(&data_b, Some(&url));
+    let id = a.create_campaign(&f.spec());
+    assert_eq!(b.api_get(&format!("/campaigns/{id}"))["id"], id.as_str(), "visible from the other daemon");
+    // Follow b's live stream from now on, then record through a.
+    let last = b.api_get(&format!("/campaigns/{id}/log?tail=1"));
+    let after = last.as_array().unwrap().last().map(|e| e["id"].as_i64().unwrap()).unwrap_or(0);
+    let stream = Command::new("curl")
+        .args(["-sN", "--max-time", "8", "-H"])
+        .arg(format!("Authorization: Bearer {}", b.token))
+        .arg(format!("{}/api/v1/campaigns/{id}/events?after={after}", b.url))
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1000));
+    let hook = serde_json::json!({"session_id": "s-a", "tool_name": "Bash", "tool_use_id": "toolu_from_a"});
+    let out = a.hook("post-tool-use", &id, &hook.to_string());
+    assert!(out.status.success());
+    let seen = stream.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&seen.stdout);
+    assert!(text.contains("toolu_from_a"), "b's live stream did not carry a's event:\n{text}");
+    assert_eq!(text.matches("toolu_from_a").count(), 1, "once:\n{text}");
+}
