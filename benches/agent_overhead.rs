@@ -9,7 +9,7 @@ mod common;
 mod mock_model;
 
 use std::process::{Command, Stdio};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use mock_model::{path_with_gadfly, MockModel, Step};
 
@@ -49,11 +49,11 @@ fn main() {
     std::fs::write(&noop_settings, &noop).unwrap();
     let _: serde_json::Value = serde_json::from_str(&noop).expect("no-op settings are JSON");
 
-    let run = |hooks: u8| -> f64 {
+    let run_with = |hooks: u8, tool_calls: usize, latency: Duration| -> f64 {
         let mut script: Vec<Step> =
-            (0..TOOL_CALLS).map(|i| Step::shell(&format!("echo step {i} > /dev/null"))).collect();
+            (0..tool_calls).map(|i| Step::shell(&format!("echo step {i} > /dev/null"))).collect();
         script.push(Step::text("All scenarios pass. Done."));
-        let mock = MockModel::start(script);
+        let mock = MockModel::start_with_latency(script, latency);
         let config = tempfile::tempdir().unwrap();
         let mut cmd = Command::new(&bin);
         cmd.args([
@@ -95,6 +95,7 @@ fn main() {
         assert!(status.success(), "claude failed (variant {hooks})");
         s
     };
+    let run = |hooks: u8| run_with(hooks, TOOL_CALLS, Duration::ZERO);
     run(0);
     run(1);
     run(2);
@@ -128,4 +129,31 @@ fn main() {
         (m_with - m_noop) * 1e3 / TOOL_CALLS as f64
     );
     println!("goal: overhead under 1% of a scripted agent's run time");
+
+    // The same, with each model turn taking as long as a fast real model's
+    // (LATENCY_MS, default 1500 ms): what the overhead is in a real run.
+    let latency = Duration::from_millis(
+        std::env::var("LATENCY_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(1500),
+    );
+    let (calls, runs) = (10, 3);
+    let (mut with, mut without) = (Vec::new(), Vec::new());
+    for _ in 0..runs {
+        without.push(run_with(0, calls, latency));
+        with.push(run_with(2, calls, latency));
+    }
+    let (m_with, m_without) = (med(&mut with), med(&mut without));
+    println!(
+        "\nWith a model that takes {} ms per turn: {calls} Bash tool calls and a stop, {runs} runs each, alternating",
+        latency.as_millis()
+    );
+    println!("{:<16} {:>12} {:>12} {:>12}", "", "median s", "min s", "max s");
+    println!("{:<16} {:>12.3} {:>12.3} {:>12.3}", "no hooks", m_without, without[0], without[without.len() - 1]);
+    println!("{:<16} {:>12.3} {:>12.3} {:>12.3}", "gadfly hooks", m_with, with[0], with[with.len() - 1]);
+    let added = m_with - m_without;
+    println!(
+        "gadfly adds {:.1} ms per run ({:.2}% of the run), {:.2} ms per tool call",
+        added * 1e3,
+        added / m_without * 100.0,
+        added * 1e3 / calls as f64
+    );
 }

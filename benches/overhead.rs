@@ -51,15 +51,18 @@ fn fresh_pg(base: &str, tag: &str) -> String {
     format!("{}/{name}", &base[..base.rfind('/').unwrap()])
 }
 
-/// Hook events posted over HTTP by `sessions` concurrent clients.
-async fn ingest(url: &str, token: &str, campaign: &str, sessions: usize, per_session: usize) -> f64 {
+/// Hook events posted over HTTP by `sessions` concurrent clients: events
+/// per second, and the median and p99 latency of one call in ms.
+async fn ingest(url: &str, token: &str, campaign: &str, sessions: usize, per_session: usize) -> (f64, f64, f64) {
     let client = reqwest::Client::builder().no_proxy().build().unwrap();
     let started = Instant::now();
     let mut tasks = Vec::new();
     for s in 0..sessions {
         let (client, url, token, campaign) = (client.clone(), url.to_string(), token.to_string(), campaign.to_string());
         tasks.push(tokio::spawn(async move {
+            let mut lat = Vec::with_capacity(per_session);
             for i in 0..per_session {
+                let t = Instant::now();
                 let body = json!({"session_id": format!("bench-{s}"), "tool_name": "Bash", "tool_use_id": format!("t-{s}-{i}-{}", rand_id())});
                 let r = client
                     .post(format!("{url}/api/v1/campaigns/{campaign}/hooks/claude-code/post-tool-use"))
@@ -69,13 +72,19 @@ async fn ingest(url: &str, token: &str, campaign: &str, sessions: usize, per_ses
                     .await
                     .unwrap();
                 assert!(r.status().is_success());
+                lat.push(t.elapsed().as_secs_f64() * 1e3);
             }
+            lat
         }));
     }
+    let mut lat = Vec::new();
     for t in tasks {
-        t.await.unwrap();
+        lat.extend(t.await.unwrap());
     }
-    (sessions * per_session) as f64 / started.elapsed().as_secs_f64()
+    let rate = (sessions * per_session) as f64 / started.elapsed().as_secs_f64();
+    lat.sort_by(f64::total_cmp);
+    let at = |p: f64| lat[((lat.len() - 1) as f64 * p).round() as usize];
+    (rate, at(0.5), at(0.99))
 }
 
 fn rand_id() -> u64 {
@@ -149,7 +158,10 @@ fn workspace_with_files(n: usize) -> common::Fixture {
 #[tokio::main(flavor = "multi_thread", worker_threads = 4)]
 async fn main() {
     println!("== Event ingestion: post-tool-use hook events over HTTP, against the database's raw insert ceiling ==");
-    println!("{:<10} {:>9} {:>16} {:>18} {:>8}", "database", "sessions", "gadfly events/s", "raw inserts/s", "ratio");
+    println!(
+        "{:<10} {:>9} {:>16} {:>10} {:>10} {:>18} {:>8}",
+        "database", "sessions", "gadfly events/s", "p50 ms", "p99 ms", "raw inserts/s", "ratio"
+    );
     let pg = pg_base();
     for backend in ["sqlite", "postgres"] {
         if backend == "postgres" && pg.is_none() {
@@ -165,13 +177,16 @@ async fn main() {
                 _ => common::Daemon::start_with(&data, Some(&fresh_pg(pg.as_ref().unwrap(), "ingest"))),
             };
             let id = d.create_campaign(&f.spec());
-            let gadfly = ingest(&d.url, &d.token, &id, sessions, per).await;
+            let (gadfly, p50, p99) = ingest(&d.url, &d.token, &id, sessions, per).await;
             let raw_url = match backend {
                 "sqlite" => format!("sqlite:{}?mode=rwc", f.dir.path().join("raw.db").display()),
                 _ => fresh_pg(pg.as_ref().unwrap(), "raw"),
             };
             let raw = raw_ceiling(&raw_url, sessions.min(16), (sessions * per) / sessions.min(16)).await;
-            println!("{backend:<10} {sessions:>9} {gadfly:>16.0} {raw:>18.0} {:>7.2}x", raw / gadfly);
+            println!(
+                "{backend:<10} {sessions:>9} {gadfly:>16.0} {p50:>10.2} {p99:>10.2} {raw:>18.0} {:>7.2}x",
+                raw / gadfly
+            );
         }
     }
     if let Some(base) = &pg {

@@ -65,6 +65,8 @@ struct RawHarness {
     /// tag, the daemon never runs the harness; `gadfly worker`s do.
     #[serde(default)]
     tags: Option<Spanned<toml::Table>>,
+    #[serde(default)]
+    sandbox: Option<Spanned<String>>,
 }
 
 fn default_timeout() -> Spanned<i64> {
@@ -168,6 +170,24 @@ pub struct HarnessSpec {
     /// empty: the daemon runs the harness itself.
     #[serde(default)]
     pub tags: BTreeMap<String, String>,
+    /// Where the build and the harness run (see [`SandboxMode`]).
+    #[serde(default)]
+    pub sandbox: SandboxMode,
+}
+
+/// `[harness] sandbox`: `none` (the default) runs the build and the harness
+/// as the daemon's user with nothing hidden; `bwrap` runs them in a
+/// bubblewrap sandbox (the file system read-only but for the evaluation's
+/// own folder, `/tmp` and the daemon's data dir replaced by empty ones, no
+/// network), and fails the evaluation when bubblewrap is missing; `auto`
+/// uses bubblewrap when it works on the host and says so when it does not.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum SandboxMode {
+    #[default]
+    None,
+    Bwrap,
+    Auto,
 }
 
 /// `[gate]`: the Stop hook when the daemon is down or unreachable. With
@@ -409,6 +429,22 @@ pub fn parse(text: &str, file: &str, base: &Path) -> Result<CampaignSpec, SpecEr
             loc.push(g.span(), "predicate.min_geomean_speedup", "must be a positive number");
         }
     }
+    let sandbox = match &raw.harness.sandbox {
+        None => SandboxMode::None,
+        Some(m) => match m.get_ref().as_str() {
+            "none" => SandboxMode::None,
+            "bwrap" => SandboxMode::Bwrap,
+            "auto" => SandboxMode::Auto,
+            other => {
+                loc.push(
+                    m.span(),
+                    "harness.sandbox",
+                    format!("unknown sandbox `{other}`; expected none, bwrap or auto"),
+                );
+                SandboxMode::None
+            }
+        },
+    };
     let mode = match &raw.questions.mode {
         None => Mode::Autonomous,
         Some(m) => match m.get_ref().as_str() {
@@ -470,6 +506,7 @@ pub fn parse(text: &str, file: &str, base: &Path) -> Result<CampaignSpec, SpecEr
             scenarios,
             protected: raw.harness.protected.into_iter().map(Spanned::into_inner).collect(),
             tags,
+            sandbox,
         },
         constraints: ConstraintsSpec {
             binary: raw.constraints.binary.map(Spanned::into_inner),

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::campaign::CampaignSpec;
+use crate::campaign::{CampaignSpec, SandboxMode};
 use crate::predicate::{self, Verdict};
 use crate::process::{self, Exit, Outcome};
 use crate::{constraints, results, snapshot};
@@ -177,8 +177,26 @@ pub async fn evaluate_unpacked(
         ("GADFLY_RESULTS", results_path.display().to_string()),
         ("GADFLY_SEED", seed.to_string()),
     ];
+    // The sandbox, if the campaign asks for one and the host has it.
+    let jail = match spec.harness.sandbox {
+        SandboxMode::None => None,
+        SandboxMode::Bwrap if !bwrap_works() => {
+            anyhow::bail!(
+                "the campaign asks for `sandbox = \"bwrap\"` but bubblewrap (bwrap) does not work on this host"
+            )
+        }
+        SandboxMode::Auto if !bwrap_works() => {
+            tracing::warn!("sandbox = \"auto\": bubblewrap does not work on this host; the harness runs unsandboxed");
+            None
+        }
+        _ => Some(sandbox.dir.path().to_path_buf()),
+    };
     let run = |command: String, what: &'static str| {
         let (tree_dir, env) = (tree_dir.clone(), env.clone());
+        let command = match &jail {
+            Some(dir) => bwrap_command(&command, dir, &tree_dir),
+            None => command,
+        };
         async move {
             match launch {
                 None => Ok(process::run_shell(&command, &tree_dir, &env, timeout).await),
@@ -315,6 +333,41 @@ fn with_tail(message: String, o: &Outcome) -> String {
         let tail: Vec<&str> = tail.into_iter().rev().collect();
         format!("{message}; last output: {}", tail.join(" | "))
     }
+}
+
+/// Whether bubblewrap runs here (probed once).
+pub fn bwrap_works() -> bool {
+    static WORKS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *WORKS.get_or_init(|| {
+        std::process::Command::new("bwrap")
+            .args(["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-net", "true"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    })
+}
+
+/// `command` run by `sh` in a bubblewrap sandbox: the whole file system
+/// read-only, `/tmp` empty, the daemon's data dir (the folder that holds
+/// `evaluations/`) hidden behind an empty one, only the evaluation's own
+/// folder `eval_dir` writable, devices available (GPUs), no network.
+pub fn bwrap_command(command: &str, eval_dir: &Path, cwd: &Path) -> String {
+    let mut args: Vec<String> = ["bwrap", "--die-with-parent", "--unshare-net", "--unshare-ipc", "--ro-bind", "/", "/"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    args.extend(["--dev-bind", "/dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"].map(String::from));
+    let scratch = eval_dir.parent();
+    if let Some(data_dir) = scratch.filter(|s| s.file_name().is_some_and(|n| n == "evaluations")).and_then(Path::parent)
+    {
+        args.extend(["--tmpfs".to_string(), data_dir.display().to_string()]);
+    }
+    let e = eval_dir.display().to_string();
+    args.extend(["--bind".to_string(), e.clone(), e]);
+    args.extend(["--chdir".to_string(), cwd.display().to_string(), "--".into(), "sh".into(), "-c".into()]);
+    args.push(command.to_string());
+    args.iter().map(|a| shell_quote(a)).collect::<Vec<_>>().join(" ")
 }
 
 pub fn shell_quote(s: &str) -> String {

@@ -246,3 +246,47 @@ fn an_agent_that_edits_its_hook_settings_or_the_hook_binary_is_caught() {
     assert!(ok.status.success());
     assert_eq!(violations_logged(&d, &id).len(), before);
 }
+
+/// With `[harness] sandbox = "bwrap"`, the build and the harness (the
+/// candidate's own code) cannot write to the agent's workspace, read the
+/// daemon's data dir (its token, its database) or reach the network; the
+/// evaluation still runs and judges. Skipped where bubblewrap does not work
+/// (CI installs it and sets GADFLY_REQUIRE_SANDBOX=1, which fails instead).
+#[test]
+fn a_sandboxed_build_cannot_touch_the_workspace_the_data_dir_or_the_network() {
+    if !gadfly::harness::bwrap_works() {
+        assert!(std::env::var_os("GADFLY_REQUIRE_SANDBOX").is_none(), "bubblewrap does not work on this host");
+        eprintln!("SKIPPED: bubblewrap (bwrap) does not work on this host");
+        return;
+    }
+    let f = Fixture::new("");
+    let d = Daemon::start(&f.data_dir());
+    let ws = f.ws();
+    let data = f.data_dir();
+    let probe = format!(
+        "if echo tampered >> '{ws}/candidate.txt' 2>/dev/null; then echo ws-write:allowed; else echo ws-write:denied; fi; \
+         if cat '{data}/token' >/dev/null 2>&1; then echo token-read:allowed; else echo token-read:denied; fi; \
+         if curl -s --max-time 3 '{url}/api/v1/health' >/dev/null 2>&1; then echo network:allowed; else echo network:denied; fi; \
+         echo built > build-marker",
+        ws = ws.display(),
+        data = data.display(),
+        url = d.url
+    );
+    let spec = std::fs::read_to_string(f.spec()).unwrap().replace(
+        "protected = [\"harness/**\"]",
+        &format!(
+            "protected = [\"harness/**\"]\nsandbox = \"bwrap\"\nbuild = {}",
+            serde_json::to_string(&probe).unwrap()
+        ),
+    );
+    std::fs::write(f.spec(), spec).unwrap();
+    let id = d.create_campaign(&f.spec());
+    f.set_candidate(ALL_PASS);
+    let e = evaluate(&d, &id);
+    let out = e["build"]["output_tail"].as_str().unwrap_or_else(|| panic!("no build output: {e}"));
+    for line in ["ws-write:denied", "token-read:denied", "network:denied"] {
+        assert!(out.contains(line), "{line} not in the build's output:\n{out}");
+    }
+    assert_eq!(std::fs::read_to_string(ws.join("candidate.txt")).unwrap(), ALL_PASS, "the workspace is untouched");
+    assert_eq!(e["holds"], true, "the sandboxed harness still measured and judged: {e}");
+}

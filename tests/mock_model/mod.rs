@@ -159,6 +159,8 @@ struct Inner {
     log: Vec<Recorded>,
     unmatched: Vec<String>,
     counter: u64,
+    /// How long an agent turn takes to answer (a real model's latency).
+    latency: Duration,
 }
 
 pub struct MockModel {
@@ -171,7 +173,13 @@ pub struct MockModel {
 
 impl MockModel {
     pub fn start(script: Script) -> MockModel {
-        let state = Arc::new(Mutex::new(Inner { script, ..Default::default() }));
+        Self::start_with_latency(script, Duration::ZERO)
+    }
+
+    /// Like [`Self::start`], answering each agent turn after `latency`, as a
+    /// real model would take (side requests stay instant).
+    pub fn start_with_latency(script: Script, latency: Duration) -> MockModel {
+        let state = Arc::new(Mutex::new(Inner { script, latency, ..Default::default() }));
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind the mock model server");
         listener.set_nonblocking(true).unwrap();
         let port = listener.local_addr().unwrap().port();
@@ -367,6 +375,10 @@ async fn handle(State(state): State<Arc<Mutex<Inner>>>, req: Request) -> Respons
         let (blocks, kind, step) = choose(&state, &body);
         record.kind = kind;
         record.step = step;
+        let latency = state.lock().unwrap().latency;
+        if kind == Kind::Agent && !latency.is_zero() {
+            tokio::time::sleep(latency).await;
+        }
         let n = bump(&state);
         anthropic_reply(&body, &blocks, n)
     } else if method == Method::POST && path.ends_with("/responses") {
