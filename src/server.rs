@@ -237,6 +237,7 @@ pub fn router(state: AppState) -> Router {
         .nest("/api/v1", api)
         .merge(metrics)
         .merge(pages)
+        .layer(middleware::from_fn(request_timeout))
         .layer(middleware::from_fn_with_state(state.clone(), check_host_and_origin))
         .layer(tower_http::limit::RequestBodyLimitLayer::new(BODY_LIMIT))
         .layer(middleware::from_fn(api_error_shape))
@@ -319,6 +320,31 @@ fn percent_decode(s: &str) -> Vec<u8> {
 /// Against DNS rebinding and cross-site requests: a loopback daemon answers
 /// only requests addressed to a loopback host, and refuses a state-changing
 /// request whose Origin is another site.
+/// How long an API request may take, except those that wait for an
+/// evaluation (evaluate, hook calls: a stop is judged on one, bounded by the
+/// harness's own timeout) or stream (events).
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+
+async fn request_timeout(req: Request, next: Next) -> Response {
+    let path = req.uri().path();
+    let long = path.ends_with("/evaluate") || path.contains("/hooks/") || path.ends_with("/events");
+    if long {
+        return next.run(req).await;
+    }
+    let (method, path) = (req.method().clone(), path.to_string());
+    match tokio::time::timeout(REQUEST_TIMEOUT, next.run(req)).await {
+        Ok(r) => r,
+        Err(_) => {
+            tracing::warn!(%method, %path, "request timed out");
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                Json(json!({"code": "timeout", "message": format!("{method} {path} took longer than {} s", REQUEST_TIMEOUT.as_secs())})),
+            )
+                .into_response()
+        }
+    }
+}
+
 async fn check_host_and_origin(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let host_of = |v: &str| -> String {
         let v = v.trim();
