@@ -139,8 +139,17 @@ fn many_sessions_send_hook_events_for_a_while_and_nothing_is_lost() {
     sorted.sort_by(f64::total_cmp);
 
     // Every answered call is in the store, once.
-    let log = d.api_get(&format!("/campaigns/{id}/log?limit=1000000"));
-    let events = log.as_array().unwrap();
+    // The whole log, page by page (the API caps a page).
+    let mut events: Vec<serde_json::Value> = Vec::new();
+    loop {
+        let after = events.last().map(|e| e["id"].as_i64().unwrap()).unwrap_or(0);
+        let page = d.api_get(&format!("/campaigns/{id}/log?after={after}&limit=5000"));
+        let page = page.as_array().unwrap();
+        if page.is_empty() {
+            break;
+        }
+        events.extend(page.iter().cloned());
+    }
     let posts = events.iter().filter(|e| e["kind"] == "hook.post_tool_use").count() as u64;
     let stored_stops = events.iter().filter(|e| e["kind"] == "hook.stop").count() as u64;
     let decisions = d.api_get(&format!("/campaigns/{id}/stops")).as_array().unwrap().len() as u64;
