@@ -375,10 +375,6 @@ async fn check_host_and_origin(State(state): State<AppState>, req: Request, next
     next.run(req).await
 }
 
-fn constant_time_eq(a: &str, b: &str) -> bool {
-    a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 pub const COOKIE: &str = "gadfly_session";
 /// One hook invocation's id; its retries send the same one.
 pub const CALL_ID_HEADER: &str = "x-gadfly-call-id";
@@ -420,7 +416,7 @@ async fn require_token(State(state): State<AppState>, req: Request, next: Next) 
 
 async fn require_cookie(State(state): State<AppState>, req: Request, next: Next) -> Response {
     match cookie_token(req.headers()) {
-        Some(t) if constant_time_eq(&t, &state.token) => next.run(req).await,
+        Some(t) if crate::auth::constant_time_eq(&t, &state.token) => next.run(req).await,
         _ => (StatusCode::UNAUTHORIZED, Html(crate::console::login_form(None))).into_response(),
     }
 }
@@ -432,7 +428,7 @@ struct LoginQuery {
 
 async fn login(State(state): State<AppState>, Query(q): Query<LoginQuery>) -> Response {
     match q.token {
-        Some(t) if constant_time_eq(t.trim(), &state.token) => {
+        Some(t) if crate::auth::constant_time_eq(t.trim(), &state.token) => {
             let cookie = format!("{COOKIE}={}; Path=/; HttpOnly; SameSite=Strict", state.token);
             ([(header::SET_COOKIE, cookie)], Redirect::to("/")).into_response()
         }

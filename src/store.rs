@@ -860,18 +860,6 @@ impl Store {
         sqlx::query("update runs set owner = $1 where id = $2").bind(owner).bind(id).execute(&self.pool).await?;
         Ok(())
     }
-
-    /// Runs left `running` by a daemon that died: they did not end well.
-    pub async fn interrupt_orphan_runs(&self) -> anyhow::Result<u64> {
-        let done = sqlx::query(
-            "update runs set status = 'ended', outcome = 'interrupted: the daemon stopped during the run', ended_at = $1
-             where status = 'running'",
-        )
-        .bind(now())
-        .execute(&self.pool)
-        .await?;
-        Ok(done.rows_affected())
-    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, sqlx::FromRow)]

@@ -766,21 +766,8 @@ impl Supervisor {
         payload: Value,
     ) -> Result<HookReply> {
         let (_row, spec) = self.campaign(campaign_id).await?;
-        if !payload.is_object() {
-            return Err(SupervisorError::Invalid("the hook payload must be a JSON object".into()));
-        }
-        let session = payload.get("session_id").and_then(Value::as_str).map(str::to_string);
-        let key = idempotency_key(campaign_id, agent, event, call_id, &payload);
-        let kind = format!("hook.{}", event.replace('-', "_"));
-        let (event_id, fresh) = self
-            .record(
-                campaign_id,
-                session.as_deref(),
-                &kind,
-                key.as_deref(),
-                json!({"agent": agent, "event": event, "payload": payload}),
-            )
-            .await?;
+        let (event_id, fresh, session) =
+            self.record_hook_call(campaign_id, agent, event, call_id, &payload, None).await?;
         if agent == "claude-code" {
             if let Some(s) = session.as_deref() {
                 if event == "session-end" {
@@ -967,6 +954,32 @@ impl Supervisor {
         Ok(())
     }
 
+    /// Records one hook call (once per call id, see [`idempotency_key`]):
+    /// its event id, whether it is new, and its session. `spooled` marks a
+    /// call replayed from the hook client's spool.
+    async fn record_hook_call(
+        &self,
+        campaign_id: &str,
+        agent: &str,
+        event: &str,
+        call_id: Option<&str>,
+        payload: &Value,
+        spooled: Option<Value>,
+    ) -> Result<(i64, bool, Option<String>)> {
+        if !payload.is_object() {
+            return Err(SupervisorError::Invalid("the hook payload must be a JSON object".into()));
+        }
+        let session = payload.get("session_id").and_then(Value::as_str).map(str::to_string);
+        let key = idempotency_key(campaign_id, agent, event, call_id, payload);
+        let kind = format!("hook.{}", event.replace('-', "_"));
+        let mut body = json!({"agent": agent, "event": event, "payload": payload});
+        if let Some(meta) = spooled {
+            body["spooled"] = meta;
+        }
+        let (event_id, fresh) = self.record(campaign_id, session.as_deref(), &kind, key.as_deref(), body).await?;
+        Ok((event_id, fresh, session))
+    }
+
     /// A hook call the hook client could not deliver when it was made and
     /// spooled, replayed now. It is recorded once (same call id); a stop is
     /// not judged now (the tree has moved on): it is recorded as the hook
@@ -981,27 +994,15 @@ impl Supervisor {
         spooled: &SpooledMeta,
     ) -> Result<HookReply> {
         self.campaign(campaign_id).await?;
-        if !payload.is_object() {
-            return Err(SupervisorError::Invalid("the hook payload must be a JSON object".into()));
-        }
         if !["blocked", "allowed", "passed"].contains(&spooled.outcome.as_str()) {
             return Err(SupervisorError::Invalid(format!(
                 "unknown spooled outcome `{}`; expected blocked, allowed or passed",
                 spooled.outcome
             )));
         }
-        let session = payload.get("session_id").and_then(Value::as_str).map(str::to_string);
-        let key = idempotency_key(campaign_id, agent, event, call_id, &payload);
-        let kind = format!("hook.{}", event.replace('-', "_"));
-        let (event_id, fresh) = self
-            .record(
-                campaign_id,
-                session.as_deref(),
-                &kind,
-                key.as_deref(),
-                json!({"agent": agent, "event": event, "payload": payload, "spooled": {"at": spooled.at, "outcome": spooled.outcome, "why": spooled.why}}),
-            )
-            .await?;
+        let meta = json!({"at": spooled.at, "outcome": spooled.outcome, "why": spooled.why});
+        let (event_id, fresh, session) =
+            self.record_hook_call(campaign_id, agent, event, call_id, &payload, Some(meta)).await?;
         let claim = payload.get("last_assistant_message").and_then(Value::as_str);
         let decision = match (event, spooled.outcome.as_str()) {
             ("stop", "blocked") => Some("unavailable_block"),
