@@ -33,6 +33,16 @@ fn rss_kib(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
+/// CPU seconds (user + system) a process has used so far.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may hold spaces): utime is 14th, stime 15th.
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    (ticks(11) + ticks(12)) / 100.0
+}
+
 fn pg_base() -> Option<String> {
     let url = std::env::var("GADFLY_BENCH_PG").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
     let ok = Command::new("psql")
@@ -157,13 +167,34 @@ fn workspace_with_files(n: usize) -> common::Fixture {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 4)]
 async fn main() {
+    // `cargo bench --bench overhead -- [ingest] [eval] [memory]`: the
+    // sections to run (all when none is named); BENCH_DB=sqlite|postgres
+    // limits ingestion to one database.
+    let named: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    let wants = |section: &str| named.is_empty() || named.iter().any(|n| n == section);
+    if wants("ingest") {
+        ingestion().await;
+    }
+    if wants("eval") {
+        evaluation().await;
+    }
+    if wants("memory") {
+        memory().await;
+    }
+}
+
+async fn ingestion() {
     println!("== Event ingestion: post-tool-use hook events over HTTP, against the database's raw insert ceiling ==");
     println!(
-        "{:<10} {:>9} {:>16} {:>10} {:>10} {:>18} {:>8}",
-        "database", "sessions", "gadfly events/s", "p50 ms", "p99 ms", "raw inserts/s", "ratio"
+        "{:<10} {:>9} {:>16} {:>10} {:>10} {:>16} {:>18} {:>8}",
+        "database", "sessions", "gadfly events/s", "p50 ms", "p99 ms", "daemon CPU us/ev", "raw inserts/s", "ratio"
     );
     let pg = pg_base();
+    let only = std::env::var("BENCH_DB").ok();
     for backend in ["sqlite", "postgres"] {
+        if only.as_deref().is_some_and(|o| o != backend) {
+            continue;
+        }
         if backend == "postgres" && pg.is_none() {
             println!("postgres   (no server answered; skipped)");
             continue;
@@ -177,14 +208,16 @@ async fn main() {
                 _ => common::Daemon::start_with(&data, Some(&fresh_pg(pg.as_ref().unwrap(), "ingest"))),
             };
             let id = d.create_campaign(&f.spec());
+            let cpu_before = cpu_seconds(d.child.id());
             let (gadfly, p50, p99) = ingest(&d.url, &d.token, &id, sessions, per).await;
+            let cpu_us = (cpu_seconds(d.child.id()) - cpu_before) * 1e6 / (sessions * per) as f64;
             let raw_url = match backend {
                 "sqlite" => format!("sqlite:{}?mode=rwc", f.dir.path().join("raw.db").display()),
                 _ => fresh_pg(pg.as_ref().unwrap(), "raw"),
             };
             let raw = raw_ceiling(&raw_url, sessions.min(16), (sessions * per) / sessions.min(16)).await;
             println!(
-                "{backend:<10} {sessions:>9} {gadfly:>16.0} {p50:>10.2} {p99:>10.2} {raw:>18.0} {:>7.2}x",
+                "{backend:<10} {sessions:>9} {gadfly:>16.0} {p50:>10.2} {p99:>10.2} {cpu_us:>16.0} {raw:>18.0} {:>7.2}x",
                 raw / gadfly
             );
         }
@@ -199,7 +232,9 @@ async fn main() {
             let _ = Command::new("psql").arg(base).args(["-qc", &format!("drop database if exists {db}")]).output();
         }
     }
+}
 
+async fn evaluation() {
     println!("\n== Evaluation overhead: snapshot and cache lookup against the harness's own time ==");
     println!(
         "{:>8} {:>16} {:>18} {:>20} {:>18}",
@@ -245,7 +280,9 @@ async fn main() {
             median(&mut settled)
         );
     }
+}
 
+async fn memory() {
     println!("\n== Resident memory of the daemon against recorded events ==");
     let f = common::Fixture::new("");
     let data = f.data_dir();

@@ -12,6 +12,7 @@ use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::{AnyPool, FromRow, Row};
 
 mod jobs;
+pub mod live;
 pub use jobs::{tags_match, ClaimedJob, JobState};
 
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/sqlite");
@@ -23,6 +24,9 @@ pub struct Store {
     pub backend: Backend,
     /// The URL it was opened with (for PostgreSQL's LISTEN connection).
     url: String,
+    /// On PostgreSQL, tells the other daemons what this one records.
+    announcer: Option<live::Announcer>,
+    queued_hint: std::sync::Arc<live::QueuedHint>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -154,7 +158,8 @@ impl Store {
             Backend::Postgres => &POSTGRES_MIGRATIONS,
         };
         migrator.run(&pool).await.context("applying database migrations")?;
-        Ok(Store { pool, backend, url: url.to_string() })
+        let announcer = (backend == Backend::Postgres).then(|| live::Announcer::start(url.to_string()));
+        Ok(Store { pool, backend, url: url.to_string(), announcer, queued_hint: Default::default() })
     }
 
     pub async fn close(&self) {
@@ -269,7 +274,9 @@ impl Store {
         .fetch_optional(&self.pool)
         .await?;
         if let Some(row) = row {
-            return Ok((row.try_get::<i64, _>(0)?, true));
+            let id = row.try_get::<i64, _>(0)?;
+            self.announce_event(campaign_id, id);
+            return Ok((id, true));
         }
         let existing =
             sqlx::query("select id from events where idempotency_key = $1").bind(key).fetch_one(&self.pool).await?;
@@ -305,7 +312,21 @@ impl Store {
             ids.push(row.map(|r| r.try_get::<i64, _>(0)).transpose()?);
         }
         tx.commit().await?;
+        for id in ids.iter().flatten() {
+            self.announce_event(campaign_id, *id);
+        }
         Ok(ids)
+    }
+
+    fn announce_event(&self, campaign_id: &str, id: i64) {
+        if let Some(a) = &self.announcer {
+            a.send(live::Announced::Event { campaign_id: campaign_id.to_string(), id });
+        }
+    }
+
+    /// Another daemon queued a question for the campaign (it announced so).
+    pub fn question_announced(&self, campaign_id: &str) {
+        self.queued_hint.queued(campaign_id);
     }
 
     /// One event by id.
@@ -325,7 +346,7 @@ impl Store {
             return Ok(None);
         }
         let mut l = sqlx::postgres::PgListener::connect(&self.url).await.context("opening a LISTEN connection")?;
-        l.listen("gadfly_events").await?;
+        l.listen(live::EVENTS_CHANNEL).await?;
         Ok(Some(l))
     }
 
@@ -554,10 +575,21 @@ impl Store {
         .bind(now())
         .fetch_one(&self.pool)
         .await?;
+        self.queued_hint.queued(campaign_id);
+        if let Some(a) = &self.announcer {
+            a.send(live::Announced::Question { campaign_id: campaign_id.to_string() });
+        }
         Ok(row.try_get::<i64, _>(0)?)
     }
 
+    /// A campaign's questions, or only its queued ones (answered from
+    /// memory, without a query, when none is known to be queued: hooks ask
+    /// at every event).
     pub async fn list_questions(&self, campaign_id: &str, only_queued: bool) -> anyhow::Result<Vec<QuestionRow>> {
+        if only_queued && self.queued_hint.surely_none(campaign_id) {
+            return Ok(vec![]);
+        }
+        let generation = self.queued_hint.before_lookup();
         let filter = if only_queued { "and status = 'queued'" } else { "" };
         let rows = sqlx::query(&format!(
             "select id, campaign_id, source, bank_id, moment, text, status, created_at, delivered_at, delivered_via
@@ -566,7 +598,11 @@ impl Store {
         .bind(campaign_id)
         .fetch_all(&self.pool)
         .await?;
-        Ok(rows.iter().map(QuestionRow::from_row).collect::<Result<_, _>>()?)
+        let questions: Vec<QuestionRow> = rows.iter().map(QuestionRow::from_row).collect::<Result<_, _>>()?;
+        if !questions.iter().any(|q| q.status == "queued") {
+            self.queued_hint.found_none(campaign_id, generation);
+        }
+        Ok(questions)
     }
 
     /// Marks a queued question delivered; false when it was already.

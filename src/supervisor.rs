@@ -19,6 +19,7 @@ use crate::bank::select;
 use crate::campaign::{self, CampaignSpec, Mode};
 use crate::gate::{self, Decision, Question};
 use crate::harness::{self, Evaluation};
+use crate::store::live::Announced;
 use crate::store::{CampaignRow, EventRow, NewStopAttempt, Store};
 
 /// Errors a client can act on, kept apart from internal failures.
@@ -78,6 +79,10 @@ struct Inner {
 /// How long a campaign's lease lasts unless renewed: `$GADFLY_LEASE_SECONDS`,
 /// else 15 s. A daemon renews its leases every third of it; another takes a
 /// campaign over once its lease has expired.
+/// How long an announced event id waits before the relay looks it up
+/// (unless this daemon published it meanwhile).
+const RELAY_WAIT: std::time::Duration = std::time::Duration::from_millis(50);
+
 fn lease_ttl_from_env() -> std::time::Duration {
     let s = std::env::var("GADFLY_LEASE_SECONDS").ok().and_then(|v| v.parse::<f64>().ok()).unwrap_or(15.0);
     std::time::Duration::from_secs_f64(s.clamp(0.5, 3600.0))
@@ -235,7 +240,9 @@ impl Supervisor {
 
     /// On PostgreSQL, shows the events other daemons record to this
     /// daemon's live watchers (the console's stream), until `stop`: each
-    /// insert is announced by a trigger (LISTEN/NOTIFY). Nothing else is done
+    /// daemon announces what it records (LISTEN/NOTIFY, see
+    /// [`crate::store::live`]); a question another daemon queued is looked
+    /// for at the next hook call here. Nothing else is done
     /// with them here: the daemon that recorded an event acts on it.
     pub fn spawn_event_relay(&self, stop: CancellationToken) {
         let sup = self.clone();
@@ -250,25 +257,57 @@ impl Supervisor {
                         continue;
                     }
                 };
+                // Ids announced but not yet known here, with when they came:
+                // this daemon's own events reach its watchers directly, and
+                // its publish may note the id a moment after the commit's
+                // announcement, so an id is looked up only after RELAY_WAIT.
+                let mut waiting: std::collections::VecDeque<(i64, tokio::time::Instant)> = Default::default();
                 loop {
+                    let due = waiting.front().map(|(_, at)| *at + RELAY_WAIT);
                     let n = tokio::select! {
                         _ = stop.cancelled() => return,
-                        n = listener.recv() => n,
+                        _ = async { tokio::time::sleep_until(due.unwrap()).await }, if due.is_some() => None,
+                        n = listener.recv() => Some(n),
                     };
-                    let Ok(n) = n else { break };
-                    let Some(id) = n.payload().rsplit(' ').next().and_then(|i| i.parse::<i64>().ok()) else { continue };
-                    // This daemon's own events reach its watchers directly
-                    // (give its publish a moment to note the id first).
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                    if sup.inner.published.lock().expect("published ids poisoned").contains(&id) {
-                        continue;
-                    }
-                    if let Ok(Some(ev)) = sup.inner.store.event_by_id(id).await {
-                        let _ = sup.inner.bus.send(ev);
+                    match n {
+                        Some(Err(_)) => break,
+                        Some(Ok(n)) => {
+                            for a in Announced::parse(n.payload()) {
+                                match a {
+                                    Announced::Event { id, .. } => {
+                                        if !sup.was_published(id) {
+                                            waiting.push_back((id, tokio::time::Instant::now()));
+                                        }
+                                    }
+                                    Announced::Question { campaign_id } => {
+                                        sup.inner.store.question_announced(&campaign_id)
+                                    }
+                                }
+                            }
+                        }
+                        None => {
+                            let now = tokio::time::Instant::now();
+                            while let Some((id, at)) = waiting.front().copied() {
+                                if at + RELAY_WAIT > now {
+                                    break;
+                                }
+                                waiting.pop_front();
+                                if sup.was_published(id) {
+                                    continue;
+                                }
+                                if let Ok(Some(ev)) = sup.inner.store.event_by_id(id).await {
+                                    let _ = sup.inner.bus.send(ev);
+                                }
+                            }
+                        }
                     }
                 }
             }
         });
+    }
+
+    fn was_published(&self, id: i64) -> bool {
+        self.inner.published.lock().expect("published ids poisoned").contains(&id)
     }
 
     /// This daemon's lease owner id.

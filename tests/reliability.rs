@@ -502,3 +502,56 @@ fn a_second_daemon_on_the_same_postgres_sees_the_campaign_and_its_live_events() 
     assert!(text.contains("toolu_from_a"), "b's live stream did not carry a's event:\n{text}");
     assert_eq!(text.matches("toolu_from_a").count(), 1, "once:\n{text}");
 }
+
+/// Two daemons on one PostgreSQL database: a question a person asks through
+/// one reaches an agent whose hooks talk to the other, at its next tool
+/// call, even though that daemon had already looked and found none queued
+/// (it remembers that, so that hook calls do not query for questions at
+/// every event, and forgets it when the first daemon announces a question).
+#[test]
+fn a_question_asked_through_one_daemon_is_delivered_by_the_other() {
+    let f = Fixture::new("");
+    let data = f.data_dir();
+    let Some(url) = common::postgres_for(&data) else {
+        eprintln!("SKIPPED: needs GADFLY_TEST_DATABASE_URL (PostgreSQL)");
+        return;
+    };
+    let a = Daemon::start(&data);
+    let data_b = f.dir.path().join("data-b");
+    std::fs::create_dir_all(&data_b).unwrap();
+    let b = Daemon::start_with(&data_b, Some(&url));
+    let id = a.create_campaign(&f.spec());
+    let tool = |n: u32| {
+        serde_json::json!({"session_id": "s-b", "hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_use_id": format!("toolu_b_{n}")})
+            .to_string()
+    };
+    // b's first tool call carries the start question the campaign queued;
+    // the next ones look for a queued question and find none.
+    let first = b.hook("post-tool-use", &id, &tool(0));
+    assert!(String::from_utf8_lossy(&first.stdout).contains("start moment"), "{first:?}");
+    for n in 1..3 {
+        let out = b.hook("post-tool-use", &id, &tool(n));
+        assert!(out.status.success() && out.stdout.is_empty(), "{}", String::from_utf8_lossy(&out.stdout));
+    }
+    let out = a.run(&["ask", &id, "Which scenario is slowest, and by how much?"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // The announcement reaches b within moments; the next tool calls carry it.
+    let mut delivered = String::new();
+    for n in 3..40 {
+        let out = b.hook("post-tool-use", &id, &tool(n));
+        assert!(out.status.success());
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        if !stdout.trim().is_empty() {
+            delivered = stdout;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let v: serde_json::Value = serde_json::from_str(delivered.trim())
+        .unwrap_or_else(|e| panic!("b never delivered the question ({e}): {delivered:?}"));
+    let context = v["hookSpecificOutput"]["additionalContext"].as_str().unwrap_or_default();
+    assert!(context.contains("Which scenario is slowest"), "{v}");
+    let qs = a.api_get(&format!("/campaigns/{id}/questions"));
+    let human = qs.as_array().unwrap().iter().find(|q| q["source"] == "human").expect("the human question");
+    assert_eq!(human["status"], "delivered", "{qs}");
+}
