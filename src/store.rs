@@ -516,6 +516,40 @@ impl Store {
     }
 
     pub async fn insert_stop_attempt(&self, s: &NewStopAttempt<'_>) -> anyhow::Result<i64> {
+        let mut conn = self.pool.acquire().await?;
+        Self::stop_attempt_in(&mut conn, s).await
+    }
+
+    /// Records a stop attempt and the event that tells of it in one
+    /// transaction (one commit on the stop's path, not two): the attempt's
+    /// id and the event's.
+    pub async fn insert_stop_attempt_with_event(
+        &self,
+        s: &NewStopAttempt<'_>,
+        kind: &str,
+        payload: &serde_json::Value,
+        created_at: &str,
+    ) -> anyhow::Result<(i64, i64)> {
+        let mut tx = self.pool.begin().await?;
+        let attempt = Self::stop_attempt_in(&mut tx, s).await?;
+        let row = sqlx::query(
+            "insert into events (campaign_id, session_id, kind, payload, created_at)
+             values ($1, $2, $3, $4, $5) returning id",
+        )
+        .bind(s.campaign_id)
+        .bind(s.session_id)
+        .bind(kind)
+        .bind(payload.to_string())
+        .bind(created_at)
+        .fetch_one(&mut *tx)
+        .await?;
+        let event = row.try_get::<i64, _>(0)?;
+        tx.commit().await?;
+        self.announce_event(s.campaign_id, event);
+        Ok((attempt, event))
+    }
+
+    async fn stop_attempt_in(conn: &mut sqlx::AnyConnection, s: &NewStopAttempt<'_>) -> anyhow::Result<i64> {
         let row = sqlx::query(
             "insert into stop_attempts (campaign_id, event_id, session_id, agent, claim, stop_hook_active, evaluation_id, holds, decision, reason, question_id, created_at)
              values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
@@ -534,7 +568,7 @@ impl Store {
         .bind(s.reason)
         .bind(s.question_id)
         .bind(now())
-        .fetch_one(&self.pool)
+        .fetch_one(&mut *conn)
         .await?;
         Ok(row.try_get::<i64, _>(0)?)
     }

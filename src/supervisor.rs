@@ -1225,30 +1225,31 @@ impl Supervisor {
             };
             crate::moments::raise_claim(self, campaign_id, session, spec, c, action).await?;
         }
-        self.inner
+        let told = json!({"decision": decision.as_str(), "holds": holds, "evaluation_id": eval_id, "stop_event_id": event_id, "question_id": question_id, "reason": reason});
+        let created_at = crate::store::now();
+        let (_, decision_event) = self
+            .inner
             .store
-            .insert_stop_attempt(&NewStopAttempt {
-                campaign_id,
-                event_id,
-                session_id: session,
-                agent,
-                claim,
-                stop_hook_active,
-                evaluation_id: eval_id,
-                holds,
-                decision: decision.as_str(),
-                reason: reason.as_deref(),
-                question_id,
-            })
+            .insert_stop_attempt_with_event(
+                &NewStopAttempt {
+                    campaign_id,
+                    event_id,
+                    session_id: session,
+                    agent,
+                    claim,
+                    stop_hook_active,
+                    evaluation_id: eval_id,
+                    holds,
+                    decision: decision.as_str(),
+                    reason: reason.as_deref(),
+                    question_id,
+                },
+                "decision",
+                &told,
+                &created_at,
+            )
             .await?;
-        self.record(
-            campaign_id,
-            session,
-            "decision",
-            None,
-            json!({"decision": decision.as_str(), "holds": holds, "evaluation_id": eval_id, "stop_event_id": event_id, "question_id": question_id, "reason": reason}),
-        )
-        .await?;
+        self.publish(decision_event, campaign_id, session, "decision", told, created_at);
         tracing::info!(campaign = %campaign_id, decision = decision.as_str(), holds, "stop attempt judged");
         Ok(HookReply {
             output: match decision {

@@ -256,17 +256,65 @@ impl Installed {
     }
 }
 
+/// A file's SHA-256, hashed again only when its identity changed: device,
+/// inode, size, modification time and status-change time. The last is set
+/// by the kernel on any write, rename or chmod and cannot be set back by a
+/// user, so a binary modified in place is always hashed again. (Hashing the
+/// 20 MB hook binary at every SessionStart cost tens of milliseconds of CPU
+/// beside the agent.)
 fn file_sha256(path: &Path) -> anyhow::Result<String> {
-    use sha2::Digest;
+    use std::os::unix::fs::MetadataExt;
+    type Identity = (u64, u64, u64, i64, i64, i64, i64);
+    static HASHED: std::sync::Mutex<Vec<(std::path::PathBuf, Identity, String)>> = std::sync::Mutex::new(Vec::new());
+    let identity = |m: &std::fs::Metadata| -> Identity {
+        (m.dev(), m.ino(), m.size(), m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec())
+    };
     let mut f = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let before = identity(&f.metadata()?);
+    if let Some((_, _, h)) =
+        HASHED.lock().expect("hash cache poisoned").iter().find(|(p, id, _)| p == path && *id == before)
+    {
+        return Ok(h.clone());
+    }
+    use sha2::Digest;
     let mut h = sha2::Sha256::new();
     std::io::copy(&mut f, &mut h)?;
-    Ok(hex::encode(h.finalize()))
+    let hash = hex::encode(h.finalize());
+    // Kept only when nothing changed while it was read, and when its
+    // status-change time is over a second old: file times advance by clock
+    // ticks, so a change in the same tick as the read would look the same.
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64);
+    let settled = now.is_ok_and(|n| n - before.5 >= 2);
+    if settled && identity(&std::fs::metadata(path)?) == before {
+        let mut cache = HASHED.lock().expect("hash cache poisoned");
+        cache.retain(|(p, _, _)| p != path);
+        if cache.len() >= 64 {
+            cache.remove(0);
+        }
+        cache.push((path.to_path_buf(), before, hash.clone()));
+    }
+    Ok(hash)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_changed_in_place_is_hashed_again_even_with_its_old_times_and_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("gadfly");
+        std::fs::write(&path, b"binary one").unwrap();
+        // A file changed in the last seconds is not cached (clock ticks).
+        std::thread::sleep(std::time::Duration::from_millis(2100));
+        let first = file_sha256(&path).unwrap();
+        assert_eq!(file_sha256(&path).unwrap(), first, "unchanged: same hash (from the cache)");
+        // Same size, and the modification time put back as it was.
+        let mtime = std::fs::metadata(&path).unwrap().modified().unwrap();
+        std::fs::write(&path, b"binary two").unwrap();
+        std::fs::File::options().write(true).open(&path).unwrap().set_modified(mtime).unwrap();
+        assert_ne!(file_sha256(&path).unwrap(), first, "the status-change time gives the edit away");
+    }
 
     #[test]
     fn attach_merges_is_idempotent_and_detach_restores() {
