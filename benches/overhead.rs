@@ -283,6 +283,24 @@ async fn evaluation() {
 }
 
 async fn memory() {
+    println!("\n== Resident memory while events are recorded through the daemon (10 sessions, post-tool-use) ==");
+    {
+        let f = common::Fixture::new("");
+        let d = common::Daemon::start_with(&f.data_dir(), None);
+        let id = d.create_campaign(&f.spec());
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let total: usize = std::env::var("BENCH_MEMORY_EVENTS").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
+        let step = (total / 10).max(1000);
+        println!("{:>12} {:>10} {:>12}", "events", "RSS MiB", "events/s");
+        println!("{:>12} {:>10.1} {:>12}", 0, rss_kib(d.child.id()) as f64 / 1024.0, "-");
+        let mut done = 0;
+        while done < total {
+            let (rate, _, _) = ingest(&d.url, &d.token, &id, 10, step / 10).await;
+            done += step;
+            println!("{:>12} {:>10.1} {:>12.0}", done, rss_kib(d.child.id()) as f64 / 1024.0, rate);
+        }
+    }
+
     println!("\n== Resident memory of the daemon against recorded events ==");
     let f = common::Fixture::new("");
     let data = f.data_dir();

@@ -5,10 +5,16 @@ use gadfly::cli::{Cli, Command};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    gadfly::telemetry::init(match cli.command {
-        Command::Serve(_) | Command::Worker(_) => "info,tower_http=warn,sqlx=warn",
-        _ => "warn",
-    });
+    // The hook is started at every agent event and writes its own messages
+    // to stderr: logging is set up for it only when RUST_LOG asks (setting
+    // it up is a tenth of the hook's start).
+    let hook = matches!(cli.command, Command::Hook { .. });
+    if !hook || std::env::var_os("RUST_LOG").is_some() {
+        gadfly::telemetry::init(match cli.command {
+            Command::Serve(_) | Command::Worker(_) => "info,tower_http=warn,sqlx=warn",
+            _ => "warn",
+        });
+    }
     match gadfly::cli::run(cli) {
         Ok(code) => code,
         Err(e) => {

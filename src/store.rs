@@ -27,6 +27,8 @@ pub struct Store {
     /// On PostgreSQL, tells the other daemons what this one records.
     announcer: Option<live::Announcer>,
     queued_hint: std::sync::Arc<live::QueuedHint>,
+    /// On SQLite, whose turn it is to write (see [`Store::write_turn`]).
+    write_gate: Option<std::sync::Arc<tokio::sync::Mutex<()>>>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -159,7 +161,22 @@ impl Store {
         };
         migrator.run(&pool).await.context("applying database migrations")?;
         let announcer = (backend == Backend::Postgres).then(|| live::Announcer::start(url.to_string()));
-        Ok(Store { pool, backend, url: url.to_string(), announcer, queued_hint: Default::default() })
+        let write_gate = (backend == Backend::Sqlite).then(Default::default);
+        Ok(Store { pool, backend, url: url.to_string(), announcer, queued_hint: Default::default(), write_gate })
+    }
+
+    /// On SQLite, one write at a time in this process: writers wait here,
+    /// in order, instead of meeting SQLite's busy handler, which sleeps 1,
+    /// 2, 5, 10, 15, 20, 25... ms between retries while another connection
+    /// holds the write lock (a hook call and the transcript follower
+    /// writing at the same moment paid those sleeps). SQLite writes one
+    /// transaction at a time anyway; the busy timeout stays for other
+    /// processes on the same file. Nothing on PostgreSQL.
+    async fn write_turn(&self) -> Option<tokio::sync::MutexGuard<'_, ()>> {
+        match &self.write_gate {
+            Some(gate) => Some(gate.lock().await),
+            None => None,
+        }
     }
 
     pub async fn close(&self) {
@@ -167,6 +184,7 @@ impl Store {
     }
 
     pub async fn insert_campaign(&self, c: &CampaignRow) -> anyhow::Result<()> {
+        let _turn = self.write_turn().await;
         sqlx::query(
             "insert into campaigns (id, name, mode, status, spec_path, spec_toml, spec_json, protected_json, created_at)
              values ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
@@ -197,6 +215,7 @@ impl Store {
         campaign_id: &str,
         files: &[crate::snapshot::PristineFile],
     ) -> anyhow::Result<()> {
+        let _turn = self.write_turn().await;
         let mut tx = self.pool.begin().await?;
         for f in files {
             sqlx::query(
@@ -259,6 +278,7 @@ impl Store {
         payload: &serde_json::Value,
         created_at: &str,
     ) -> anyhow::Result<(i64, bool)> {
+        let _turn = self.write_turn().await;
         let row = sqlx::query(
             "insert into events (campaign_id, session_id, kind, idempotency_key, payload, created_at)
              values ($1, $2, $3, $4, $5, $6)
@@ -292,6 +312,7 @@ impl Store {
         rows: &[(String, String, serde_json::Value)],
         created_at: &str,
     ) -> anyhow::Result<Vec<Option<i64>>> {
+        let _turn = self.write_turn().await;
         let mut tx = self.pool.begin().await?;
         let mut ids = Vec::with_capacity(rows.len());
         for (kind, key, payload) in rows {
@@ -415,6 +436,7 @@ impl Store {
     }
 
     pub async fn insert_evaluation(&self, campaign_id: &str, e: &crate::harness::Evaluation) -> anyhow::Result<i64> {
+        let _turn = self.write_turn().await;
         let mut tx = self.pool.begin().await?;
         let body = serde_json::to_string(e)?;
         let row = sqlx::query(
@@ -460,6 +482,7 @@ impl Store {
 
     /// Rewrites a stored evaluation after gadfly's own re-check changed its verdict.
     pub async fn replace_evaluation_body(&self, id: i64, e: &crate::harness::Evaluation) -> anyhow::Result<()> {
+        let _turn = self.write_turn().await;
         sqlx::query("update evaluations set body = $1, holds = $2, failing_count = $3 where id = $4")
             .bind(serde_json::to_string(e)?)
             .bind(e.verdict.holds as i64)
@@ -516,6 +539,7 @@ impl Store {
     }
 
     pub async fn insert_stop_attempt(&self, s: &NewStopAttempt<'_>) -> anyhow::Result<i64> {
+        let _turn = self.write_turn().await;
         let mut conn = self.pool.acquire().await?;
         Self::stop_attempt_in(&mut conn, s).await
     }
@@ -530,6 +554,7 @@ impl Store {
         payload: &serde_json::Value,
         created_at: &str,
     ) -> anyhow::Result<(i64, i64)> {
+        let _turn = self.write_turn().await;
         let mut tx = self.pool.begin().await?;
         let attempt = Self::stop_attempt_in(&mut tx, s).await?;
         let row = sqlx::query(
@@ -597,6 +622,7 @@ impl Store {
         moment: Option<&str>,
         text: &str,
     ) -> anyhow::Result<i64> {
+        let _turn = self.write_turn().await;
         let row = sqlx::query(
             "insert into questions (campaign_id, source, bank_id, moment, text, status, created_at)
              values ($1, $2, $3, $4, $5, 'queued', $6) returning id",
@@ -646,6 +672,7 @@ impl Store {
         via: &str,
         objective_before: Option<f64>,
     ) -> anyhow::Result<bool> {
+        let _turn = self.write_turn().await;
         let done = sqlx::query(
             "update questions set status = 'delivered', delivered_at = $1, delivered_via = $2,
                  objective_before = cast($3 as double precision)
@@ -816,6 +843,7 @@ pub struct RunRow {
 
 impl Store {
     pub async fn insert_run(&self, campaign_id: &str, agent: &str) -> anyhow::Result<i64> {
+        let _turn = self.write_turn().await;
         let row = sqlx::query(
             "insert into runs (campaign_id, agent, status, turns, started_at) values ($1, $2, 'running', 0, $3) returning id",
         )
@@ -828,6 +856,7 @@ impl Store {
     }
 
     pub async fn update_run(&self, id: i64, session_id: Option<&str>, turns: i64) -> anyhow::Result<()> {
+        let _turn = self.write_turn().await;
         sqlx::query("update runs set session_id = coalesce($1, session_id), turns = case when $2 > turns then $2 else turns end where id = $3")
             .bind(session_id)
             .bind(turns)
@@ -839,6 +868,7 @@ impl Store {
 
     /// Ends a running run; false when it had already ended.
     pub async fn end_run(&self, id: i64, status: &str, outcome: &str) -> anyhow::Result<bool> {
+        let _turn = self.write_turn().await;
         let done = sqlx::query(
             "update runs set status = $1, outcome = $2, ended_at = $3 where id = $4 and status = 'running'",
         )
@@ -875,6 +905,7 @@ impl Store {
         expires_at_ms: i64,
         take_any: bool,
     ) -> anyhow::Result<bool> {
+        let _turn = self.write_turn().await;
         let done = sqlx::query(
             "insert into leases (campaign_id, owner, expires_at_ms, acquired_at) values ($1, $2, $3, $4)
              on conflict (campaign_id) do update set owner = excluded.owner, expires_at_ms = excluded.expires_at_ms,
@@ -894,6 +925,7 @@ impl Store {
 
     /// Gives a lease back (the run ended).
     pub async fn release_lease(&self, campaign_id: &str, owner: &str) -> anyhow::Result<()> {
+        let _turn = self.write_turn().await;
         sqlx::query("delete from leases where campaign_id = $1 and owner = $2")
             .bind(campaign_id)
             .bind(owner)
@@ -927,6 +959,7 @@ impl Store {
 
     /// Records which daemon runs the run now.
     pub async fn set_run_owner(&self, id: i64, owner: &str) -> anyhow::Result<()> {
+        let _turn = self.write_turn().await;
         sqlx::query("update runs set owner = $1 where id = $2").bind(owner).bind(id).execute(&self.pool).await?;
         Ok(())
     }
@@ -947,6 +980,7 @@ impl Store {
     /// Declares a family (or points it at a new ref); an abandoned family
     /// declared again is alive again.
     pub async fn upsert_family(&self, campaign_id: &str, family: &str, git_ref: &str) -> anyhow::Result<()> {
+        let _turn = self.write_turn().await;
         let at = now();
         sqlx::query(
             "insert into beam_families (campaign_id, family, ref, status, created_at, updated_at)
@@ -964,6 +998,7 @@ impl Store {
 
     /// Abandons a family with its reason; false when it does not exist.
     pub async fn abandon_family(&self, campaign_id: &str, family: &str, reason: &str) -> anyhow::Result<bool> {
+        let _turn = self.write_turn().await;
         let done = sqlx::query(
             "update beam_families set status = 'abandoned', reason = $1, updated_at = $2 where campaign_id = $3 and family = $4",
         )
@@ -993,6 +1028,7 @@ impl Store {
         commit: &str,
         evaluation_id: i64,
     ) -> anyhow::Result<()> {
+        let _turn = self.write_turn().await;
         sqlx::query(
             "insert into beam_evaluations (campaign_id, family, commit_id, evaluation_id, created_at)
              values ($1, $2, $3, $4, $5) on conflict (campaign_id, family, commit_id) do nothing",

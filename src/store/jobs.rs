@@ -64,6 +64,7 @@ impl Store {
         archive: &[u8],
         max_attempts: i64,
     ) -> anyhow::Result<i64> {
+        let _turn = self.write_turn().await;
         let at = now();
         let row = sqlx::query(
             "insert into eval_jobs (campaign_id, tree, seed, tags_json, archive_hex, status, attempts, max_attempts, lost, created_at, updated_at)
@@ -104,6 +105,7 @@ impl Store {
         worker_tags: &BTreeMap<String, String>,
         lease: Duration,
     ) -> anyhow::Result<Option<ClaimedJob>> {
+        let _turn = self.write_turn().await;
         const PAGE: i64 = 32;
         let take = "update eval_jobs set status = 'running', worker = $1, lease_expires_at = $2, updated_at = $3
                     where id = $4 and status = 'queued' ";
@@ -174,6 +176,7 @@ impl Store {
     /// Renews the lease of a job this worker holds; false when it no
     /// longer holds it (its lease ran out and the job moved on).
     pub async fn renew_job_lease(&self, job: &ClaimedJob, worker: &str, lease: Duration) -> anyhow::Result<bool> {
+        let _turn = self.write_turn().await;
         let done = sqlx::query(
             "update eval_jobs set lease_expires_at = $1, updated_at = $2
              where id = $3 and status = 'running' and worker = $4 and attempts = $5",
@@ -191,6 +194,7 @@ impl Store {
     /// Stores the evaluation of a job this worker holds; false when it no
     /// longer holds it (the result is then not used).
     pub async fn finish_job(&self, job: &ClaimedJob, worker: &str, evaluation_json: &str) -> anyhow::Result<bool> {
+        let _turn = self.write_turn().await;
         let done = sqlx::query(
             "update eval_jobs set status = 'done', evaluation_json = $1, archive_hex = '', lease_expires_at = null,
                  error = null, updated_at = $2
@@ -216,6 +220,7 @@ impl Store {
         worker: &str,
         reason: &str,
     ) -> anyhow::Result<Option<&'static str>> {
+        let _turn = self.write_turn().await;
         let attempts = job.attempts + 1;
         let (status, error) = if attempts >= job.max_attempts {
             ("failed", format!("the evaluation job failed {attempts} times on workers; the last time: {reason}"))
@@ -242,6 +247,7 @@ impl Store {
     /// Hands a held job back to the queue without counting an attempt
     /// (a worker asked to stop).
     pub async fn release_job(&self, job: &ClaimedJob, worker: &str) -> anyhow::Result<bool> {
+        let _turn = self.write_turn().await;
         let done = sqlx::query(
             "update eval_jobs set status = 'queued', worker = null, lease_expires_at = null, updated_at = $1
              where id = $2 and status = 'running' and worker = $3 and attempts = $4",
@@ -259,6 +265,7 @@ impl Store {
     /// host or its database connection) go back to the queue, or fail once
     /// they used all their attempts. Returns how many were moved.
     pub async fn requeue_expired_jobs(&self) -> anyhow::Result<u64> {
+        let _turn = self.write_turn().await;
         let at = now();
         let rows = sqlx::query(
             "select id, attempts, max_attempts, lost, worker from eval_jobs
