@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::{AnyPool, FromRow, Row};
 
+mod group_commit;
 mod jobs;
 pub mod live;
 pub use jobs::{tags_match, ClaimedJob, JobState};
@@ -29,6 +30,8 @@ pub struct Store {
     queued_hint: std::sync::Arc<live::QueuedHint>,
     /// On SQLite, whose turn it is to write (see [`Store::write_turn`]).
     write_gate: Option<std::sync::Arc<tokio::sync::Mutex<()>>>,
+    /// Single events, written in groups (see [`group_commit`]).
+    events: group_commit::GroupCommit,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -161,8 +164,21 @@ impl Store {
         };
         migrator.run(&pool).await.context("applying database migrations")?;
         let announcer = (backend == Backend::Postgres).then(|| live::Announcer::start(url.to_string()));
-        let write_gate = (backend == Backend::Sqlite).then(Default::default);
-        Ok(Store { pool, backend, url: url.to_string(), announcer, queued_hint: Default::default(), write_gate })
+        let write_gate: Option<std::sync::Arc<tokio::sync::Mutex<()>>> =
+            (backend == Backend::Sqlite).then(Default::default);
+        // SQLite commits one transaction at a time: one writer. PostgreSQL
+        // commits several at once: a few writers, each with its batch.
+        let writers = if backend == Backend::Sqlite { 1 } else { 4 };
+        let events = group_commit::GroupCommit::start(pool.clone(), writers, write_gate.clone(), announcer.clone());
+        Ok(Store {
+            pool,
+            backend,
+            url: url.to_string(),
+            announcer,
+            queued_hint: Default::default(),
+            write_gate,
+            events,
+        })
     }
 
     /// On SQLite, one write at a time in this process: writers wait here,
@@ -278,29 +294,16 @@ impl Store {
         payload: &serde_json::Value,
         created_at: &str,
     ) -> anyhow::Result<(i64, bool)> {
-        let _turn = self.write_turn().await;
-        let row = sqlx::query(
-            "insert into events (campaign_id, session_id, kind, idempotency_key, payload, created_at)
-             values ($1, $2, $3, $4, $5, $6)
-             on conflict (idempotency_key) do nothing
-             returning id",
-        )
-        .bind(campaign_id)
-        .bind(session_id)
-        .bind(kind)
-        .bind(key)
-        .bind(payload.to_string())
-        .bind(created_at)
-        .fetch_optional(&self.pool)
-        .await?;
-        if let Some(row) = row {
-            let id = row.try_get::<i64, _>(0)?;
-            self.announce_event(campaign_id, id);
-            return Ok((id, true));
-        }
-        let existing =
-            sqlx::query("select id from events where idempotency_key = $1").bind(key).fetch_one(&self.pool).await?;
-        Ok((existing.try_get::<i64, _>(0)?, false))
+        self.events
+            .append(group_commit::NewEvent {
+                campaign_id: campaign_id.to_string(),
+                session_id: session_id.map(str::to_string),
+                kind: kind.to_string(),
+                key: key.map(str::to_string),
+                payload: payload.to_string(),
+                created_at: created_at.to_string(),
+            })
+            .await
     }
 
     /// Appends events in one transaction; each keyed row already stored is
@@ -822,6 +825,60 @@ mod tests {
         let again = Store::connect(&url).await.unwrap();
         assert_eq!(again.list_campaigns().await.unwrap().len(), 1);
         assert_eq!(again.events_after("c1", 0, 10).await.unwrap()[0].payload, p);
+    }
+
+    /// Events recorded at once are written in groups: each call gets its own
+    /// id, a key sent twice in one group is stored once, and a row the
+    /// database refuses (an unknown campaign) fails only its own call.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn events_recorded_at_once_are_committed_in_groups_and_a_bad_row_fails_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::connect(&format!("sqlite:{}", dir.path().join("g.db").display())).await.unwrap();
+        let c = CampaignRow {
+            id: "c1".into(),
+            name: "n".into(),
+            mode: "autonomous".into(),
+            status: "active".into(),
+            spec_path: "/x".into(),
+            spec_toml: "".into(),
+            spec_json: "{}".into(),
+            protected_json: "{}".into(),
+            created_at: now(),
+        };
+        store.insert_campaign(&c).await.unwrap();
+        let mut calls = Vec::new();
+        for i in 0..200 {
+            let store = store.clone();
+            calls.push(tokio::spawn(async move {
+                let campaign = if i == 77 { "no-such-campaign" } else { "c1" };
+                // Calls 10 and 11 carry the same key: a retried hook call.
+                let key = if i == 11 { "k-10".to_string() } else { format!("k-{i}") };
+                store
+                    .append_event(
+                        campaign,
+                        Some("s"),
+                        "hook.post_tool_use",
+                        Some(&key),
+                        &serde_json::json!({"i": i}),
+                        &now(),
+                    )
+                    .await
+            }));
+        }
+        let mut results = Vec::new();
+        for c in calls {
+            results.push(c.await.unwrap());
+        }
+        assert!(results[77].is_err(), "the row with an unknown campaign is refused");
+        let ok: Vec<(i64, bool)> =
+            results.iter().enumerate().filter(|(i, _)| *i != 77).map(|(_, r)| *r.as_ref().unwrap()).collect();
+        assert_eq!(ok.iter().filter(|(_, fresh)| *fresh).count(), 198, "every other row is new but one duplicate key");
+        assert_eq!(results[10].as_ref().unwrap().0, results[11].as_ref().unwrap().0, "the same key, the same event");
+        let mut ids: Vec<i64> = ok.iter().filter(|(_, f)| *f).map(|(id, _)| *id).collect();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), 198, "distinct ids");
+        assert_eq!(store.count_events("c1").await.unwrap(), 198);
     }
 }
 

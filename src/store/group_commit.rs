@@ -1,0 +1,154 @@
+//! Group commit of single events: the events that arrive while a commit is
+//! under way are written together, in one transaction, by a writer task,
+//! and each caller is answered only once its row is committed. A hook call
+//! is still acknowledged only after its event is on disk; what changes is
+//! that ten sessions recording at once pay for one commit, not ten.
+//!
+//! A batch that fails as a whole (one row refused, say) is written again
+//! row by row, so that one bad row fails only its own call.
+
+use std::sync::Arc;
+
+use anyhow::anyhow;
+use sqlx::{AnyPool, Row};
+use tokio::sync::{mpsc, oneshot, Mutex};
+
+use super::live::{Announced, Announcer};
+
+/// One event waiting to be written.
+pub struct NewEvent {
+    pub campaign_id: String,
+    pub session_id: Option<String>,
+    pub kind: String,
+    pub key: Option<String>,
+    pub payload: String,
+    pub created_at: String,
+}
+
+type Reply = oneshot::Sender<anyhow::Result<(i64, bool)>>;
+
+/// At most this many events go in one transaction.
+const MAX_BATCH: usize = 256;
+
+/// Hands events to the writer tasks; cloning shares them.
+#[derive(Clone)]
+pub struct GroupCommit {
+    tx: mpsc::UnboundedSender<(NewEvent, Reply)>,
+}
+
+impl GroupCommit {
+    /// Starts `writers` tasks writing to `pool`. `gate`, when given, is
+    /// held for each batch (SQLite's one writer at a time, shared with the
+    /// store's other writes).
+    pub fn start(
+        pool: AnyPool,
+        writers: usize,
+        gate: Option<Arc<Mutex<()>>>,
+        announcer: Option<Announcer>,
+    ) -> GroupCommit {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let rx = Arc::new(Mutex::new(rx));
+        for _ in 0..writers.max(1) {
+            tokio::spawn(write_batches(pool.clone(), rx.clone(), gate.clone(), announcer.clone()));
+        }
+        GroupCommit { tx }
+    }
+
+    /// Writes one event (with a key already stored: records nothing) and
+    /// answers once it is committed: its id, and whether it is new.
+    pub async fn append(&self, event: NewEvent) -> anyhow::Result<(i64, bool)> {
+        let (reply, answer) = oneshot::channel();
+        self.tx.send((event, reply)).map_err(|_| anyhow!("the event writer has stopped"))?;
+        answer.await.map_err(|_| anyhow!("the event writer stopped before committing the event"))?
+    }
+}
+
+async fn write_batches(
+    pool: AnyPool,
+    rx: Arc<Mutex<mpsc::UnboundedReceiver<(NewEvent, Reply)>>>,
+    gate: Option<Arc<Mutex<()>>>,
+    announcer: Option<Announcer>,
+) {
+    loop {
+        // One writer at a time takes what is waiting: the first event, then
+        // whatever else has arrived meanwhile.
+        let mut batch = Vec::new();
+        {
+            let mut rx = rx.lock().await;
+            match rx.recv().await {
+                Some(first) => batch.push(first),
+                None => return,
+            }
+            while batch.len() < MAX_BATCH {
+                match rx.try_recv() {
+                    Ok(more) => batch.push(more),
+                    Err(_) => break,
+                }
+            }
+        }
+        let turn = match &gate {
+            Some(g) => Some(g.lock().await),
+            None => None,
+        };
+        let events: Vec<&NewEvent> = batch.iter().map(|(e, _)| e).collect();
+        let results: Vec<anyhow::Result<(i64, bool)>> = match write_together(&pool, &events).await {
+            Ok(ids) => ids.into_iter().map(Ok).collect(),
+            Err(e) if events.len() == 1 => vec![Err(e)],
+            Err(_) => {
+                let mut r = Vec::with_capacity(events.len());
+                for e in &events {
+                    r.push(write_together(&pool, std::slice::from_ref(e)).await.map(|ids| ids[0]));
+                }
+                r
+            }
+        };
+        drop(turn);
+        for ((event, reply), result) in batch.into_iter().zip(results) {
+            if let (Some(a), Ok((id, true))) = (&announcer, &result) {
+                a.send(Announced::Event { campaign_id: event.campaign_id.clone(), id: *id });
+            }
+            let _ = reply.send(result);
+        }
+    }
+}
+
+/// Writes the events in one transaction (a single event: one statement,
+/// committed by itself). Err only when the transaction failed as a whole.
+async fn write_together(pool: &AnyPool, batch: &[&NewEvent]) -> anyhow::Result<Vec<(i64, bool)>> {
+    const INSERT: &str = "insert into events (campaign_id, session_id, kind, idempotency_key, payload, created_at)
+             values ($1, $2, $3, $4, $5, $6)
+             on conflict (idempotency_key) do nothing
+             returning id";
+    let mut conn = if batch.len() == 1 { None } else { Some(pool.begin().await?) };
+    let mut out = Vec::with_capacity(batch.len());
+    for e in batch {
+        let q = sqlx::query(INSERT)
+            .bind(&e.campaign_id)
+            .bind(&e.session_id)
+            .bind(&e.kind)
+            .bind(&e.key)
+            .bind(&e.payload)
+            .bind(&e.created_at);
+        let row = match conn.as_mut() {
+            Some(tx) => q.fetch_optional(&mut **tx).await?,
+            None => q.fetch_optional(pool).await?,
+        };
+        let written = match row {
+            Some(row) => (row.try_get::<i64, _>(0)?, true),
+            None => {
+                // Already stored under this key (a retried call).
+                let q = sqlx::query("select id from events where idempotency_key = $1").bind(&e.key);
+                let row = match conn.as_mut() {
+                    Some(tx) => q.fetch_one(&mut **tx).await?,
+                    None => q.fetch_one(pool).await?,
+                };
+                (row.try_get::<i64, _>(0)?, false)
+            }
+        };
+        out.push(written);
+    }
+    if let Some(tx) = conn {
+        tx.commit().await?;
+    }
+    Ok(out)
+}
