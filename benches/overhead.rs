@@ -169,7 +169,8 @@ fn workspace_with_files(n: usize) -> common::Fixture {
 async fn main() {
     // `cargo bench --bench overhead -- [ingest] [eval] [memory]`: the
     // sections to run (all when none is named); BENCH_DB=sqlite|postgres
-    // limits ingestion to one database.
+    // limits ingestion to one database, BENCH_SESSIONS=1,10 its session
+    // counts.
     let named: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
     let wants = |section: &str| named.is_empty() || named.iter().any(|n| n == section);
     if wants("ingest") {
@@ -199,7 +200,11 @@ async fn ingestion() {
             println!("postgres   (no server answered; skipped)");
             continue;
         }
-        for sessions in [1usize, 10, 100] {
+        let counts: Vec<usize> = std::env::var("BENCH_SESSIONS")
+            .ok()
+            .map(|v| v.split(',').filter_map(|n| n.trim().parse().ok()).collect())
+            .unwrap_or_else(|| vec![1, 10, 100]);
+        for &sessions in &counts {
             let per = (2000 / sessions).max(20);
             let f = common::Fixture::new("");
             let data = f.data_dir();

@@ -168,8 +168,14 @@ impl Store {
             (backend == Backend::Sqlite).then(Default::default);
         // SQLite commits one transaction at a time: one writer. PostgreSQL
         // commits several at once: a few writers, each with its batch.
-        let writers = if backend == Backend::Sqlite { 1 } else { 4 };
-        let events = group_commit::GroupCommit::start(pool.clone(), writers, write_gate.clone(), announcer.clone());
+        let writers = if backend == Backend::Sqlite { 1 } else { 2 };
+        let events = group_commit::GroupCommit::start(
+            pool.clone(),
+            backend == Backend::Postgres,
+            writers,
+            write_gate.clone(),
+            announcer.clone(),
+        );
         Ok(Store {
             pool,
             backend,

@@ -555,3 +555,58 @@ fn a_question_asked_through_one_daemon_is_delivered_by_the_other() {
     let human = qs.as_array().unwrap().iter().find(|q| q["source"] == "human").expect("the human question");
     assert_eq!(human["status"], "delivered", "{qs}");
 }
+
+/// Hook events posted at the same moment by several sessions are written
+/// in groups (one commit for those that arrive together): each call is
+/// answered with its own event, and a call posted twice at once (a retry
+/// racing the first attempt) is recorded once, both answers naming the
+/// same event. On SQLite and, in CI, on PostgreSQL.
+#[test]
+fn hook_events_posted_at_once_are_each_recorded_once() {
+    let f = Fixture::new("");
+    let d = Daemon::start(&f.data_dir());
+    let id = d.create_campaign(&f.spec());
+    let client = reqwest::blocking::Client::builder().no_proxy().build().unwrap();
+    let post = |tool_use: &str| -> i64 {
+        let body = serde_json::json!({"session_id": format!("s-{}", &tool_use[..1]), "hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_use_id": tool_use});
+        let r = client
+            .post(format!("{}/api/v1/campaigns/{id}/hooks/claude-code/post-tool-use", d.url))
+            .bearer_auth(&d.token)
+            .json(&body)
+            .send()
+            .unwrap();
+        assert!(r.status().is_success(), "{}", r.status());
+        r.json::<serde_json::Value>().unwrap()["event_id"].as_i64().expect("an event id")
+    };
+    // Two threads post the same 100 calls of one group, two others those
+    // of another group: every call is sent twice, at about the same time.
+    let answers: Vec<Vec<(String, i64)>> = std::thread::scope(|s| {
+        let threads: Vec<_> = ["A", "A", "B", "B"]
+            .into_iter()
+            .map(|group| {
+                let post = &post;
+                s.spawn(move || {
+                    (0..100).map(|i| format!("{group}{i}")).map(|t| (t.clone(), post(&t))).collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        threads.into_iter().map(|t| t.join().unwrap()).collect()
+    });
+    let mut by_call: std::collections::BTreeMap<String, Vec<i64>> = Default::default();
+    for (call, event) in answers.into_iter().flatten() {
+        by_call.entry(call).or_default().push(event);
+    }
+    assert_eq!(by_call.len(), 200);
+    for (call, events) in &by_call {
+        assert_eq!(events.len(), 2);
+        assert_eq!(events[0], events[1], "call {call} was answered with two different events");
+    }
+    let log = d.api_get(&format!("/campaigns/{id}/log?tail=5000"));
+    let recorded: Vec<&Value> = log.as_array().unwrap().iter().filter(|e| e["kind"] == "hook.post_tool_use").collect();
+    assert_eq!(recorded.len(), 200, "each call recorded once");
+    let mut ids: Vec<i64> = recorded.iter().map(|e| e["id"].as_i64().unwrap()).collect();
+    ids.sort();
+    let mut answered: Vec<i64> = by_call.values().map(|v| v[0]).collect();
+    answered.sort();
+    assert_eq!(ids, answered, "the answers name the recorded events");
+}

@@ -42,6 +42,7 @@ impl GroupCommit {
     /// store's other writes).
     pub fn start(
         pool: AnyPool,
+        postgres: bool,
         writers: usize,
         gate: Option<Arc<Mutex<()>>>,
         announcer: Option<Announcer>,
@@ -49,7 +50,7 @@ impl GroupCommit {
         let (tx, rx) = mpsc::unbounded_channel();
         let rx = Arc::new(Mutex::new(rx));
         for _ in 0..writers.max(1) {
-            tokio::spawn(write_batches(pool.clone(), rx.clone(), gate.clone(), announcer.clone()));
+            tokio::spawn(write_batches(pool.clone(), postgres, rx.clone(), gate.clone(), announcer.clone()));
         }
         GroupCommit { tx }
     }
@@ -65,6 +66,7 @@ impl GroupCommit {
 
 async fn write_batches(
     pool: AnyPool,
+    postgres: bool,
     rx: Arc<Mutex<mpsc::UnboundedReceiver<(NewEvent, Reply)>>>,
     gate: Option<Arc<Mutex<()>>>,
     announcer: Option<Announcer>,
@@ -91,13 +93,13 @@ async fn write_batches(
             None => None,
         };
         let events: Vec<&NewEvent> = batch.iter().map(|(e, _)| e).collect();
-        let results: Vec<anyhow::Result<(i64, bool)>> = match write_together(&pool, &events).await {
+        let results: Vec<anyhow::Result<(i64, bool)>> = match write_together(&pool, &events, postgres).await {
             Ok(ids) => ids.into_iter().map(Ok).collect(),
             Err(e) if events.len() == 1 => vec![Err(e)],
             Err(_) => {
                 let mut r = Vec::with_capacity(events.len());
                 for e in &events {
-                    r.push(write_together(&pool, std::slice::from_ref(e)).await.map(|ids| ids[0]));
+                    r.push(write_together(&pool, std::slice::from_ref(e), postgres).await.map(|ids| ids[0]));
                 }
                 r
             }
@@ -114,7 +116,10 @@ async fn write_batches(
 
 /// Writes the events in one transaction (a single event: one statement,
 /// committed by itself). Err only when the transaction failed as a whole.
-async fn write_together(pool: &AnyPool, batch: &[&NewEvent]) -> anyhow::Result<Vec<(i64, bool)>> {
+async fn write_together(pool: &AnyPool, batch: &[&NewEvent], postgres: bool) -> anyhow::Result<Vec<(i64, bool)>> {
+    if postgres && batch.len() > 1 {
+        return write_postgres(pool, batch).await;
+    }
     const INSERT: &str = "insert into events (campaign_id, session_id, kind, idempotency_key, payload, created_at)
              values ($1, $2, $3, $4, $5, $6)
              on conflict (idempotency_key) do nothing
@@ -149,6 +154,57 @@ async fn write_together(pool: &AnyPool, batch: &[&NewEvent]) -> anyhow::Result<V
     }
     if let Some(tx) = conn {
         tx.commit().await?;
+    }
+    Ok(out)
+}
+
+/// PostgreSQL: the batch's ids drawn from the sequence first, then every
+/// row in one statement (two round trips for the batch, one commit). The
+/// ids the insert returns say which rows are new; a row skipped for its key
+/// (a retried call) gets the stored event's id.
+async fn write_postgres(pool: &AnyPool, batch: &[&NewEvent]) -> anyhow::Result<Vec<(i64, bool)>> {
+    let ids: Vec<i64> =
+        sqlx::query("select nextval(pg_get_serial_sequence('events', 'id')) from generate_series(1, $1)")
+            .bind(batch.len() as i64)
+            .fetch_all(pool)
+            .await?
+            .iter()
+            .map(|r| r.try_get::<i64, _>(0))
+            .collect::<Result<_, _>>()?;
+    let mut sql = String::from(
+        "insert into events (id, campaign_id, session_id, kind, idempotency_key, payload, created_at) values ",
+    );
+    for i in 0..batch.len() {
+        let b = i * 7;
+        if i > 0 {
+            sql.push_str(", ");
+        }
+        sql.push_str(&format!("(${}, ${}, ${}, ${}, ${}, ${}, ${})", b + 1, b + 2, b + 3, b + 4, b + 5, b + 6, b + 7));
+    }
+    sql.push_str(" on conflict (idempotency_key) do nothing returning id");
+    let mut q = sqlx::query(&sql);
+    for (e, id) in batch.iter().zip(&ids) {
+        q = q
+            .bind(*id)
+            .bind(&e.campaign_id)
+            .bind(&e.session_id)
+            .bind(&e.kind)
+            .bind(&e.key)
+            .bind(&e.payload)
+            .bind(&e.created_at);
+    }
+    let inserted: std::collections::HashSet<i64> =
+        q.fetch_all(pool).await?.iter().map(|r| r.try_get::<i64, _>(0)).collect::<Result<_, _>>()?;
+    let mut out = Vec::with_capacity(batch.len());
+    for (e, id) in batch.iter().zip(ids) {
+        if inserted.contains(&id) {
+            out.push((id, true));
+            continue;
+        }
+        // Skipped: its key is stored already, perhaps by an earlier row of
+        // this very batch.
+        let row = sqlx::query("select id from events where idempotency_key = $1").bind(&e.key).fetch_one(pool).await?;
+        out.push((row.try_get::<i64, _>(0)?, false));
     }
     Ok(out)
 }
