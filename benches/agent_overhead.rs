@@ -48,6 +48,12 @@ fn main() {
         .join("\n");
     std::fs::write(&noop_settings, &noop).unwrap();
     let _: serde_json::Value = serde_json::from_str(&noop).expect("no-op settings are JSON");
+    // gadfly's hooks with `[hooks] transport = "http"`: Claude Code posts the
+    // tool-call and prompt hooks to the daemon itself.
+    let http_settings = home.path().join("gadfly-http-settings.json");
+    let http = gadfly::agent::attach::HttpHooks { url: d.url.clone(), token: d.token.clone() };
+    let ours_http = gadfly::agent::attach::hooks_settings_with("gadfly", &id, Default::default(), Some(&http));
+    std::fs::write(&http_settings, serde_json::to_string_pretty(&ours_http).unwrap()).unwrap();
 
     let run_with = |hooks: u8, tool_calls: usize, latency: Duration| -> f64 {
         let mut script: Vec<Step> =
@@ -70,6 +76,9 @@ fn main() {
             }
             2 => {
                 cmd.arg("--settings").arg(&settings);
+            }
+            3 => {
+                cmd.arg("--settings").arg(&http_settings);
             }
             _ => {}
         }
@@ -99,22 +108,31 @@ fn main() {
     run(0);
     run(1);
     run(2);
-    let (mut with, mut without, mut noop) = (Vec::new(), Vec::new(), Vec::new());
+    run(3);
+    let (mut with, mut without, mut noop, mut with_http) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for _ in 0..RUNS {
         without.push(run(0));
         noop.push(run(1));
         with.push(run(2));
+        with_http.push(run(3));
     }
     let med = |v: &mut Vec<f64>| {
         v.sort_by(|a, b| a.total_cmp(b));
         v[v.len() / 2]
     };
-    let (m_with, m_without, m_noop) = (med(&mut with), med(&mut without), med(&mut noop));
+    let (m_with, m_without, m_noop, m_http) = (med(&mut with), med(&mut without), med(&mut noop), med(&mut with_http));
     println!("Scripted Claude Code run: {TOOL_CALLS} Bash tool calls and a stop, {RUNS} runs each, alternating");
     println!("{:<16} {:>12} {:>12} {:>12}", "", "median s", "min s", "max s");
     println!("{:<16} {:>12.3} {:>12.3} {:>12.3}", "no hooks", m_without, without[0], without[without.len() - 1]);
     println!("{:<16} {:>12.3} {:>12.3} {:>12.3}", "no-op hooks", m_noop, noop[0], noop[noop.len() - 1]);
     println!("{:<16} {:>12.3} {:>12.3} {:>12.3}", "gadfly hooks", m_with, with[0], with[with.len() - 1]);
+    println!("{:<16} {:>12.3} {:>12.3} {:>12.3}", "gadfly, http", m_http, with_http[0], with_http[with_http.len() - 1]);
+    println!(
+        "with [hooks] transport = \"http\": gadfly adds {:.1} ms per run ({:.1}%), {:.2} ms per tool call",
+        (m_http - m_without) * 1e3,
+        (m_http - m_without) / m_without * 100.0,
+        (m_http - m_without) * 1e3 / TOOL_CALLS as f64
+    );
     let added = m_with - m_without;
     println!(
         "gadfly adds {:.1} ms per run ({:.1}%), {:.2} ms per tool call (PostToolUse hook, plus SessionStart, UserPromptSubmit, Stop, SessionEnd per run)",
@@ -132,16 +150,15 @@ fn main() {
 
     // The same, with each model turn taking as long as a fast real model's
     // (LATENCY_MS, default 1500 ms): what the overhead is in a real run.
-    let latency = Duration::from_millis(
-        std::env::var("LATENCY_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(1500),
-    );
+    let latency = Duration::from_millis(std::env::var("LATENCY_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(1500));
     let (calls, runs) = (10, 3);
-    let (mut with, mut without) = (Vec::new(), Vec::new());
+    let (mut with, mut without, mut with_http) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..runs {
         without.push(run_with(0, calls, latency));
         with.push(run_with(2, calls, latency));
+        with_http.push(run_with(3, calls, latency));
     }
-    let (m_with, m_without) = (med(&mut with), med(&mut without));
+    let (m_with, m_without, m_http) = (med(&mut with), med(&mut without), med(&mut with_http));
     println!(
         "\nWith a model that takes {} ms per turn: {calls} Bash tool calls and a stop, {runs} runs each, alternating",
         latency.as_millis()
@@ -149,11 +166,14 @@ fn main() {
     println!("{:<16} {:>12} {:>12} {:>12}", "", "median s", "min s", "max s");
     println!("{:<16} {:>12.3} {:>12.3} {:>12.3}", "no hooks", m_without, without[0], without[without.len() - 1]);
     println!("{:<16} {:>12.3} {:>12.3} {:>12.3}", "gadfly hooks", m_with, with[0], with[with.len() - 1]);
-    let added = m_with - m_without;
-    println!(
-        "gadfly adds {:.1} ms per run ({:.2}% of the run), {:.2} ms per tool call",
-        added * 1e3,
-        added / m_without * 100.0,
-        added * 1e3 / calls as f64
-    );
+    println!("{:<16} {:>12.3} {:>12.3} {:>12.3}", "gadfly, http", m_http, with_http[0], with_http[with_http.len() - 1]);
+    for (name, m) in [("command hooks", m_with), ("[hooks] transport = \"http\"", m_http)] {
+        let added = m - m_without;
+        println!(
+            "{name}: gadfly adds {:.1} ms per run ({:.2}% of the run), {:.2} ms per tool call",
+            added * 1e3,
+            added / m_without * 100.0,
+            added * 1e3 / calls as f64
+        );
+    }
 }

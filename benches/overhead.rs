@@ -290,7 +290,9 @@ async fn evaluation() {
 async fn memory() {
     println!("\n== Resident memory while events are recorded through the daemon (10 sessions, post-tool-use) ==");
     {
-        let f = common::Fixture::new("");
+        // BENCH_MEMORY_SPEC: TOML added to the campaign's spec (e.g. to turn
+        // the idle-plateau detector off and see what it costs).
+        let f = common::Fixture::new(&std::env::var("BENCH_MEMORY_SPEC").unwrap_or_default());
         let d = common::Daemon::start_with(&f.data_dir(), None);
         let id = d.create_campaign(&f.spec());
         tokio::time::sleep(Duration::from_millis(500)).await;

@@ -39,6 +39,15 @@ struct RawSpec {
     questions: RawQuestions,
     #[serde(default)]
     gate: RawGate,
+    #[serde(default)]
+    hooks: RawHooks,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHooks {
+    #[serde(default)]
+    transport: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -154,6 +163,9 @@ pub struct CampaignSpec {
     /// What the Stop hook does when it cannot reach the daemon.
     #[serde(default)]
     pub gate: GateSpec,
+    /// How the agent's hooks reach the daemon.
+    #[serde(default)]
+    pub hooks: HooksSpec,
     /// Sections later issues own (moments, agent, beam), kept as written.
     #[serde(default)]
     pub extra: serde_json::Map<String, serde_json::Value>,
@@ -205,6 +217,21 @@ impl Default for GateSpec {
     fn default() -> Self {
         GateSpec { fail_closed: true, unavailable_blocks: 3 }
     }
+}
+
+/// `[hooks] transport`: how Claude Code's frequent hooks (PostToolUse,
+/// UserPromptSubmit), which record and may carry a queued
+/// question, reach the daemon. `"command"` (the default): a `gadfly hook`
+/// process each, which spools what it cannot deliver. `"http"`: Claude Code
+/// posts them to the daemon itself, with no process to start (about ten
+/// times cheaper per hook, see BENCHMARKS.md); while the daemon is down
+/// they are lost, and the transcript the daemon follows still has the tool
+/// calls. The stop gate (Stop, SubagentStop), SessionStart and SessionEnd
+/// are always `gadfly hook` commands: the gate must fail closed and spool.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct HooksSpec {
+    #[serde(default)]
+    pub http: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -475,6 +502,16 @@ pub fn parse(text: &str, file: &str, base: &Path) -> Result<CampaignSpec, SpecEr
             _ => loc.push(n.span(), "gate.unavailable_blocks", "must be between 1 and 1000"),
         }
     }
+    let mut hooks = HooksSpec::default();
+    if let Some(t) = &raw.hooks.transport {
+        match t.get_ref().as_str() {
+            "command" => hooks.http = false,
+            "http" => hooks.http = true,
+            other => {
+                loc.push(t.span(), "hooks.transport", format!("unknown value `{other}`; expected command or http"))
+            }
+        }
+    }
     if let Some(a) = &raw.architecture {
         if a.get_ref().trim().is_empty() {
             loc.push(a.span(), "architecture", "must not be empty when given");
@@ -519,6 +556,7 @@ pub fn parse(text: &str, file: &str, base: &Path) -> Result<CampaignSpec, SpecEr
         },
         mode,
         gate,
+        hooks,
         extra,
     })
 }

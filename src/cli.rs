@@ -400,19 +400,25 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
                 Some(p) => std::fs::canonicalize(&p).with_context(|| format!("--hook-bin {}", p.display()))?,
                 None => std::env::current_exe()?,
             };
-            let path = crate::agent::attach::attach(&dir, &exe.display().to_string(), &id, gate)?;
             let c = client(Duration::from_secs(30))?;
+            let hook_token = c.get(&format!("/campaigns/{id}/hook-token")).await?;
+            let hook_token = hook_token["token"].as_str().unwrap_or_default().to_string();
+            let hooks: crate::campaign::HooksSpec =
+                serde_json::from_value(campaign["spec"]["hooks"].clone()).unwrap_or_default();
+            let http = hooks
+                .http
+                .then(|| crate::agent::attach::HttpHooks { url: c.base_url().to_string(), token: hook_token.clone() });
+            let path = crate::agent::attach::attach(&dir, &exe.display().to_string(), &id, gate, http.as_ref())?;
             // The daemon keeps what was written, to catch a change to it.
             let installed = crate::agent::attach::Installed::new("attach", &path, &dir, &exe, &id)?;
             c.post(&format!("/campaigns/{id}/hook-installs"), &json!({"installed": installed})).await?;
-            let hook_token = c.get(&format!("/campaigns/{id}/hook-token")).await?;
             println!("gadfly hooks for campaign {id} written to {}", path.display());
             println!(
                 "start `claude` in {} with these set (the token only lets the agent's hooks post events and ask for evaluations):",
                 dir.display()
             );
             println!("  export GADFLY_URL={}", c.base_url());
-            println!("  export GADFLY_TOKEN={}", hook_token["token"].as_str().unwrap_or_default());
+            println!("  export GADFLY_TOKEN={hook_token}");
             println!("`gadfly detach {id}` removes the hooks");
             Ok(ExitCode::SUCCESS)
         }

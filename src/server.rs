@@ -580,7 +580,9 @@ fn valid_event(event: &str) -> bool {
 
 /// An agent's hook event (the payload its hook received on stdin). A
 /// `stop` is judged by the Stop gate: the reply's `output` is what the hook
-/// prints (a block decision while any scenario fails).
+/// prints (a block decision while any scenario fails). With
+/// `answer=agent` (Claude Code's HTTP hooks) the answer is that output
+/// alone, `{}` when there is none.
 #[utoipa::path(post, path = "/campaigns/{id}/hooks/{agent}/{event}", tag = "hooks",
     params(CampaignId,
         ("agent" = inline(HookAgent), Path, description = "The agent whose hook protocol is spoken"),
@@ -605,8 +607,17 @@ async fn hook(
     }
     let agent = agent.as_str();
     let call_id = headers.get(CALL_ID_HEADER).and_then(|v| v.to_str().ok());
+    let for_agent = match spool.answer.as_deref() {
+        None => false,
+        Some("agent") => true,
+        Some(other) => {
+            return Err(ApiError::Invalid(format!(
+                "unknown `answer={other}`; expected `agent` (the hook's output alone) or nothing (the daemon's reply)"
+            )))
+        }
+    };
     let reply = match spool {
-        SpoolQuery { spooled_at: Some(at), outcome, why } => {
+        SpoolQuery { spooled_at: Some(at), outcome, why, .. } => {
             let meta = crate::supervisor::SpooledMeta {
                 at,
                 outcome: outcome.ok_or_else(|| ApiError::Invalid("a spooled call needs `outcome`".into()))?,
@@ -616,11 +627,14 @@ async fn hook(
         }
         _ => state.supervisor.handle_hook(&id, agent, &event, call_id, payload).await?,
     };
+    if for_agent {
+        return Ok(Json(reply.output.unwrap_or_else(|| json!({}))));
+    }
     Ok(Json(serde_json::to_value(reply).map_err(anyhow::Error::from)?))
 }
 
 /// Set when the hook client replays a call it spooled while the daemon
-/// was unreachable (see `spool`).
+/// was unreachable (see `spool`); `answer` for an agent posting itself.
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 struct SpoolQuery {
@@ -631,6 +645,10 @@ struct SpoolQuery {
     outcome: Option<String>,
     /// Why the daemon could not be reached.
     why: Option<String>,
+    /// `agent`: answer with the hook's output alone (what Claude Code's
+    /// HTTP hooks read), `{}` when there is none.
+    #[param(pattern = "^agent$")]
+    answer: Option<String>,
 }
 
 #[derive(Deserialize, ToSchema)]

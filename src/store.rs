@@ -700,13 +700,46 @@ impl Store {
 impl Store {
     /// What learned yield is computed from: every delivered bank question
     /// and every evaluation's objective, over all campaigns.
+    /// What question selection needs of a campaign's history, without its
+    /// texts: how many questions it was asked, and its bank ids as an
+    /// oldest-first list in which each id appears as often as it was asked,
+    /// its copies together, ordered by their latest ask.
+    pub async fn asked_bank_ids(&self, campaign_id: &str) -> anyhow::Result<(Vec<String>, usize)> {
+        let rows = sqlx::query(
+            "select bank_id, count(*), max(id) from questions
+             where campaign_id = $1 and bank_id is not null group by bank_id order by max(id)",
+        )
+        .bind(campaign_id)
+        .fetch_all(&self.pool)
+        .await?;
+        let mut ids = Vec::new();
+        for r in &rows {
+            let id: String = r.try_get(0)?;
+            let n: i64 = r.try_get(1)?;
+            ids.extend(std::iter::repeat_n(id, n.max(1) as usize));
+        }
+        let total: i64 = sqlx::query("select count(*) from questions where campaign_id = $1")
+            .bind(campaign_id)
+            .fetch_one(&self.pool)
+            .await?
+            .try_get(0)?;
+        Ok((ids, total as usize))
+    }
+
     pub async fn yield_history(
         &self,
     ) -> anyhow::Result<(Vec<crate::bank::learn::Asked>, Vec<crate::bank::learn::EvalPoint>)> {
+        // The latest YIELD_QUESTIONS questions and YIELD_EVALUATIONS
+        // evaluations: what a selection costs stays bounded however long
+        // the campaigns run (the daemon picks a question at every moment).
         let qs = sqlx::query(
-            "select id, campaign_id, bank_id, delivered_at from questions
-             where status = 'delivered' and delivered_at is not null and bank_id is not null order by id",
+            "select id, campaign_id, bank_id, delivered_at from (
+                 select id, campaign_id, bank_id, delivered_at from questions
+                 where status = 'delivered' and delivered_at is not null and bank_id is not null
+                 order by id desc limit $1) latest
+             order by id",
         )
+        .bind(YIELD_QUESTIONS)
         .fetch_all(&self.pool)
         .await?;
         let asked = qs
@@ -720,9 +753,14 @@ impl Store {
                 })
             })
             .collect::<anyhow::Result<Vec<_>>>()?;
-        let es = sqlx::query("select id, campaign_id, created_at, geomean from evaluations order by id")
-            .fetch_all(&self.pool)
-            .await?;
+        let es = sqlx::query(
+            "select id, campaign_id, created_at, geomean from (
+                 select id, campaign_id, created_at, geomean from evaluations order by id desc limit $1) latest
+             order by id",
+        )
+        .bind(YIELD_EVALUATIONS)
+        .fetch_all(&self.pool)
+        .await?;
         let evals = es
             .iter()
             .map(|r| {
@@ -737,6 +775,11 @@ impl Store {
         Ok((asked, evals))
     }
 }
+
+/// How much history the learned yield of bank entries reads: the latest
+/// questions asked (with a bank id, across campaigns) and evaluations.
+pub const YIELD_QUESTIONS: i64 = 2000;
+pub const YIELD_EVALUATIONS: i64 = 20_000;
 
 const CAMPAIGN_SELECT: &str =
     "select id, name, mode, status, spec_path, spec_toml, spec_json, protected_json, created_at from campaigns";

@@ -1267,10 +1267,9 @@ impl Supervisor {
         &self,
         campaign_id: &str,
     ) -> anyhow::Result<(Vec<String>, usize, HashMap<String, EntryStats>)> {
-        let asked = self.inner.store.list_questions(campaign_id, false).await?;
-        let asked_ids: Vec<String> = asked.iter().filter_map(|q| q.bank_id.clone()).collect();
+        let (asked_ids, asked) = self.inner.store.asked_bank_ids(campaign_id).await?;
         let stats: HashMap<String, EntryStats> = self.bank_stats().await?.into_iter().collect();
-        Ok((asked_ids, asked.len(), stats))
+        Ok((asked_ids, asked, stats))
     }
 
     /// A bank question for `moment` (see [`crate::bank::select`]), or a

@@ -260,3 +260,64 @@ fn the_block_cap_ends_a_blocked_turn_looking_like_a_success() {
         run.explain(&mock)
     );
 }
+
+/// With `[hooks] transport = "http"`, Claude Code posts its frequent hooks
+/// (UserPromptSubmit, PostToolUse) to the daemon itself, no
+/// process started, and reads the daemon's answer as the hook's output:
+/// they are recorded, a person's question reaches the model as hook
+/// context, and the Stop gate, still a `gadfly hook` command, judges the
+/// stop.
+#[test]
+fn http_hooks_record_tool_calls_and_deliver_a_question_while_the_gate_stays_a_command() {
+    let Some(bin) = claude_bin("http_hooks_record_tool_calls_and_deliver_a_question_while_the_gate_stays_a_command")
+    else {
+        return;
+    };
+    let f = Fixture::new("");
+    let d = Daemon::start(&f.data_dir());
+    let id = d.create_campaign(&f.spec());
+    let home = tempfile::tempdir().unwrap();
+    let question = "Which scenario is slowest, and what bounds it?";
+    let out = d.run(&["ask", &id, question]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    let mock = MockModel::start(vec![
+        Step::shell(&write_candidate(ALL_PASS)).described("Write the candidate"),
+        Step::shell("true").described("Check"),
+        Step::text("Every scenario passes. Done."),
+    ]);
+    let token = d.api_get(&format!("/campaigns/{id}/hook-token"))["token"].as_str().unwrap().to_string();
+    let http = gadfly::agent::attach::HttpHooks { url: d.url.clone(), token };
+    let ours = gadfly::agent::attach::hooks_settings_with("gadfly", &id, Default::default(), Some(&http));
+    assert_eq!(ours["hooks"]["PostToolUse"][0]["hooks"][0]["type"], "http");
+    assert_eq!(ours["hooks"]["Stop"][0]["hooks"][0]["type"], "command");
+    let mut cmd = claude(&bin, home.path(), &mock, &d, &id, &f.ws(), "Make every scenario pass");
+    std::fs::write(home.path().join("gadfly-settings.json"), serde_json::to_string_pretty(&ours).unwrap()).unwrap();
+    // The HTTP hooks carry their token in the settings; the command hooks
+    // still read GADFLY_URL and GADFLY_TOKEN.
+    cmd.env("GADFLY_TOKEN", &d.token);
+    let run = run_agent(cmd, TIMEOUT);
+    eprintln!("claude ran for {:.2} s\n{}", run.elapsed.as_secs_f64(), mock.describe());
+    assert_success(&run, &mock);
+    assert!(mock.unmatched().is_empty(), "{}", run.explain(&mock));
+
+    let log = d.api_get(&format!("/campaigns/{id}/log"));
+    let count = |kind: &str| log.as_array().unwrap().iter().filter(|e| e["kind"] == kind).count();
+    assert_eq!(count("hook.post_tool_use"), 2, "both tool calls, posted by Claude Code itself: {log}");
+    assert_eq!(count("hook.session_start"), 1, "{log}");
+    assert_eq!(count("hook.user_prompt_submit"), 1, "{log}");
+    let stops = d.api_get(&format!("/campaigns/{id}/stops"));
+    assert_eq!(stops.as_array().unwrap().last().unwrap()["decision"], "allow", "{stops}");
+
+    // The question went out in an HTTP hook's answer, once, and the model got it.
+    let qs = d.api_get(&format!("/campaigns/{id}/questions"));
+    let human = qs.as_array().unwrap().iter().find(|q| q["source"] == "human").expect("the question");
+    assert_eq!(human["status"], "delivered", "{qs}");
+    assert_eq!(human["delivered_via"], "hook_additional_context", "{qs}");
+    let requests = mock.agent_requests();
+    assert!(
+        requests.iter().any(|r| r.to_string().contains(question)),
+        "the question never reached the model: {}",
+        run.explain(&mock)
+    );
+}

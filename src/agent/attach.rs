@@ -48,16 +48,48 @@ fn shell_word(s: &str) -> String {
     }
 }
 
-/// Whether a hook command is one of gadfly's for this campaign.
-fn is_ours(command: &str, campaign: &str) -> bool {
-    command.contains(" hook claude-code ") && command.ends_with(&format!("--campaign {campaign}"))
+/// Whether a hook entry is one of gadfly's for this campaign: a
+/// `gadfly hook` command, or an HTTP hook posting to its hook route.
+fn is_ours(hook: &Value, campaign: &str) -> bool {
+    if let Some(command) = hook["command"].as_str() {
+        return command.contains(" hook claude-code ") && command.ends_with(&format!("--campaign {campaign}"));
+    }
+    hook["url"].as_str().is_some_and(|u| u.contains(&format!("/api/v1/campaigns/{campaign}/hooks/claude-code/")))
 }
 
-/// gadfly's hooks as a settings object (what spawn mode passes with --settings).
+/// Where HTTP hooks post (the daemon's URL) and the hook token they show.
+#[derive(Debug, Clone)]
+pub struct HttpHooks {
+    pub url: String,
+    pub token: String,
+}
+
+/// The events that go over HTTP with `[hooks] transport = "http"`: the
+/// frequent ones, which record and may carry a queued question. Never the
+/// stop gate, which must fail closed and spool, nor SessionEnd; nor
+/// SessionStart, for which Claude Code (2.1.332) skips HTTP hooks.
+pub const HTTP_EVENTS: &[&str] = &["PostToolUse", "UserPromptSubmit"];
+
+/// gadfly's hooks as a settings object (what spawn mode passes with
+/// --settings), all as `gadfly hook` commands.
 pub fn hooks_settings(exe: &str, campaign: &str, gate: GateSpec) -> Value {
+    hooks_settings_with(exe, campaign, gate, None)
+}
+
+/// gadfly's hooks, the [`HTTP_EVENTS`] as HTTP hooks when `http` is given.
+pub fn hooks_settings_with(exe: &str, campaign: &str, gate: GateSpec, http: Option<&HttpHooks>) -> Value {
     let mut hooks = Map::new();
     for (event, kebab, timeout) in HOOKS {
-        let mut group = json!({"hooks": [{"type": "command", "command": hook_command(exe, kebab, campaign, gate), "timeout": timeout}]});
+        let hook = match http {
+            Some(h) if HTTP_EVENTS.contains(event) => json!({
+                "type": "http",
+                "url": format!("{}/api/v1/campaigns/{campaign}/hooks/claude-code/{kebab}?answer=agent", h.url.trim_end_matches('/')),
+                "headers": {"Authorization": format!("Bearer {}", h.token)},
+                "timeout": 10,
+            }),
+            _ => json!({"type": "command", "command": hook_command(exe, kebab, campaign, gate), "timeout": timeout}),
+        };
+        let mut group = json!({"hooks": [hook]});
         if *event == "PostToolUse" {
             group["matcher"] = json!("*");
         }
@@ -67,7 +99,13 @@ pub fn hooks_settings(exe: &str, campaign: &str, gate: GateSpec) -> Value {
 }
 
 /// Merges gadfly's hooks into `settings` (idempotent).
-pub fn merge(settings: &mut Value, exe: &str, campaign: &str, gate: GateSpec) -> anyhow::Result<()> {
+pub fn merge(
+    settings: &mut Value,
+    exe: &str,
+    campaign: &str,
+    gate: GateSpec,
+    http: Option<&HttpHooks>,
+) -> anyhow::Result<()> {
     if !settings.is_object() {
         bail!("the settings file must hold a JSON object");
     }
@@ -77,17 +115,11 @@ pub fn merge(settings: &mut Value, exe: &str, campaign: &str, gate: GateSpec) ->
     let obj = settings.as_object_mut().context("the settings file must hold a JSON object")?;
     let hooks = obj.entry("hooks").or_insert_with(|| json!({}));
     let hooks = hooks.as_object_mut().context("`hooks` in the settings file must be an object")?;
-    let ours = hooks_settings(exe, campaign, gate);
+    let ours = hooks_settings_with(exe, campaign, gate, http);
     for (event, groups) in ours["hooks"].as_object().into_iter().flatten() {
         let list = hooks.entry(event.clone()).or_insert_with(|| json!([]));
         let list = list.as_array_mut().with_context(|| format!("`hooks.{event}` must be an array"))?;
-        let present = list.iter().any(|g| {
-            g["hooks"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .any(|h| h["command"].as_str().is_some_and(|c| is_ours(c, campaign)))
-        });
+        let present = list.iter().any(|g| g["hooks"].as_array().into_iter().flatten().any(|h| is_ours(h, campaign)));
         if !present {
             list.extend(groups.as_array().cloned().unwrap_or_default());
         }
@@ -104,7 +136,7 @@ pub fn remove(settings: &mut Value, campaign: &str) -> usize {
         for g in groups.iter_mut() {
             if let Some(hs) = g.get_mut("hooks").and_then(Value::as_array_mut) {
                 let before = hs.len();
-                hs.retain(|h| !h["command"].as_str().is_some_and(|c| is_ours(c, campaign)));
+                hs.retain(|h| !is_ours(h, campaign));
                 removed += before - hs.len();
             }
         }
@@ -141,13 +173,19 @@ fn write(path: &Path, value: &Value) -> anyhow::Result<()> {
 }
 
 /// Attaches: writes the hooks into DIR/.claude/settings.local.json.
-pub fn attach(dir: &Path, exe: &str, campaign: &str, gate: GateSpec) -> anyhow::Result<PathBuf> {
+pub fn attach(
+    dir: &Path,
+    exe: &str,
+    campaign: &str,
+    gate: GateSpec,
+    http: Option<&HttpHooks>,
+) -> anyhow::Result<PathBuf> {
     if !dir.is_dir() {
         bail!("{} is not a directory", dir.display());
     }
     let path = settings_path(dir);
     let mut settings = read(&path)?;
-    merge(&mut settings, exe, campaign, gate)?;
+    merge(&mut settings, exe, campaign, gate, http)?;
     write(&path, &settings)?;
     Ok(path)
 }
@@ -210,7 +248,7 @@ impl Installed {
                 for (event, groups) in settings["hooks"].as_object().into_iter().flatten() {
                     for g in groups.as_array().into_iter().flatten() {
                         for h in g["hooks"].as_array().into_iter().flatten() {
-                            if h["command"].as_str().is_some_and(|c| is_ours(c, campaign)) {
+                            if is_ours(h, campaign) {
                                 entries.push(json!([event, g["matcher"], h]));
                             }
                         }
@@ -301,6 +339,48 @@ mod tests {
     use super::*;
 
     #[test]
+    fn http_transport_posts_the_frequent_hooks_and_keeps_the_gate_a_command() {
+        let dir = tempfile::tempdir().unwrap();
+        let http = HttpHooks { url: "http://127.0.0.1:7300/".into(), token: "gfh1.qr-1.abc".into() };
+        let path = settings_path(dir.path());
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, r#"{"hooks": {"PostToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "lint.sh"}]}]}}"#).unwrap();
+        attach(dir.path(), "/opt/gadfly", "qr-1", GateSpec::default(), Some(&http)).unwrap();
+        attach(dir.path(), "/opt/gadfly", "qr-1", GateSpec::default(), Some(&http)).unwrap();
+        let s = read(&path).unwrap();
+        let post = &s["hooks"]["PostToolUse"];
+        assert_eq!(post.as_array().unwrap().len(), 2, "the user's hook and gadfly's, once: {post}");
+        let ours = &post[1]["hooks"][0];
+        assert_eq!(ours["type"], "http");
+        assert_eq!(
+            ours["url"],
+            "http://127.0.0.1:7300/api/v1/campaigns/qr-1/hooks/claude-code/post-tool-use?answer=agent"
+        );
+        assert_eq!(ours["headers"]["Authorization"], "Bearer gfh1.qr-1.abc");
+        for event in ["Stop", "SubagentStop", "SessionEnd", "SessionStart"] {
+            let h = &s["hooks"][event][0]["hooks"][0];
+            assert_eq!(h["type"], "command", "{event} stays a gadfly hook command: {h}");
+        }
+        assert_eq!(s["hooks"]["UserPromptSubmit"][0]["hooks"][0]["type"], "http");
+        // The fingerprint covers the HTTP entries too: editing one shows.
+        let installed = Installed {
+            kind: "attach".into(),
+            settings_path: path.clone(),
+            dir: dir.path().to_path_buf(),
+            exe: "/opt/gadfly".into(),
+            exe_sha256: String::new(),
+            fingerprint: String::new(),
+        };
+        let before = installed.current_fingerprint("qr-1").unwrap();
+        let edited = std::fs::read_to_string(&path).unwrap().replace("post-tool-use?answer=agent", "nowhere");
+        std::fs::write(&path, edited).unwrap();
+        assert_ne!(installed.current_fingerprint("qr-1").unwrap(), before);
+        assert_eq!(detach(dir.path(), "qr-1").unwrap(), 6, "every entry gadfly wrote, HTTP or command");
+        let left = read(&path).unwrap();
+        assert_eq!(left["hooks"]["PostToolUse"][0]["hooks"][0]["command"], "lint.sh");
+    }
+
+    #[test]
     fn a_file_changed_in_place_is_hashed_again_even_with_its_old_times_and_size() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("gadfly");
@@ -329,9 +409,9 @@ mod tests {
             }
         });
         std::fs::write(&path, serde_json::to_string_pretty(&original).unwrap()).unwrap();
-        attach(dir.path(), "/opt/gadfly/bin/gadfly", "qr-1", GateSpec::default()).unwrap();
+        attach(dir.path(), "/opt/gadfly/bin/gadfly", "qr-1", GateSpec::default(), None).unwrap();
         let once = std::fs::read_to_string(&path).unwrap();
-        attach(dir.path(), "/opt/gadfly/bin/gadfly", "qr-1", GateSpec::default()).unwrap();
+        attach(dir.path(), "/opt/gadfly/bin/gadfly", "qr-1", GateSpec::default(), None).unwrap();
         assert_eq!(once, std::fs::read_to_string(&path).unwrap(), "attach is idempotent");
         let v: Value = serde_json::from_str(&once).unwrap();
         assert_eq!(v["permissions"], original["permissions"]);
@@ -353,8 +433,8 @@ mod tests {
     #[test]
     fn another_campaigns_hooks_are_left_alone_and_bad_json_is_refused() {
         let mut s = json!({});
-        merge(&mut s, "gadfly", "a", GateSpec::default()).unwrap();
-        merge(&mut s, "gadfly", "b", GateSpec::default()).unwrap();
+        merge(&mut s, "gadfly", "a", GateSpec::default(), None).unwrap();
+        merge(&mut s, "gadfly", "b", GateSpec::default(), None).unwrap();
         assert_eq!(remove(&mut s, "a"), HOOKS.len());
         assert_eq!(
             s["hooks"]["Stop"][0]["hooks"][0]["command"],
@@ -368,7 +448,7 @@ mod tests {
         let path = settings_path(dir.path());
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, "{ not json").unwrap();
-        let err = attach(dir.path(), "gadfly", "a", GateSpec::default()).unwrap_err();
+        let err = attach(dir.path(), "gadfly", "a", GateSpec::default(), None).unwrap_err();
         assert!(format!("{err:#}").contains("is not valid JSON"), "{err:#}");
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "{ not json", "nothing overwritten");
     }

@@ -155,7 +155,14 @@ pub async fn start(sup: &Supervisor, campaign_id: &str, kind: AgentKind) -> anyh
         }
     };
     sup.store().set_run_owner(run_id, sup.owner()).await?;
-    sup.record(campaign_id, None, "run.started", None, json!({"run_id": run_id, "agent": kind.as_str(), "daemon": sup.owner()})).await?;
+    sup.record(
+        campaign_id,
+        None,
+        "run.started",
+        None,
+        json!({"run_id": run_id, "agent": kind.as_str(), "daemon": sup.owner()}),
+    )
+    .await?;
     launch(sup, campaign_id, spec, agent, kind, run_id, None, token);
     Ok(run_id)
 }
@@ -165,7 +172,8 @@ pub async fn start(sup: &Supervisor, campaign_id: &str, kind: AgentKind) -> anyh
 /// (`--resume`), told that its previous process stopped, and supervised
 /// to the end here.
 pub async fn resume(sup: &Supervisor, run: &crate::store::RunRow) -> anyhow::Result<()> {
-    let kind = AgentKind::parse(&run.agent).ok_or_else(|| anyhow!("run {} has an unknown agent `{}`", run.id, run.agent))?;
+    let kind =
+        AgentKind::parse(&run.agent).ok_or_else(|| anyhow!("run {} has an unknown agent `{}`", run.id, run.agent))?;
     let (_row, spec) = sup.campaign(&run.campaign_id).await.map_err(|e| anyhow!("{e}"))?;
     let agent = AgentSpec::from_campaign(&spec)?;
     let token = CancellationToken::new();
@@ -213,7 +221,13 @@ fn launch(
             // on the same database) resumes it.
             tracing::info!(campaign = %campaign, run = run_id, "agent run suspended for the daemon's shutdown");
             let _ = sup2
-                .record(&campaign, None, "run.suspended", None, json!({"run_id": run_id, "why": "the daemon shut down; the next one resumes the run"}))
+                .record(
+                    &campaign,
+                    None,
+                    "run.suspended",
+                    None,
+                    json!({"run_id": run_id, "why": "the daemon shut down; the next one resumes the run"}),
+                )
                 .await;
             sup2.unregister_run(&campaign);
             sup2.release_lease(&campaign).await;
@@ -415,7 +429,19 @@ async fn claude_loop(ctx: &RunCtx) -> anyhow::Result<Outcome> {
     let settings = settings_dir.join("claude-settings.json");
     std::fs::write(
         &settings,
-        serde_json::to_string_pretty(&super::attach::hooks_settings(&exe, &ctx.campaign, ctx.spec.gate))?,
+        serde_json::to_string_pretty(&super::attach::hooks_settings_with(
+            &exe,
+            &ctx.campaign,
+            ctx.spec.gate,
+            ctx.spec
+                .hooks
+                .http
+                .then(|| {
+                    let (url, token) = ctx.sup.endpoint();
+                    super::attach::HttpHooks { url, token: crate::auth::hook_token(&token, &ctx.campaign) }
+                })
+                .as_ref(),
+        ))?,
     )?;
     // Kept, to catch an agent that edits its own hook settings or binary.
     let installed = super::attach::Installed::new(
@@ -778,8 +804,7 @@ async fn turn_loop(ctx: &RunCtx, kind: AgentKind) -> anyhow::Result<Outcome> {
     let mut budget = Budget::new(&ctx.agent);
     let deadline = budget.deadline();
     let mut session: Option<String> = ctx.resume_session.clone();
-    let mut message =
-        if session.is_some() { RESTART_NOTE.to_string() } else { ctx.agent.first_prompt(&ctx.spec) };
+    let mut message = if session.is_some() { RESTART_NOTE.to_string() } else { ctx.agent.first_prompt(&ctx.spec) };
     let mut restarts = 0u32;
     let mut after_block = false;
     let local_session = format!("run-{}", ctx.run_id);
