@@ -105,53 +105,66 @@ fn main() {
         s
     };
     let run = |hooks: u8| run_with(hooks, TOOL_CALLS, Duration::ZERO);
+    // AGENT_BENCH=latency runs only the second part (LATENCY_RUNS runs of
+    // each variant, default 5).
+    let only_latency = std::env::var("AGENT_BENCH").is_ok_and(|v| v == "latency");
     run(0);
-    run(1);
-    run(2);
-    run(3);
-    let (mut with, mut without, mut noop, mut with_http) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for _ in 0..RUNS {
-        without.push(run(0));
-        noop.push(run(1));
-        with.push(run(2));
-        with_http.push(run(3));
-    }
     let med = |v: &mut Vec<f64>| {
         v.sort_by(|a, b| a.total_cmp(b));
         v[v.len() / 2]
     };
-    let (m_with, m_without, m_noop, m_http) = (med(&mut with), med(&mut without), med(&mut noop), med(&mut with_http));
-    println!("Scripted Claude Code run: {TOOL_CALLS} Bash tool calls and a stop, {RUNS} runs each, alternating");
-    println!("{:<16} {:>12} {:>12} {:>12}", "", "median s", "min s", "max s");
-    println!("{:<16} {:>12.3} {:>12.3} {:>12.3}", "no hooks", m_without, without[0], without[without.len() - 1]);
-    println!("{:<16} {:>12.3} {:>12.3} {:>12.3}", "no-op hooks", m_noop, noop[0], noop[noop.len() - 1]);
-    println!("{:<16} {:>12.3} {:>12.3} {:>12.3}", "gadfly hooks", m_with, with[0], with[with.len() - 1]);
-    println!("{:<16} {:>12.3} {:>12.3} {:>12.3}", "gadfly, http", m_http, with_http[0], with_http[with_http.len() - 1]);
-    println!(
-        "with [hooks] transport = \"http\": gadfly adds {:.1} ms per run ({:.1}%), {:.2} ms per tool call",
-        (m_http - m_without) * 1e3,
-        (m_http - m_without) / m_without * 100.0,
-        (m_http - m_without) * 1e3 / TOOL_CALLS as f64
-    );
-    let added = m_with - m_without;
-    println!(
+    if !only_latency {
+        run(1);
+        run(2);
+        run(3);
+        let (mut with, mut without, mut noop, mut with_http) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..RUNS {
+            without.push(run(0));
+            noop.push(run(1));
+            with.push(run(2));
+            with_http.push(run(3));
+        }
+        let (m_with, m_without, m_noop, m_http) =
+            (med(&mut with), med(&mut without), med(&mut noop), med(&mut with_http));
+        println!("Scripted Claude Code run: {TOOL_CALLS} Bash tool calls and a stop, {RUNS} runs each, alternating");
+        println!("{:<16} {:>12} {:>12} {:>12}", "", "median s", "min s", "max s");
+        println!("{:<16} {:>12.3} {:>12.3} {:>12.3}", "no hooks", m_without, without[0], without[without.len() - 1]);
+        println!("{:<16} {:>12.3} {:>12.3} {:>12.3}", "no-op hooks", m_noop, noop[0], noop[noop.len() - 1]);
+        println!("{:<16} {:>12.3} {:>12.3} {:>12.3}", "gadfly hooks", m_with, with[0], with[with.len() - 1]);
+        println!(
+            "{:<16} {:>12.3} {:>12.3} {:>12.3}",
+            "gadfly, http",
+            m_http,
+            with_http[0],
+            with_http[with_http.len() - 1]
+        );
+        println!(
+            "with [hooks] transport = \"http\": gadfly adds {:.1} ms per run ({:.1}%), {:.2} ms per tool call",
+            (m_http - m_without) * 1e3,
+            (m_http - m_without) / m_without * 100.0,
+            (m_http - m_without) * 1e3 / TOOL_CALLS as f64
+        );
+        let added = m_with - m_without;
+        println!(
         "gadfly adds {:.1} ms per run ({:.1}%), {:.2} ms per tool call (PostToolUse hook, plus SessionStart, UserPromptSubmit, Stop, SessionEnd per run)",
         added * 1e3,
         added / m_without * 100.0,
         added * 1e3 / TOOL_CALLS as f64
     );
-    println!(
+        println!(
         "of which Claude Code's own cost of running hooks (no-op hooks): {:.1} ms per run; gadfly's share beyond it: {:.1} ms per run, {:.2} ms per tool call",
         (m_noop - m_without) * 1e3,
         (m_with - m_noop) * 1e3,
         (m_with - m_noop) * 1e3 / TOOL_CALLS as f64
     );
-    println!("goal: overhead under 1% of a scripted agent's run time");
+        println!("goal: overhead under 1% of a scripted agent's run time");
+    }
 
     // The same, with each model turn taking as long as a fast real model's
     // (LATENCY_MS, default 1500 ms): what the overhead is in a real run.
     let latency = Duration::from_millis(std::env::var("LATENCY_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(1500));
-    let (calls, runs) = (10, 3);
+    let runs: usize = std::env::var("LATENCY_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(5);
+    let calls = 10;
     let (mut with, mut without, mut with_http) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..runs {
         without.push(run_with(0, calls, latency));

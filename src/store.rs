@@ -150,6 +150,10 @@ impl Store {
                         // Every acknowledged event must survive a crash: FULL, not NORMAL.
                         sqlx::query("pragma synchronous = full").execute(&mut *conn).await?;
                         sqlx::query("pragma busy_timeout = 10000").execute(&mut *conn).await?;
+                        // 512 KiB of page cache per connection, not SQLite's
+                        // 2 MiB: eight connections filled 16 MiB as the file
+                        // grew (BENCHMARKS.md, memory); the OS caches the file too.
+                        sqlx::query("pragma cache_size = -512").execute(&mut *conn).await?;
                         sqlx::query("pragma foreign_keys = on").execute(&mut *conn).await?;
                     }
                     Ok(())
