@@ -430,7 +430,10 @@ fn a_hook_token_posts_its_own_campaigns_hook_events_and_nothing_else() {
     for (m, p, b) in &refused {
         assert_eq!(status_with(&d.url, &token, m, p, b), 403, "{m} {p}");
     }
-    let tampered = format!("{}0", &token[..token.len() - 1]);
+    // One character changed (never to itself: a last `0` becomes `1`).
+    let last = if token.ends_with('0') { '1' } else { '0' };
+    let tampered = format!("{}{last}", &token[..token.len() - 1]);
+    assert_ne!(tampered, token);
     assert_eq!(status_with(&d.url, &tampered, "POST", &ok[0].1, hook), 401);
     let moved = token.replace(&id, &other);
     assert_eq!(status_with(&d.url, &moved, "POST", &format!("/campaigns/{other}/hooks/claude-code/stop"), hook), 401);
