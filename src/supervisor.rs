@@ -96,16 +96,23 @@ fn now_ms() -> i64 {
 enum MomentWork {
     /// An agent message to classify (campaign, session, text, when read).
     Message(String, Option<String>, String, tokio::time::Instant),
-    /// A campaign's agent made this many tool calls with no new evaluation.
-    IdleToolCalls(String, usize),
+    /// A campaign's agent made more tool calls with no new evaluation (how
+    /// many is read from its count when this is handled).
+    IdleToolCalls(String),
 }
 
 /// A campaign's tool calls since its last evaluation, counted once each
 /// (a Claude Code tool call arrives both from its stream and its hook).
+/// At most one [`MomentWork::IdleToolCalls`] per campaign waits at a time:
+/// one per tool call piled up, unbounded, behind each question picked.
 #[derive(Default)]
 struct ToolCalls {
     count: usize,
     recent_ids: std::collections::VecDeque<String>,
+    /// The count the moment detector last saw.
+    reported: usize,
+    /// Whether a message for this campaign waits in the moment queue.
+    queued: bool,
 }
 
 /// What the hook client answered on its own for a call it spooled.
@@ -168,8 +175,19 @@ impl Supervisor {
                     MomentWork::Message(campaign, session, text, at) => {
                         crate::moments::after_message(&sup, &campaign, session.as_deref(), &text, at).await
                     }
-                    MomentWork::IdleToolCalls(campaign, n) => {
-                        crate::moments::after_tool_calls(&sup, &campaign, n).await
+                    MomentWork::IdleToolCalls(campaign) => {
+                        let seen = {
+                            let mut all = sup.inner.tool_calls.lock().expect("tool call counts poisoned");
+                            all.get_mut(&campaign).map(|c| {
+                                c.queued = false;
+                                let from = std::mem::replace(&mut c.reported, c.count);
+                                (from, c.count)
+                            })
+                        };
+                        match seen {
+                            Some((from, to)) => crate::moments::after_tool_calls(&sup, &campaign, from, to).await,
+                            None => Ok(()),
+                        }
                     }
                 };
                 if let Err(e) = done {
@@ -196,7 +214,7 @@ impl Supervisor {
             "agent.tool_call" => payload["id"].as_str(),
             _ => return,
         };
-        let count = {
+        let send = {
             let mut all = self.inner.tool_calls.lock().expect("tool call counts poisoned");
             let calls = all.entry(campaign_id.to_string()).or_default();
             if let Some(id) = id.filter(|i| !i.is_empty()) {
@@ -209,9 +227,11 @@ impl Supervisor {
                 calls.recent_ids.push_back(id.to_string());
             }
             calls.count += 1;
-            calls.count
+            !std::mem::replace(&mut calls.queued, true)
         };
-        let _ = self.inner.moment_work.send(MomentWork::IdleToolCalls(campaign_id.to_string(), count));
+        if send {
+            let _ = self.inner.moment_work.send(MomentWork::IdleToolCalls(campaign_id.to_string()));
+        }
     }
 
     pub fn store(&self) -> &Store {

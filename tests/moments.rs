@@ -230,3 +230,60 @@ fn a_limit_claim_repeated_without_fresh_evidence_is_asked_again_in_another_form_
     assert_eq!(limits[2]["payload"]["repeated"], false, "a new evaluation came between: {}", limits[2]);
     assert_eq!(events.iter().filter(|e| e["kind"] == "moment.escalated").count(), 1);
 }
+
+/// Tool calls with no evaluation between them raise an idle plateau each
+/// time their count crosses a multiple of `plateau_tool_calls`: once per
+/// crossing, however the calls arrive (posted at once from several threads,
+/// the detector sees counts in jumps), and an evaluation starts the count
+/// again.
+#[test]
+fn tool_calls_without_evaluation_raise_one_idle_plateau_per_crossing() {
+    let f = Fixture::new("[moments]\nplateau_tool_calls = 5\n");
+    let d = Daemon::start(&f.data_dir());
+    let id = d.create_campaign(&f.spec());
+    let client = reqwest::blocking::Client::builder().no_proxy().build().unwrap();
+    let post = |n: usize| {
+        let body = serde_json::json!({"session_id": "s1", "hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_use_id": format!("toolu_{n}")});
+        let r = client
+            .post(format!("{}/api/v1/campaigns/{id}/hooks/claude-code/post-tool-use", d.url))
+            .bearer_auth(&d.token)
+            .json(&body)
+            .send()
+            .unwrap();
+        assert!(r.status().is_success());
+    };
+    let idle_plateaus = || -> usize {
+        let log = d.api_get(&format!("/campaigns/{id}/log?tail=2000"));
+        log.as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["kind"] == "moment" && e["payload"]["detector"] == "tool_calls_without_evaluation")
+            .count()
+    };
+    let wait_for = |want: usize| {
+        for _ in 0..100 {
+            if idle_plateaus() >= want {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        // A moment the queue still held would show up now.
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        idle_plateaus()
+    };
+    // 12 calls from three threads at once: the count crosses 5 and 10.
+    std::thread::scope(|s| {
+        for t in 0..3 {
+            let post = &post;
+            s.spawn(move || (0..4).for_each(|i| post(t * 4 + i)));
+        }
+    });
+    assert_eq!(wait_for(2), 2, "one idle plateau per multiple of 5 crossed");
+    // The same call again (a retry, or the transcript's copy) is not counted.
+    post(11);
+    post(12);
+    post(13);
+    assert_eq!(wait_for(3), 2, "14 distinct calls cross no new multiple");
+    post(14);
+    assert_eq!(wait_for(3), 3, "the 15th call crosses 15");
+}

@@ -85,10 +85,13 @@ pub async fn after_evaluation(
 
 /// The idle plateau: the agent made `n` tool calls since the last
 /// evaluation. Raised once per `plateau_tool_calls` calls.
-pub async fn after_tool_calls(sup: &Supervisor, campaign_id: &str, n: usize) -> anyhow::Result<()> {
+pub async fn after_tool_calls(sup: &Supervisor, campaign_id: &str, from: usize, n: usize) -> anyhow::Result<()> {
     let (_row, spec) = sup.campaign(campaign_id).await.map_err(|e| anyhow::anyhow!("{e}"))?;
     let settings = Settings::from_campaign(&spec)?;
-    if settings.plateau_tool_calls == 0 || n == 0 || n % settings.plateau_tool_calls != 0 {
+    // The count went from `from` to `n` since the detector last looked:
+    // raised once when it crossed a multiple of plateau_tool_calls.
+    let p = settings.plateau_tool_calls;
+    if p == 0 || n == 0 || n / p <= from / p {
         return Ok(());
     }
     let Some(f) = detect::idle_plateau(n, &settings) else { return Ok(()) };
