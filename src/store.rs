@@ -838,8 +838,23 @@ pub fn redact(url: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// A campaign row for the store's own tests.
+    pub(crate) fn test_campaign(id: &str) -> CampaignRow {
+        CampaignRow {
+            id: id.into(),
+            name: "n".into(),
+            mode: "autonomous".into(),
+            status: "active".into(),
+            spec_path: "/x".into(),
+            spec_toml: "".into(),
+            spec_json: "{}".into(),
+            protected_json: "{}".into(),
+            created_at: now(),
+        }
+    }
 
     #[test]
     fn redacts_passwords() {
@@ -852,17 +867,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let url = format!("sqlite:{}", dir.path().join("g.db").display());
         let store = Store::connect(&url).await.unwrap();
-        let c = CampaignRow {
-            id: "c1".into(),
-            name: "n".into(),
-            mode: "autonomous".into(),
-            status: "active".into(),
-            spec_path: "/x".into(),
-            spec_toml: "".into(),
-            spec_json: "{}".into(),
-            protected_json: "{}".into(),
-            created_at: now(),
-        };
+        let c = test_campaign("c1");
         store.insert_campaign(&c).await.unwrap();
         let p = serde_json::json!({"a": 1});
         let (a, fresh) = store.append_event("c1", Some("s"), "hook.stop", Some("k1"), &p, &now()).await.unwrap();
@@ -887,17 +892,7 @@ mod tests {
     async fn events_recorded_at_once_are_committed_in_groups_and_a_bad_row_fails_alone() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::connect(&format!("sqlite:{}", dir.path().join("g.db").display())).await.unwrap();
-        let c = CampaignRow {
-            id: "c1".into(),
-            name: "n".into(),
-            mode: "autonomous".into(),
-            status: "active".into(),
-            spec_path: "/x".into(),
-            spec_toml: "".into(),
-            spec_json: "{}".into(),
-            protected_json: "{}".into(),
-            created_at: now(),
-        };
+        let c = test_campaign("c1");
         store.insert_campaign(&c).await.unwrap();
         let mut calls = Vec::new();
         for i in 0..200 {

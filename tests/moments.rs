@@ -244,13 +244,7 @@ fn tool_calls_without_evaluation_raise_one_idle_plateau_per_crossing() {
     let client = reqwest::blocking::Client::builder().no_proxy().build().unwrap();
     let post = |n: usize| {
         let body = serde_json::json!({"session_id": "s1", "hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_use_id": format!("toolu_{n}")});
-        let r = client
-            .post(format!("{}/api/v1/campaigns/{id}/hooks/claude-code/post-tool-use", d.url))
-            .bearer_auth(&d.token)
-            .json(&body)
-            .send()
-            .unwrap();
-        assert!(r.status().is_success());
+        d.post_hook(&client, "post-tool-use", &id, &body);
     };
     let idle_plateaus = || -> usize {
         let log = d.api_get(&format!("/campaigns/{id}/log?tail=2000"));

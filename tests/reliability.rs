@@ -468,6 +468,16 @@ fn a_hook_token_posts_its_own_campaigns_hook_events_and_nothing_else() {
     assert!(!logs.contains(&d.token) && !logs.contains(mac), "a token is in the daemon's log");
 }
 
+/// Two daemons on one fresh PostgreSQL database, or None on SQLite.
+fn two_daemons_on_postgres(f: &Fixture) -> Option<(Daemon, Daemon)> {
+    let data = f.data_dir();
+    let url = common::postgres_for(&data)?;
+    let a = Daemon::start(&data);
+    let data_b = f.dir.path().join("data-b");
+    std::fs::create_dir_all(&data_b).unwrap();
+    Some((a, Daemon::start_with(&data_b, Some(&url))))
+}
+
 /// Two daemons on one PostgreSQL database: a campaign made through one is
 /// visible through the other, and the other's live event stream (what its
 /// console shows) carries the events the first records. Skipped on SQLite
@@ -475,15 +485,10 @@ fn a_hook_token_posts_its_own_campaigns_hook_events_and_nothing_else() {
 #[test]
 fn a_second_daemon_on_the_same_postgres_sees_the_campaign_and_its_live_events() {
     let f = Fixture::new("");
-    let data = f.data_dir();
-    let Some(url) = common::postgres_for(&data) else {
+    let Some((a, b)) = two_daemons_on_postgres(&f) else {
         eprintln!("SKIPPED: needs GADFLY_TEST_DATABASE_URL (PostgreSQL)");
         return;
     };
-    let a = Daemon::start(&data);
-    let data_b = f.dir.path().join("data-b");
-    std::fs::create_dir_all(&data_b).unwrap();
-    let b = Daemon::start_with(&data_b, Some(&url));
     let id = a.create_campaign(&f.spec());
     assert_eq!(b.api_get(&format!("/campaigns/{id}"))["id"], id.as_str(), "visible from the other daemon");
     // Follow b's live stream from now on, then record through a.
@@ -514,15 +519,10 @@ fn a_second_daemon_on_the_same_postgres_sees_the_campaign_and_its_live_events() 
 #[test]
 fn a_question_asked_through_one_daemon_is_delivered_by_the_other() {
     let f = Fixture::new("");
-    let data = f.data_dir();
-    let Some(url) = common::postgres_for(&data) else {
+    let Some((a, b)) = two_daemons_on_postgres(&f) else {
         eprintln!("SKIPPED: needs GADFLY_TEST_DATABASE_URL (PostgreSQL)");
         return;
     };
-    let a = Daemon::start(&data);
-    let data_b = f.dir.path().join("data-b");
-    std::fs::create_dir_all(&data_b).unwrap();
-    let b = Daemon::start_with(&data_b, Some(&url));
     let id = a.create_campaign(&f.spec());
     let tool = |n: u32| {
         serde_json::json!({"session_id": "s-b", "hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_use_id": format!("toolu_b_{n}")})
@@ -572,14 +572,7 @@ fn hook_events_posted_at_once_are_each_recorded_once() {
     let client = reqwest::blocking::Client::builder().no_proxy().build().unwrap();
     let post = |tool_use: &str| -> i64 {
         let body = serde_json::json!({"session_id": format!("s-{}", &tool_use[..1]), "hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_use_id": tool_use});
-        let r = client
-            .post(format!("{}/api/v1/campaigns/{id}/hooks/claude-code/post-tool-use", d.url))
-            .bearer_auth(&d.token)
-            .json(&body)
-            .send()
-            .unwrap();
-        assert!(r.status().is_success(), "{}", r.status());
-        r.json::<serde_json::Value>().unwrap()["event_id"].as_i64().expect("an event id")
+        d.post_hook(&client, "post-tool-use", &id, &body)["event_id"].as_i64().expect("an event id")
     };
     // Two threads post the same 100 calls of one group, two others those
     // of another group: every call is sent twice, at about the same time.

@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use anyhow::anyhow;
-use sqlx::{AnyPool, Row};
+use sqlx::{AnyConnection, AnyPool, Row};
 use tokio::sync::{mpsc, oneshot, Mutex};
 
 use super::live::{Announced, Announcer};
@@ -117,56 +117,62 @@ async fn write_batches(
 /// Writes the events in one transaction (a single event: one statement,
 /// committed by itself). Err only when the transaction failed as a whole.
 async fn write_together(pool: &AnyPool, batch: &[&NewEvent], postgres: bool) -> anyhow::Result<Vec<(i64, bool)>> {
+    let mut conn = pool.acquire().await?;
     if postgres && batch.len() > 1 {
-        return write_postgres(pool, batch).await;
+        return write_postgres(&mut conn, batch).await;
     }
-    const INSERT: &str = "insert into events (campaign_id, session_id, kind, idempotency_key, payload, created_at)
-             values ($1, $2, $3, $4, $5, $6)
-             on conflict (idempotency_key) do nothing
-             returning id";
-    let mut conn = if batch.len() == 1 { None } else { Some(pool.begin().await?) };
+    if batch.len() == 1 {
+        return insert_each(&mut conn, batch).await;
+    }
+    let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+    let out = insert_each(&mut tx, batch).await?;
+    tx.commit().await?;
+    Ok(out)
+}
+
+/// One insert per event, on `conn` (a transaction or not).
+async fn insert_each(conn: &mut AnyConnection, batch: &[&NewEvent]) -> anyhow::Result<Vec<(i64, bool)>> {
     let mut out = Vec::with_capacity(batch.len());
     for e in batch {
-        let q = sqlx::query(INSERT)
-            .bind(&e.campaign_id)
-            .bind(&e.session_id)
-            .bind(&e.kind)
-            .bind(&e.key)
-            .bind(&e.payload)
-            .bind(&e.created_at);
-        let row = match conn.as_mut() {
-            Some(tx) => q.fetch_optional(&mut **tx).await?,
-            None => q.fetch_optional(pool).await?,
-        };
-        let written = match row {
+        let row = sqlx::query(
+            "insert into events (campaign_id, session_id, kind, idempotency_key, payload, created_at)
+             values ($1, $2, $3, $4, $5, $6)
+             on conflict (idempotency_key) do nothing
+             returning id",
+        )
+        .bind(&e.campaign_id)
+        .bind(&e.session_id)
+        .bind(&e.kind)
+        .bind(&e.key)
+        .bind(&e.payload)
+        .bind(&e.created_at)
+        .fetch_optional(&mut *conn)
+        .await?;
+        out.push(match row {
             Some(row) => (row.try_get::<i64, _>(0)?, true),
-            None => {
-                // Already stored under this key (a retried call).
-                let q = sqlx::query("select id from events where idempotency_key = $1").bind(&e.key);
-                let row = match conn.as_mut() {
-                    Some(tx) => q.fetch_one(&mut **tx).await?,
-                    None => q.fetch_one(pool).await?,
-                };
-                (row.try_get::<i64, _>(0)?, false)
-            }
-        };
-        out.push(written);
-    }
-    if let Some(tx) = conn {
-        tx.commit().await?;
+            None => (stored_id(conn, e).await?, false),
+        });
     }
     Ok(out)
+}
+
+/// The id of the event already stored under `e`'s key (a retried call,
+/// perhaps an earlier row of the same batch).
+async fn stored_id(conn: &mut AnyConnection, e: &NewEvent) -> anyhow::Result<i64> {
+    let row =
+        sqlx::query("select id from events where idempotency_key = $1").bind(&e.key).fetch_one(&mut *conn).await?;
+    Ok(row.try_get::<i64, _>(0)?)
 }
 
 /// PostgreSQL: the batch's ids drawn from the sequence first, then every
 /// row in one statement (two round trips for the batch, one commit). The
 /// ids the insert returns say which rows are new; a row skipped for its key
 /// (a retried call) gets the stored event's id.
-async fn write_postgres(pool: &AnyPool, batch: &[&NewEvent]) -> anyhow::Result<Vec<(i64, bool)>> {
+async fn write_postgres(conn: &mut AnyConnection, batch: &[&NewEvent]) -> anyhow::Result<Vec<(i64, bool)>> {
     let ids: Vec<i64> =
         sqlx::query("select nextval(pg_get_serial_sequence('events', 'id')) from generate_series(1, $1)")
             .bind(batch.len() as i64)
-            .fetch_all(pool)
+            .fetch_all(&mut *conn)
             .await?
             .iter()
             .map(|r| r.try_get::<i64, _>(0))
@@ -194,17 +200,11 @@ async fn write_postgres(pool: &AnyPool, batch: &[&NewEvent]) -> anyhow::Result<V
             .bind(&e.created_at);
     }
     let inserted: std::collections::HashSet<i64> =
-        q.fetch_all(pool).await?.iter().map(|r| r.try_get::<i64, _>(0)).collect::<Result<_, _>>()?;
+        q.fetch_all(&mut *conn).await?.iter().map(|r| r.try_get::<i64, _>(0)).collect::<Result<_, _>>()?;
     let mut out = Vec::with_capacity(batch.len());
     for (e, id) in batch.iter().zip(ids) {
-        if inserted.contains(&id) {
-            out.push((id, true));
-            continue;
-        }
-        // Skipped: its key is stored already, perhaps by an earlier row of
-        // this very batch.
-        let row = sqlx::query("select id from events where idempotency_key = $1").bind(&e.key).fetch_one(pool).await?;
-        out.push((row.try_get::<i64, _>(0)?, false));
+        // Skipped rows: their key is stored already.
+        out.push(if inserted.contains(&id) { (id, true) } else { (stored_id(conn, e).await?, false) });
     }
     Ok(out)
 }

@@ -390,17 +390,7 @@ mod tests {
     async fn claims_leases_and_retries_on_sqlite() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::connect(&format!("sqlite:{}", dir.path().join("g.db").display())).await.unwrap();
-        let c = crate::store::CampaignRow {
-            id: "c1".into(),
-            name: "n".into(),
-            mode: "autonomous".into(),
-            status: "active".into(),
-            spec_path: "/x".into(),
-            spec_toml: "".into(),
-            spec_json: "{}".into(),
-            protected_json: "{}".into(),
-            created_at: now(),
-        };
+        let c = crate::store::tests::test_campaign("c1");
         store.insert_campaign(&c).await.unwrap();
         let h200 = tags(&[("gpu", "h200")]);
         let id = store.enqueue_job("c1", "t1", 1, &h200, b"tar", 2).await.unwrap();

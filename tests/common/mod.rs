@@ -83,6 +83,19 @@ impl Daemon {
         String::from_utf8(out.stdout).unwrap().trim().to_string()
     }
 
+    /// Posts a Claude Code hook event straight to the API (no hook process),
+    /// as the admin; panics unless it is answered 2xx; the daemon's reply.
+    pub fn post_hook(&self, client: &reqwest::blocking::Client, event: &str, campaign: &str, body: &Value) -> Value {
+        let r = client
+            .post(format!("{}/api/v1/campaigns/{campaign}/hooks/claude-code/{event}", self.url))
+            .bearer_auth(&self.token)
+            .json(body)
+            .send()
+            .unwrap();
+        assert!(r.status().is_success(), "{event}: {}", r.status());
+        r.json().unwrap()
+    }
+
     /// Runs the real hook command with `payload` on stdin.
     pub fn hook(&self, event: &str, campaign: &str, payload: &str) -> Output {
         let mut child = self
