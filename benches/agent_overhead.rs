@@ -55,7 +55,7 @@ fn main() {
     let ours_http = gadfly::agent::attach::hooks_settings_with("gadfly", &id, Default::default(), Some(&http));
     std::fs::write(&http_settings, serde_json::to_string_pretty(&ours_http).unwrap()).unwrap();
 
-    let run_with = |hooks: u8, tool_calls: usize, latency: Duration| -> f64 {
+    let run_with = |hooks: u8, tool_calls: usize, latency: Duration| -> Timed {
         let mut script: Vec<Step> =
             (0..tool_calls).map(|i| Step::shell(&format!("echo step {i} > /dev/null"))).collect();
         script.push(Step::text("All scenarios pass. Done."));
@@ -98,13 +98,27 @@ fn main() {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());
+        let cpu = common::cpu_seconds(d.child.id());
         let t = Instant::now();
         let status = cmd.status().unwrap();
-        let s = t.elapsed().as_secs_f64();
+        let ended = Instant::now();
         assert!(status.success(), "claude failed (variant {hooks})");
-        s
+        // When each agent turn reached the model: the run cut at those
+        // moments, so that Claude Code's start (node loading its bundle,
+        // the noisiest part) is apart from the turns where the tool-call
+        // hooks run.
+        let arrivals: Vec<Instant> =
+            mock.log().into_iter().filter(|r| r.kind == mock_model::Kind::Agent).map(|r| r.at).collect();
+        assert_eq!(arrivals.len(), tool_calls + 1, "every scripted turn reached the model (variant {hooks})");
+        Timed {
+            daemon_cpu: common::cpu_seconds(d.child.id()) - cpu,
+            total: (ended - t).as_secs_f64(),
+            startup: (arrivals[0] - t).as_secs_f64(),
+            gaps: arrivals.windows(2).map(|w| (w[1] - w[0]).as_secs_f64()).collect(),
+            tail: (ended - arrivals[arrivals.len() - 1]).as_secs_f64(),
+        }
     };
-    let run = |hooks: u8| run_with(hooks, TOOL_CALLS, Duration::ZERO);
+    let run = |hooks: u8| run_with(hooks, TOOL_CALLS, Duration::ZERO).total;
     // AGENT_BENCH=latency runs only the second part (LATENCY_RUNS runs of
     // each variant, default 5).
     let only_latency = std::env::var("AGENT_BENCH").is_ok_and(|v| v == "latency");
@@ -162,31 +176,131 @@ fn main() {
 
     // The same, with each model turn taking as long as a fast real model's
     // (LATENCY_MS, default 1500 ms): what the overhead is in a real run.
+    // Whole runs differ by a few hundred ms from one to the next (mostly
+    // Claude Code's own start), more than gadfly adds; so each run is also
+    // cut at the moments its turns reach the model, and gadfly's cost is
+    // summed from the median difference of each part: the start (SessionStart
+    // and UserPromptSubmit hooks), each tool call (its PostToolUse hook),
+    // and the end (Stop and SessionEnd hooks).
     let latency = Duration::from_millis(std::env::var("LATENCY_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(1500));
-    let runs: usize = std::env::var("LATENCY_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(5);
+    let runs: usize = std::env::var("LATENCY_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(6);
     let calls = 10;
-    let (mut with, mut without, mut with_http) = (Vec::new(), Vec::new(), Vec::new());
-    for _ in 0..runs {
-        without.push(run_with(0, calls, latency));
-        with.push(run_with(2, calls, latency));
-        with_http.push(run_with(3, calls, latency));
+    // The no-op hooks: the same hook events running `cat >/dev/null`, what
+    // Claude Code spends on running a command hook, whoever wrote it.
+    let variants: [(u8, &str); 4] = [(0, "no hooks"), (1, "no-op hooks"), (2, "gadfly hooks"), (3, "gadfly, http")];
+    let mut timed: Vec<Vec<Timed>> = variants.iter().map(|_| Vec::new()).collect();
+    for round in 0..runs {
+        // Alternate the order (A B C D, then D C B A) so that a drift of
+        // the machine does not favour one variant.
+        let mut order: Vec<usize> = (0..variants.len()).collect();
+        if round % 2 == 1 {
+            order.reverse();
+        }
+        for v in order {
+            timed[v].push(run_with(variants[v].0, calls, latency));
+        }
     }
-    let (m_with, m_without, m_http) = (med(&mut with), med(&mut without), med(&mut with_http));
     println!(
         "\nWith a model that takes {} ms per turn: {calls} Bash tool calls and a stop, {runs} runs each, alternating",
         latency.as_millis()
     );
-    println!("{:<16} {:>12} {:>12} {:>12}", "", "median s", "min s", "max s");
-    println!("{:<16} {:>12.3} {:>12.3} {:>12.3}", "no hooks", m_without, without[0], without[without.len() - 1]);
-    println!("{:<16} {:>12.3} {:>12.3} {:>12.3}", "gadfly hooks", m_with, with[0], with[with.len() - 1]);
-    println!("{:<16} {:>12.3} {:>12.3} {:>12.3}", "gadfly, http", m_http, with_http[0], with_http[with_http.len() - 1]);
-    for (name, m) in [("command hooks", m_with), ("[hooks] transport = \"http\"", m_http)] {
-        let added = m - m_without;
+    println!(
+        "{:<14} {:>9} {:>15} {:>11} {:>22} {:>9} {:>14}",
+        "", "run s", "run min-max s", "start ms", "turn ms (p25-p75)", "end ms", "daemon CPU ms"
+    );
+    let parts: Vec<Parts> = timed.iter().map(|t| Parts::of(t)).collect();
+    for ((_, name), p) in variants.iter().zip(&parts) {
         println!(
-            "{name}: gadfly adds {:.1} ms per run ({:.2}% of the run), {:.2} ms per tool call",
-            added * 1e3,
-            added / m_without * 100.0,
-            added * 1e3 / calls as f64
+            "{name:<14} {:>9.3} {:>7.3}-{:<7.3} {:>11.1} {:>10.1} ({:.1}-{:.1}) {:>9.1} {:>14.0}",
+            p.total,
+            p.total_min,
+            p.total_max,
+            p.startup * 1e3,
+            p.gap * 1e3,
+            p.gap_p25 * 1e3,
+            p.gap_p75 * 1e3,
+            p.tail * 1e3,
+            p.daemon_cpu * 1e3
         );
+    }
+    let base = &parts[0];
+    for ((_, name), p) in variants.iter().zip(&parts).skip(1) {
+        let per_call = p.gap - base.gap;
+        let added = (p.startup - base.startup) + per_call * calls as f64 + (p.tail - base.tail);
+        println!(
+            "{name}: {:+.2} ms per tool call, {:+.1} ms at the start, {:+.1} ms at the end: {:+.1} ms per run, {:.2}% of the run \
+             (whole runs alone: {:+.1} ms, {:.2}%, within a no-hook spread of {:.0} ms)",
+            per_call * 1e3,
+            (p.startup - base.startup) * 1e3,
+            (p.tail - base.tail) * 1e3,
+            added * 1e3,
+            added / base.total * 100.0,
+            (p.total - base.total) * 1e3,
+            (p.total - base.total) / base.total * 100.0,
+            (base.total_max - base.total_min) * 1e3
+        );
+    }
+    let (noop, ours) = (&parts[1], &parts[2]);
+    let per_call = ours.gap - noop.gap;
+    let added = (ours.startup - noop.startup) + per_call * calls as f64 + (ours.tail - noop.tail);
+    println!(
+        "gadfly's command hooks beyond no-op command hooks: {:+.2} ms per tool call, {:+.1} ms per run, {:.2}% of the run",
+        per_call * 1e3,
+        added * 1e3,
+        added / base.total * 100.0
+    );
+    println!("goal: overhead under 1% of a scripted agent's run time");
+}
+
+/// One run of the CLI, cut at the moments its agent turns reached the model.
+struct Timed {
+    /// The daemon's CPU time during the run, s.
+    daemon_cpu: f64,
+    /// From the CLI's start to its exit, s.
+    total: f64,
+    /// From the start to the first turn, s.
+    startup: f64,
+    /// Between consecutive turns (one tool call each), s.
+    gaps: Vec<f64>,
+    /// From the last turn to the exit, s.
+    tail: f64,
+}
+
+/// Medians over one variant's runs (the turns pooled).
+struct Parts {
+    daemon_cpu: f64,
+    total: f64,
+    total_min: f64,
+    total_max: f64,
+    startup: f64,
+    gap: f64,
+    gap_p25: f64,
+    gap_p75: f64,
+    tail: f64,
+}
+
+impl Parts {
+    fn of(runs: &[Timed]) -> Parts {
+        let sorted = |mut v: Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v
+        };
+        let at = |v: &[f64], q: f64| v[((v.len() - 1) as f64 * q).round() as usize];
+        let total = sorted(runs.iter().map(|r| r.total).collect());
+        let startup = sorted(runs.iter().map(|r| r.startup).collect());
+        let gaps = sorted(runs.iter().flat_map(|r| r.gaps.iter().copied()).collect());
+        let tail = sorted(runs.iter().map(|r| r.tail).collect());
+        let cpu = sorted(runs.iter().map(|r| r.daemon_cpu).collect());
+        Parts {
+            daemon_cpu: at(&cpu, 0.5),
+            total: at(&total, 0.5),
+            total_min: total[0],
+            total_max: total[total.len() - 1],
+            startup: at(&startup, 0.5),
+            gap: at(&gaps, 0.5),
+            gap_p25: at(&gaps, 0.25),
+            gap_p75: at(&gaps, 0.75),
+            tail: at(&tail, 0.5),
+        }
     }
 }

@@ -62,7 +62,15 @@ fn main() {
     })
     .to_string();
 
-    for event in ["stop", "post-tool-use"] {
+    // BENCH_HOOK_EVENTS: the events timed (every hook gadfly installs that
+    // Claude Code runs in an ordinary turn, by default).
+    let events: Vec<String> = std::env::var("BENCH_HOOK_EVENTS")
+        .unwrap_or_else(|_| "stop,post-tool-use,user-prompt-submit,session-start".into())
+        .split(',')
+        .map(|e| e.trim().to_string())
+        .filter(|e| !e.is_empty())
+        .collect();
+    for event in events.iter().map(String::as_str) {
         let make = |kind: usize| -> Command {
             let mut c = match kind {
                 0 => {

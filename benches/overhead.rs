@@ -34,15 +34,6 @@ fn rss_kib(pid: u32) -> u64 {
 }
 
 /// CPU seconds (user + system) a process has used so far.
-fn cpu_seconds(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // Fields after the command name (which may hold spaces): utime is 14th, stime 15th.
-    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-    (ticks(11) + ticks(12)) / 100.0
-}
-
 fn pg_base() -> Option<String> {
     let url = std::env::var("GADFLY_BENCH_PG").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
     let ok = Command::new("psql")
@@ -104,7 +95,8 @@ fn rand_id() -> u64 {
 }
 
 /// The raw ceiling: the same rows inserted directly, one transaction each,
-/// from `tasks` concurrent connections, with the daemon's pragmas.
+/// from `tasks` concurrent connections held for the whole run, with the
+/// daemon's pragmas.
 async fn raw_ceiling(db_url: &str, tasks: usize, per_task: usize) -> f64 {
     sqlx::any::install_default_drivers();
     let opts: sqlx::any::AnyConnectOptions = db_url.parse().unwrap();
@@ -135,12 +127,14 @@ async fn raw_ceiling(db_url: &str, tasks: usize, per_task: usize) -> f64 {
     for t in 0..tasks {
         let pool = pool.clone();
         handles.push(tokio::spawn(async move {
+            // Each task keeps its connection: the best a client can do.
+            let mut conn = pool.acquire().await.unwrap();
             for i in 0..per_task {
                 sqlx::query("insert into raw_events (session, payload, created_at) values ($1, $2, $3)")
                     .bind(format!("s{t}"))
                     .bind(format!("{{\"tool_use_id\": \"t{t}-{i}\"}}"))
                     .bind("2026-12-02T00:00:00.000Z")
-                    .execute(&pool)
+                    .execute(&mut *conn)
                     .await
                     .unwrap();
             }
@@ -170,7 +164,7 @@ async fn main() {
     // `cargo bench --bench overhead -- [ingest] [eval] [memory]`: the
     // sections to run (all when none is named); BENCH_DB=sqlite|postgres
     // limits ingestion to one database, BENCH_SESSIONS=1,10 its session
-    // counts.
+    // counts, BENCH_EVENTS the events posted per measurement.
     let named: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
     let wants = |section: &str| named.is_empty() || named.iter().any(|n| n == section);
     if wants("ingest") {
@@ -204,8 +198,10 @@ async fn ingestion() {
             .ok()
             .map(|v| v.split(',').filter_map(|n| n.trim().parse().ok()).collect())
             .unwrap_or_else(|| vec![1, 10, 100]);
+        // BENCH_EVENTS: how many events each measurement posts (2,000).
+        let total_events: usize = std::env::var("BENCH_EVENTS").ok().and_then(|v| v.parse().ok()).unwrap_or(2000);
         for &sessions in &counts {
-            let per = (2000 / sessions).max(20);
+            let per = (total_events / sessions).max(20);
             let f = common::Fixture::new("");
             let data = f.data_dir();
             let d = match backend {
@@ -213,9 +209,9 @@ async fn ingestion() {
                 _ => common::Daemon::start_with(&data, Some(&fresh_pg(pg.as_ref().unwrap(), "ingest"))),
             };
             let id = d.create_campaign(&f.spec());
-            let cpu_before = cpu_seconds(d.child.id());
+            let cpu_before = common::cpu_seconds(d.child.id());
             let (gadfly, p50, p99) = ingest(&d.url, &d.token, &id, sessions, per).await;
-            let cpu_us = (cpu_seconds(d.child.id()) - cpu_before) * 1e6 / (sessions * per) as f64;
+            let cpu_us = (common::cpu_seconds(d.child.id()) - cpu_before) * 1e6 / (sessions * per) as f64;
             let raw_url = match backend {
                 "sqlite" => format!("sqlite:{}?mode=rwc", f.dir.path().join("raw.db").display()),
                 _ => fresh_pg(pg.as_ref().unwrap(), "raw"),

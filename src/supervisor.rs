@@ -73,7 +73,35 @@ struct Inner {
     shutting_down: std::sync::atomic::AtomicBool,
     /// Ids of the events this daemon published lately (the relay of other
     /// daemons' events skips them).
-    published: Mutex<std::collections::VecDeque<i64>>,
+    published: Mutex<RecentIds>,
+}
+
+/// The last [`RecentIds::KEEP`] ids pushed, looked up by hash (the relay
+/// asks for every event any daemon announces).
+#[derive(Default)]
+struct RecentIds {
+    order: std::collections::VecDeque<i64>,
+    set: std::collections::HashSet<i64>,
+}
+
+impl RecentIds {
+    const KEEP: usize = 8192;
+
+    fn push(&mut self, id: i64) {
+        if !self.set.insert(id) {
+            return;
+        }
+        self.order.push_back(id);
+        if self.order.len() > Self::KEEP {
+            if let Some(old) = self.order.pop_front() {
+                self.set.remove(&old);
+            }
+        }
+    }
+
+    fn contains(&self, id: i64) -> bool {
+        self.set.contains(&id)
+    }
 }
 
 /// How long a campaign's lease lasts unless renewed: `$GADFLY_LEASE_SECONDS`,
@@ -162,7 +190,7 @@ impl Supervisor {
                 ),
                 lease_ttl: lease_ttl_from_env(),
                 shutting_down: Default::default(),
-                published: Mutex::new(std::collections::VecDeque::new()),
+                published: Mutex::new(RecentIds::default()),
             }),
         };
         // Messages are classified off the recording path, in order.
@@ -327,7 +355,7 @@ impl Supervisor {
     }
 
     fn was_published(&self, id: i64) -> bool {
-        self.inner.published.lock().expect("published ids poisoned").contains(&id)
+        self.inner.published.lock().expect("published ids poisoned").contains(id)
     }
 
     /// This daemon's lease owner id.
@@ -567,11 +595,7 @@ impl Supervisor {
         self.count_tool_calls(campaign_id, kind, &payload);
         crate::metrics::METRICS.event(kind, &payload);
         {
-            let mut p = self.inner.published.lock().expect("published ids poisoned");
-            if p.len() >= 8192 {
-                p.pop_front();
-            }
-            p.push_back(id);
+            self.inner.published.lock().expect("published ids poisoned").push(id);
         }
         let _ = self.inner.bus.send(EventRow {
             id,
@@ -1444,5 +1468,25 @@ fn new_campaign_id(name: &str) -> String {
         format!("c-{suffix:06x}")
     } else {
         format!("{slug}-{suffix:06x}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RecentIds;
+
+    #[test]
+    fn recent_ids_keep_the_latest_and_forget_the_oldest() {
+        let mut r = RecentIds::default();
+        for id in 0..RecentIds::KEEP as i64 {
+            r.push(id);
+        }
+        r.push(5); // already there: nothing moves
+        assert!(r.contains(0) && r.contains(5));
+        r.push(RecentIds::KEEP as i64);
+        assert!(!r.contains(0), "the oldest id is forgotten once KEEP are newer");
+        assert!(r.contains(1) && r.contains(RecentIds::KEEP as i64));
+        assert_eq!(r.order.len(), RecentIds::KEEP);
+        assert_eq!(r.set.len(), RecentIds::KEEP);
     }
 }

@@ -114,6 +114,34 @@ fn a_dismissal_in_the_transcript_is_noticed_and_asked_about() {
 }
 
 #[test]
+fn a_transcript_whose_folder_appears_later_is_followed_without_spinning() {
+    // A first session in a project: Claude Code names the transcript before
+    // it creates the transcript's folder. The follower used to lose its
+    // wake-up channel then and loop without pause (a whole core, for the
+    // whole session).
+    let f = Fixture::new("");
+    let d = Daemon::start(&f.data_dir());
+    let id = d.create_campaign(&f.spec());
+    let folder = f.dir.path().join("config/projects/new-project");
+    let transcript = folder.join("session.jsonl");
+    let hook = serde_json::json!({"session_id": "s1", "transcript_path": transcript, "tool_name": "Bash"}).to_string();
+    d.hook("post-tool-use", &id, &hook);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let (cpu, t) = (common::cpu_seconds(d.child.id()), std::time::Instant::now());
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let (used, idle) = (common::cpu_seconds(d.child.id()) - cpu, t.elapsed().as_secs_f64());
+    // A busy loop uses about all of `idle`; a waiting follower next to none.
+    assert!(used < idle / 4.0, "the daemon used {used:.2} s of CPU in {idle:.2} s while nothing happened");
+    std::fs::create_dir_all(&folder).unwrap();
+    let line = serde_json::json!({"type": "assistant", "uuid": "u1", "sessionId": "s1", "message": {"role": "assistant", "content": [{"type": "text", "text": "Measuring every scenario now."}]}});
+    std::fs::write(&transcript, line.to_string() + "\n").unwrap();
+    common::wait_until("the transcript's message recorded", || {
+        let log = d.api_get(&format!("/campaigns/{id}/log?limit=10000"));
+        log.as_array().unwrap().iter().any(|e| e["kind"] == "agent.message")
+    });
+}
+
+#[test]
 fn human_mode_offers_suggestions_instead_of_asking() {
     let f = Fixture::new(&format!("{AUTONOMOUS}\n[questions]\nmode = \"human\"\n"));
     let d = Daemon::start(&f.data_dir());

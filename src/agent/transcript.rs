@@ -87,27 +87,21 @@ pub fn read_new_lines(path: &Path, offset: u64) -> std::io::Result<(Vec<String>,
 pub fn spawn_follower(sup: Supervisor, campaign: String, session: String, path: PathBuf, token: CancellationToken) {
     tokio::spawn(async move {
         let (tx, mut rx) = tokio::sync::mpsc::channel::<()>(16);
-        let watched = path.clone();
-        let _watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
-            if let Ok(ev) = res {
-                if ev.paths.iter().any(|p| p == &watched) {
-                    let _ = tx.try_send(());
-                }
-            }
-        })
-        .and_then(|mut w| {
-            w.watch(path.parent().unwrap_or(Path::new("/")), RecursiveMode::NonRecursive)?;
-            Ok(w)
-        })
-        .map_err(|e| tracing::debug!(error = %e, "transcript watch unavailable; polling"))
-        .ok();
+        // The transcript's folder may not exist yet when the session starts
+        // (a first session in a project): until it does, the file is polled
+        // and the watch tried again at each poll.
+        let mut watcher = watch(&path, &tx);
         let mut offset = 0u64;
         loop {
+            let wait = if watcher.is_some() { WATCHED_POLL } else { UNWATCHED_POLL };
             let done = tokio::select! {
                 _ = token.cancelled() => true,
-                _ = rx.recv() => false,
-                _ = tokio::time::sleep(Duration::from_secs(2)) => false,
+                Some(()) = rx.recv() => false,
+                _ = tokio::time::sleep(wait) => false,
             };
+            if watcher.is_none() {
+                watcher = watch(&path, &tx);
+            }
             let p = path.clone();
             if let Ok(Ok((lines, next))) = tokio::task::spawn_blocking(move || read_new_lines(&p, offset)).await {
                 let rows: Vec<Row> = lines.iter().flat_map(|l| rows_of(l)).collect();
@@ -122,6 +116,30 @@ pub fn spawn_follower(sup: Supervisor, campaign: String, session: String, path: 
             }
         }
     });
+}
+
+/// How often a watched transcript is read anyway (a missed notification).
+const WATCHED_POLL: Duration = Duration::from_secs(2);
+/// How often a transcript is read while its folder cannot be watched.
+const UNWATCHED_POLL: Duration = Duration::from_millis(500);
+
+/// Watches the transcript's folder, telling `tx` when the transcript
+/// changes; None when the folder cannot be watched (yet).
+fn watch(path: &Path, tx: &tokio::sync::mpsc::Sender<()>) -> Option<notify::RecommendedWatcher> {
+    let (watched, tx) = (path.to_path_buf(), tx.clone());
+    notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+        if let Ok(ev) = res {
+            if ev.paths.iter().any(|p| p == &watched) {
+                let _ = tx.try_send(());
+            }
+        }
+    })
+    .and_then(|mut w| {
+        w.watch(path.parent().unwrap_or(Path::new("/")), RecursiveMode::NonRecursive)?;
+        Ok(w)
+    })
+    .map_err(|e| tracing::debug!(error = %e, "transcript folder not watchable yet; polling"))
+    .ok()
 }
 
 #[cfg(test)]

@@ -10,7 +10,8 @@
 use std::sync::Arc;
 
 use anyhow::anyhow;
-use sqlx::{AnyConnection, AnyPool, Row};
+use sqlx::pool::PoolConnection;
+use sqlx::{Any, AnyConnection, AnyPool, Row};
 use tokio::sync::{mpsc, oneshot, Mutex};
 
 use super::live::{Announced, Announcer};
@@ -71,6 +72,10 @@ async fn write_batches(
     gate: Option<Arc<Mutex<()>>>,
     announcer: Option<Announcer>,
 ) {
+    // The writer keeps its connection between batches: no pool checkout
+    // (and no liveness ping) per batch. It is dropped after a failed
+    // batch, so a broken connection is replaced by a fresh one.
+    let mut held: Option<PoolConnection<Any>> = None;
     loop {
         // One writer at a time takes what is waiting: the first event, then
         // whatever else has arrived meanwhile.
@@ -93,13 +98,13 @@ async fn write_batches(
             None => None,
         };
         let events: Vec<&NewEvent> = batch.iter().map(|(e, _)| e).collect();
-        let results: Vec<anyhow::Result<(i64, bool)>> = match write_together(&pool, &events, postgres).await {
+        let results: Vec<anyhow::Result<(i64, bool)>> = match write_held(&pool, &mut held, &events, postgres).await {
             Ok(ids) => ids.into_iter().map(Ok).collect(),
             Err(e) if events.len() == 1 => vec![Err(e)],
             Err(_) => {
                 let mut r = Vec::with_capacity(events.len());
                 for e in &events {
-                    r.push(write_together(&pool, std::slice::from_ref(e), postgres).await.map(|ids| ids[0]));
+                    r.push(write_held(&pool, &mut held, std::slice::from_ref(e), postgres).await.map(|ids| ids[0]));
                 }
                 r
             }
@@ -114,15 +119,37 @@ async fn write_batches(
     }
 }
 
+/// `write_together` on the writer's held connection (taken from the pool
+/// when it has none); a failure drops the connection.
+async fn write_held(
+    pool: &AnyPool,
+    held: &mut Option<PoolConnection<Any>>,
+    batch: &[&NewEvent],
+    postgres: bool,
+) -> anyhow::Result<Vec<(i64, bool)>> {
+    let conn = match held {
+        Some(c) => c,
+        None => held.insert(pool.acquire().await?),
+    };
+    let out = write_together(conn, batch, postgres).await;
+    if out.is_err() {
+        *held = None;
+    }
+    out
+}
+
 /// Writes the events in one transaction (a single event: one statement,
 /// committed by itself). Err only when the transaction failed as a whole.
-async fn write_together(pool: &AnyPool, batch: &[&NewEvent], postgres: bool) -> anyhow::Result<Vec<(i64, bool)>> {
-    let mut conn = pool.acquire().await?;
+async fn write_together(
+    conn: &mut AnyConnection,
+    batch: &[&NewEvent],
+    postgres: bool,
+) -> anyhow::Result<Vec<(i64, bool)>> {
     if postgres && batch.len() > 1 {
-        return write_postgres(&mut conn, batch).await;
+        return write_postgres(conn, batch).await;
     }
     if batch.len() == 1 {
-        return insert_each(&mut conn, batch).await;
+        return insert_each(conn, batch).await;
     }
     let mut tx = sqlx::Connection::begin(&mut *conn).await?;
     let out = insert_each(&mut tx, batch).await?;

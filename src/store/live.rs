@@ -59,6 +59,10 @@ const MAX_PAYLOAD: usize = 7000;
 /// the relay is a live view, the events themselves are in the table.
 const BACKLOG: usize = 16_384;
 
+/// How long the first announcement of a batch waits for company. The
+/// other daemons' live views lag by this much at most.
+const LINGER: Duration = Duration::from_millis(5);
+
 /// Sends announcements from a task of its own; cloning shares it.
 #[derive(Clone)]
 pub struct Announcer {
@@ -89,6 +93,10 @@ async fn announce(url: String, mut rx: mpsc::Receiver<Announced>) {
                 Some(a) => batch.push(a),
                 None => return,
             }
+            // A moment more gathers what a busy session records next into
+            // the same notification: each one costs a statement here and a
+            // wake-up in every listening daemon.
+            tokio::time::sleep(LINGER).await;
         }
         // Whatever else is already waiting goes in the same notification.
         while batch.len() < 512 {

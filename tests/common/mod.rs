@@ -287,3 +287,13 @@ pub fn reason(answer: &Option<Value>) -> String {
     assert_eq!(a["decision"], "block", "{a}");
     a["reason"].as_str().unwrap().to_string()
 }
+
+/// A process's CPU time so far (user + system), s, from /proc.
+pub fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may hold spaces): utime is 14th, stime 15th.
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    (ticks(11) + ticks(12)) / 100.0
+}
