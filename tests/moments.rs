@@ -114,7 +114,7 @@ fn a_dismissal_in_the_transcript_is_noticed_and_asked_about() {
 }
 
 #[test]
-fn a_transcript_whose_folder_appears_later_is_followed_without_spinning() {
+fn a_transcript_is_followed_without_spinning_before_and_after_its_folder_appears() {
     // A first session in a project: Claude Code names the transcript before
     // it creates the transcript's folder. The follower used to lose its
     // wake-up channel then and loop without pause (a whole core, for the
@@ -139,6 +139,15 @@ fn a_transcript_whose_folder_appears_later_is_followed_without_spinning() {
         let log = d.api_get(&format!("/campaigns/{id}/log?limit=10000"));
         log.as_array().unwrap().iter().any(|e| e["kind"] == "agent.message")
     });
+    // Watched now: the follower's own reads of the file must not wake it
+    // (they are file events too), or it reads on and on.
+    let idle_cpu = || {
+        let (cpu, t) = (common::cpu_seconds(d.child.id()), std::time::Instant::now());
+        std::thread::sleep(std::time::Duration::from_secs(2));
+        (common::cpu_seconds(d.child.id()) - cpu, t.elapsed().as_secs_f64())
+    };
+    let (used, idle) = idle_cpu();
+    assert!(used < idle / 4.0, "the daemon used {used:.2} s of CPU in {idle:.2} s watching an unchanged transcript");
 }
 
 #[test]

@@ -8,7 +8,7 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use notify::{RecursiveMode, Watcher};
+use notify::{EventKind, RecursiveMode, Watcher};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
@@ -129,7 +129,11 @@ fn watch(path: &Path, tx: &tokio::sync::mpsc::Sender<()>) -> Option<notify::Reco
     let (watched, tx) = (path.to_path_buf(), tx.clone());
     notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
         if let Ok(ev) = res {
-            if ev.paths.iter().any(|p| p == &watched) {
+            // Only what changes the file: our own reads of it are reported
+            // too (open, close), and would wake the follower to read again,
+            // round and round.
+            let changed = matches!(ev.kind, EventKind::Create(_) | EventKind::Modify(_) | EventKind::Any);
+            if changed && ev.paths.iter().any(|p| p == &watched) {
                 let _ = tx.try_send(());
             }
         }
