@@ -317,34 +317,43 @@ fn percent_decode(s: &str) -> Vec<u8> {
     out
 }
 
-/// Against DNS rebinding and cross-site requests: a loopback daemon answers
-/// only requests addressed to a loopback host, and refuses a state-changing
-/// request whose Origin is another site.
 /// How long an API request may take, except those that wait for an
 /// evaluation (evaluate, hook calls: a stop is judged on one, bounded by the
 /// harness's own timeout) or stream (events).
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
 async fn request_timeout(req: Request, next: Next) -> Response {
+    limit_request_time(REQUEST_TIMEOUT, req, next).await
+}
+
+/// Whether a request is exempt from [`REQUEST_TIMEOUT`]: it waits for an
+/// evaluation (evaluate, a hook call judging a stop) or streams events.
+fn runs_long(path: &str) -> bool {
+    path.ends_with("/evaluate") || path.contains("/hooks/") || path.ends_with("/events")
+}
+
+async fn limit_request_time(limit: Duration, req: Request, next: Next) -> Response {
     let path = req.uri().path();
-    let long = path.ends_with("/evaluate") || path.contains("/hooks/") || path.ends_with("/events");
-    if long {
+    if runs_long(path) {
         return next.run(req).await;
     }
     let (method, path) = (req.method().clone(), path.to_string());
-    match tokio::time::timeout(REQUEST_TIMEOUT, next.run(req)).await {
+    match tokio::time::timeout(limit, next.run(req)).await {
         Ok(r) => r,
         Err(_) => {
             tracing::warn!(%method, %path, "request timed out");
             (
                 StatusCode::SERVICE_UNAVAILABLE,
-                Json(json!({"code": "timeout", "message": format!("{method} {path} took longer than {} s", REQUEST_TIMEOUT.as_secs())})),
+                Json(json!({"code": "timeout", "message": format!("{method} {path} took longer than {} s", limit.as_secs())})),
             )
                 .into_response()
         }
     }
 }
 
+/// Against DNS rebinding and cross-site requests: a loopback daemon answers
+/// only requests addressed to a loopback host, and refuses a state-changing
+/// request whose Origin is another site.
 async fn check_host_and_origin(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let host_of = |v: &str| -> String {
         let v = v.trim();
@@ -1118,4 +1127,61 @@ async fn beam_abandon(
         .record(&id, None, "beam.abandoned", None, json!({"family": req.family, "reason": req.reason}))
         .await?;
     Ok(Json(BeamAbandoned { family: req.family, status: "abandoned".into(), reason: req.reason }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::body::Body;
+    use tower::ServiceExt;
+
+    /// Handlers that take a second longer than the limit, behind the
+    /// daemon's own timeout layer.
+    fn slow_routes() -> Router {
+        let slow = || async {
+            tokio::time::sleep(REQUEST_TIMEOUT + Duration::from_secs(1)).await;
+            "done"
+        };
+        Router::new()
+            .route("/api/v1/campaigns/c/report", get(slow))
+            .route("/api/v1/campaigns/c/evaluate", post(slow))
+            .route("/api/v1/campaigns/c/hooks/claude-code/stop", post(slow))
+            .route("/api/v1/campaigns/c/events", get(slow))
+            .layer(middleware::from_fn(request_timeout))
+    }
+
+    async fn call(method: &str, path: &str) -> (StatusCode, Value, Duration) {
+        let started = tokio::time::Instant::now();
+        let req = Request::builder().method(method).uri(path).body(Body::empty()).unwrap();
+        let res = slow_routes().oneshot(req).await.unwrap();
+        let status = res.status();
+        let bytes = axum::body::to_bytes(res.into_body(), 1 << 16).await.unwrap();
+        let body =
+            serde_json::from_slice(&bytes).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()));
+        (status, body, started.elapsed())
+    }
+
+    // The clock is paused: tokio moves it to the next timer whenever the
+    // runtime is idle, so a minute passes at once and exactly.
+    #[tokio::test(start_paused = true)]
+    async fn a_request_over_the_limit_is_cut_at_the_limit_with_a_503_that_says_so() {
+        let (status, body, took) = call("GET", "/api/v1/campaigns/c/report").await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+        assert_eq!(body["code"], "timeout", "{body}");
+        assert_eq!(body["message"], "GET /api/v1/campaigns/c/report took longer than 60 s", "{body}");
+        assert!(took >= REQUEST_TIMEOUT && took < REQUEST_TIMEOUT + Duration::from_secs(1), "cut after {took:?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn evaluations_hook_calls_and_event_streams_may_run_past_the_limit() {
+        for (method, path) in [
+            ("POST", "/api/v1/campaigns/c/evaluate"),
+            ("POST", "/api/v1/campaigns/c/hooks/claude-code/stop"),
+            ("GET", "/api/v1/campaigns/c/events"),
+        ] {
+            let (status, body, took) = call(method, path).await;
+            assert_eq!((status, body), (StatusCode::OK, Value::String("done".into())), "{method} {path}");
+            assert!(took > REQUEST_TIMEOUT, "{method} {path} answered after {took:?}");
+        }
+    }
 }
