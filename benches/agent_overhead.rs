@@ -1,7 +1,10 @@
 //! A whole scripted Claude Code run (the real CLI, the mock model server)
-//! with gadfly's hooks, side by side with the same run without hooks: the
-//! time gadfly adds per tool call and in all. Runs alternate. Prints
-//! figures; asserts none. Needs the CLI (`.ci/install-agents.sh`).
+//! with gadfly's hooks, side by side with the same run without hooks and
+//! with no-op hooks: the time gadfly adds per tool call and in all, with a
+//! model that answers at once (FAST_RUNS runs of each variant, default 12)
+//! and with one that takes LATENCY_MS per turn (default 1500; LATENCY_RUNS
+//! runs, default 6, 0 to skip). Runs alternate. Prints figures; asserts
+//! none. Needs the CLI (`.ci/install-agents.sh`).
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -13,8 +16,8 @@ use std::time::{Duration, Instant};
 
 use mock_model::{path_with_gadfly, MockModel, Step};
 
-const TOOL_CALLS: usize = 20;
-const RUNS: usize = 7;
+/// Tool calls in each scripted run.
+const TOOL_CALLS: usize = 10;
 
 fn main() {
     let Some(bin) = mock_model::agent_bin("GADFLY_CLAUDE_BIN", "claude") else {
@@ -55,7 +58,9 @@ fn main() {
     let ours_http = gadfly::agent::attach::hooks_settings_with("gadfly", &id, Default::default(), Some(&http));
     std::fs::write(&http_settings, serde_json::to_string_pretty(&ours_http).unwrap()).unwrap();
 
-    let run_with = |hooks: u8, tool_calls: usize, latency: Duration| -> Timed {
+    // `debug_log`: a folder where Claude Code writes its debug log (which
+    // times each hook it runs).
+    let run_with = |hooks: u8, tool_calls: usize, latency: Duration, debug_log: Option<&std::path::Path>| -> Timed {
         let mut script: Vec<Step> =
             (0..tool_calls).map(|i| Step::shell(&format!("echo step {i} > /dev/null"))).collect();
         script.push(Step::text("All scenarios pass. Done."));
@@ -70,6 +75,10 @@ fn main() {
             "--verbose",
             "--dangerously-skip-permissions",
         ]);
+        if let Some(dir) = debug_log {
+            let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+            cmd.arg("--debug-file").arg(dir.join(format!("variant{hooks}-{stamp}.log")));
+        }
         match hooks {
             1 => {
                 cmd.arg("--settings").arg(&noop_settings);
@@ -118,98 +127,108 @@ fn main() {
             tail: (ended - arrivals[arrivals.len() - 1]).as_secs_f64(),
         }
     };
-    let run = |hooks: u8| run_with(hooks, TOOL_CALLS, Duration::ZERO).total;
-    // AGENT_BENCH=latency runs only the second part (LATENCY_RUNS runs of
-    // each variant, default 5).
-    let only_latency = std::env::var("AGENT_BENCH").is_ok_and(|v| v == "latency");
-    run(0);
-    let med = |v: &mut Vec<f64>| {
-        v.sort_by(|a, b| a.total_cmp(b));
-        v[v.len() / 2]
-    };
-    if !only_latency {
-        run(1);
-        run(2);
-        run(3);
-        let (mut with, mut without, mut noop, mut with_http) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        for _ in 0..RUNS {
-            without.push(run(0));
-            noop.push(run(1));
-            with.push(run(2));
-            with_http.push(run(3));
-        }
-        let (m_with, m_without, m_noop, m_http) =
-            (med(&mut with), med(&mut without), med(&mut noop), med(&mut with_http));
-        println!("Scripted Claude Code run: {TOOL_CALLS} Bash tool calls and a stop, {RUNS} runs each, alternating");
-        println!("{:<16} {:>12} {:>12} {:>12}", "", "median s", "min s", "max s");
-        println!("{:<16} {:>12.3} {:>12.3} {:>12.3}", "no hooks", m_without, without[0], without[without.len() - 1]);
-        println!("{:<16} {:>12.3} {:>12.3} {:>12.3}", "no-op hooks", m_noop, noop[0], noop[noop.len() - 1]);
-        println!("{:<16} {:>12.3} {:>12.3} {:>12.3}", "gadfly hooks", m_with, with[0], with[with.len() - 1]);
-        println!(
-            "{:<16} {:>12.3} {:>12.3} {:>12.3}",
-            "gadfly, http",
-            m_http,
-            with_http[0],
-            with_http[with_http.len() - 1]
-        );
-        println!(
-            "with [hooks] transport = \"http\": gadfly adds {:.1} ms per run ({:.1}%), {:.2} ms per tool call",
-            (m_http - m_without) * 1e3,
-            (m_http - m_without) / m_without * 100.0,
-            (m_http - m_without) * 1e3 / TOOL_CALLS as f64
-        );
-        let added = m_with - m_without;
-        println!(
-        "gadfly adds {:.1} ms per run ({:.1}%), {:.2} ms per tool call (PostToolUse hook, plus SessionStart, UserPromptSubmit, Stop, SessionEnd per run)",
-        added * 1e3,
-        added / m_without * 100.0,
-        added * 1e3 / TOOL_CALLS as f64
-    );
-        println!(
-        "of which Claude Code's own cost of running hooks (no-op hooks): {:.1} ms per run; gadfly's share beyond it: {:.1} ms per run, {:.2} ms per tool call",
-        (m_noop - m_without) * 1e3,
-        (m_with - m_noop) * 1e3,
-        (m_with - m_noop) * 1e3 / TOOL_CALLS as f64
-    );
-        println!("goal: overhead under 1% of a scripted agent's run time");
-    }
-
-    // The same, with each model turn taking as long as a fast real model's
-    // (LATENCY_MS, default 1500 ms): what the overhead is in a real run.
-    // Whole runs differ by a few hundred ms from one to the next (mostly
-    // Claude Code's own start), more than gadfly adds; so each run is also
-    // cut at the moments its turns reach the model, and gadfly's cost is
-    // summed from the median difference of each part: the start (SessionStart
-    // and UserPromptSubmit hooks), each tool call (its PostToolUse hook),
-    // and the end (Stop and SessionEnd hooks).
-    let latency = Duration::from_millis(std::env::var("LATENCY_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(1500));
-    let runs: usize = std::env::var("LATENCY_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(6);
-    let calls = 10;
-    // The no-op hooks: the same hook events running `cat >/dev/null`, what
-    // Claude Code spends on running a command hook, whoever wrote it.
+    // Four variants, each run the same way: no hooks; the same hook events
+    // running a command that does nothing (what Claude Code spends on a
+    // command hook, whoever wrote it); gadfly's hooks; gadfly's hooks with
+    // `[hooks] transport = "http"`.
     let variants: [(u8, &str); 4] = [(0, "no hooks"), (1, "no-op hooks"), (2, "gadfly hooks"), (3, "gadfly, http")];
-    let mut timed: Vec<Vec<Timed>> = variants.iter().map(|_| Vec::new()).collect();
-    for round in 0..runs {
-        // Alternate the order (A B C D, then D C B A) so that a drift of
-        // the machine does not favour one variant.
-        let mut order: Vec<usize> = (0..variants.len()).collect();
-        if round % 2 == 1 {
-            order.reverse();
+    let env_num = |name: &str, default: u64| std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default);
+    let calls = TOOL_CALLS;
+    // Runs alternate (A B C D, then D C B A) so that a drift of the machine
+    // does not favour one variant; each run is cut at the moments its turns
+    // reach the model, so that Claude Code's start (node loading its
+    // bundle, the noisiest part) is apart from the turns where the
+    // tool-call hooks run; gadfly's cost is summed from the median
+    // difference of each part: the start (SessionStart and UserPromptSubmit
+    // hooks), each tool call (its PostToolUse hook), and the end (Stop and
+    // SessionEnd hooks).
+    let measure = |latency: Duration, runs: usize| -> Vec<Parts> {
+        // One run of each first, not timed: the page cache, and the stop's
+        // evaluation (cached from then on: the workspace does not change).
+        for (v, _) in &variants {
+            run_with(*v, calls, Duration::ZERO, None);
         }
-        for v in order {
-            timed[v].push(run_with(variants[v].0, calls, latency));
+        let mut timed: Vec<Vec<Timed>> = variants.iter().map(|_| Vec::new()).collect();
+        for round in 0..runs {
+            let mut order: Vec<usize> = (0..variants.len()).collect();
+            if round % 2 == 1 {
+                order.reverse();
+            }
+            for v in order {
+                timed[v].push(run_with(variants[v].0, calls, latency, None));
+            }
+        }
+        timed.iter().map(|t| Parts::of(t)).collect()
+    };
+
+    // 1. What the hooks add, in ms, with a model that answers at once: the
+    // turns are then steady (their middle half spans a few ms), so many
+    // runs resolve a difference of a millisecond; the hooks also compete
+    // for the CPU with Claude Code's own work, so this is not flattering.
+    let fast_runs = env_num("FAST_RUNS", 12) as usize;
+    let fast = measure(Duration::ZERO, fast_runs);
+    println!("A model that answers at once: {calls} Bash tool calls and a stop, {fast_runs} runs of each variant, alternating");
+    let fast_added = report(&variants, &fast, calls);
+
+    // 2. The same with each model turn taking as long as a fast real
+    // model's (LATENCY_MS, default 1500 ms): a run's length, and the
+    // overhead measured directly, which the idle turns make noisier.
+    let latency = Duration::from_millis(env_num("LATENCY_MS", 1500));
+    let slow_runs = env_num("LATENCY_RUNS", 6) as usize;
+    let slow = if slow_runs > 0 { measure(latency, slow_runs) } else { Vec::new() };
+    if !slow.is_empty() {
+        println!(
+            "\nA model that takes {} ms per turn: {calls} Bash tool calls and a stop, {slow_runs} runs of each variant, alternating",
+            latency.as_millis()
+        );
+        report(&variants, &slow, calls);
+        println!(
+            "\nThe overhead: what each variant adds with the model that answers at once, over a no-hook run with the {} ms model ({:.3} s):",
+            latency.as_millis(),
+            slow[0].total
+        );
+        for ((_, name), added) in variants.iter().zip(&fast_added).skip(1) {
+            println!("  {name:<14} {:+.1} ms per run, {:.2}%", added * 1e3, added / slow[0].total * 100.0);
         }
     }
-    println!(
-        "\nWith a model that takes {} ms per turn: {calls} Bash tool calls and a stop, {runs} runs each, alternating",
-        latency.as_millis()
-    );
+    println!("goal: overhead under 1% of a scripted agent's run time");
+
+    // Claude Code's own timing of each hook it ran (its debug log), two
+    // more runs of each variant: what a hook costs as the agent sees it.
+    let logs = tempfile::tempdir().unwrap();
+    for _ in 0..2 {
+        for (v, _) in variants.iter().skip(1) {
+            run_with(*v, calls, Duration::ZERO, Some(logs.path()));
+        }
+    }
+    println!("\nEach hook as Claude Code timed it (its debug log, 2 runs of each variant), median ms:");
+    for (v, name) in variants.iter().skip(1) {
+        let times = hook_times(logs.path(), *v);
+        let line: Vec<String> = times.iter().map(|(event, ms)| format!("{event} {ms:.0}")).collect();
+        println!("  {name:<14} {}", line.join(", "));
+    }
+    // Where a hook call's time goes: the daemon's own share, by event (all
+    // of gadfly's runs above, both transports).
+    let metrics = reqwest::blocking::Client::new()
+        .get(format!("{}/metrics", d.url))
+        .bearer_auth(&d.token)
+        .send()
+        .and_then(|r| r.text())
+        .unwrap();
+    println!("The daemon's own time per hook call (its hook_duration_seconds metric, every gadfly run above):");
+    for (event, calls, mean_ms) in common::hook_time_by_event(&metrics) {
+        println!("  {event:<20} {calls:>6.0} calls, mean {mean_ms:.2} ms");
+    }
+}
+
+/// Prints each variant's parts and what it adds over the first (no hooks);
+/// returns what each adds per run, s (0 for the first).
+fn report(variants: &[(u8, &str)], parts: &[Parts], calls: usize) -> Vec<f64> {
     println!(
         "{:<14} {:>9} {:>15} {:>11} {:>22} {:>9} {:>14}",
         "", "run s", "run min-max s", "start ms", "turn ms (p25-p75)", "end ms", "daemon CPU ms"
     );
-    let parts: Vec<Parts> = timed.iter().map(|t| Parts::of(t)).collect();
-    for ((_, name), p) in variants.iter().zip(&parts) {
+    for ((_, name), p) in variants.iter().zip(parts) {
         println!(
             "{name:<14} {:>9.3} {:>7.3}-{:<7.3} {:>11.1} {:>10.1} ({:.1}-{:.1}) {:>9.1} {:>14.0}",
             p.total,
@@ -224,32 +243,68 @@ fn main() {
         );
     }
     let base = &parts[0];
-    for ((_, name), p) in variants.iter().zip(&parts).skip(1) {
+    let mut added_per_run = vec![0.0];
+    for ((_, name), p) in variants.iter().zip(parts).skip(1) {
         let per_call = p.gap - base.gap;
         let added = (p.startup - base.startup) + per_call * calls as f64 + (p.tail - base.tail);
+        added_per_run.push(added);
         println!(
-            "{name}: {:+.2} ms per tool call, {:+.1} ms at the start, {:+.1} ms at the end: {:+.1} ms per run, {:.2}% of the run \
-             (whole runs alone: {:+.1} ms, {:.2}%, within a no-hook spread of {:.0} ms)",
+            "{name}: {:+.2} ms per tool call, {:+.1} ms at the start, {:+.1} ms at the end: {:+.1} ms per run, {:.2}% of this run \
+             (whole runs alone: {:+.1} ms, within a no-hook spread of {:.0} ms)",
             per_call * 1e3,
             (p.startup - base.startup) * 1e3,
             (p.tail - base.tail) * 1e3,
             added * 1e3,
             added / base.total * 100.0,
             (p.total - base.total) * 1e3,
-            (p.total - base.total) / base.total * 100.0,
             (base.total_max - base.total_min) * 1e3
         );
     }
-    let (noop, ours) = (&parts[1], &parts[2]);
-    let per_call = ours.gap - noop.gap;
-    let added = (ours.startup - noop.startup) + per_call * calls as f64 + (ours.tail - noop.tail);
-    println!(
-        "gadfly's command hooks beyond no-op command hooks: {:+.2} ms per tool call, {:+.1} ms per run, {:.2}% of the run",
-        per_call * 1e3,
-        added * 1e3,
-        added / base.total * 100.0
-    );
-    println!("goal: overhead under 1% of a scripted agent's run time");
+    added_per_run
+}
+
+/// The median duration of each hook event in the Claude Code debug logs of
+/// `variant`'s runs (lines like `Hooks: PostToolUse:Bash [cmd] finished
+/// with status 0 (7ms)`, and for HTTP hooks the time from `HTTP hook POST`
+/// to its `HTTP hook response`).
+fn hook_times(dir: &std::path::Path, variant: u8) -> Vec<(String, f64)> {
+    let mut by_event: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
+    let prefix = format!("variant{variant}-");
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        if !entry.file_name().to_string_lossy().starts_with(&prefix) {
+            continue;
+        }
+        let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+        let mut posted: Option<(String, chrono::DateTime<chrono::FixedOffset>)> = None;
+        for line in text.lines() {
+            let at = line.split(' ').next().and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok());
+            if let Some(rest) = line.split("Hooks: ").nth(1) {
+                if let Some(url) = rest.strip_prefix("HTTP hook POST to ") {
+                    let event = url.rsplit('/').next().unwrap_or("").split('?').next().unwrap_or("").to_string();
+                    posted = at.map(|a| (format!("{event} (http)"), a));
+                } else if rest.starts_with("HTTP hook response") {
+                    if let (Some((event, from)), Some(to)) = (posted.take(), at) {
+                        by_event
+                            .entry(event)
+                            .or_default()
+                            .push((to - from).num_microseconds().unwrap_or(0) as f64 / 1e3);
+                    }
+                } else if let (Some(event), Some(ms)) = (
+                    rest.split([' ', ':']).next().filter(|_| rest.contains("finished with status")),
+                    rest.rsplit('(').next().and_then(|m| m.strip_suffix("ms)")).and_then(|m| m.parse::<f64>().ok()),
+                ) {
+                    by_event.entry(event.to_string()).or_default().push(ms);
+                }
+            }
+        }
+    }
+    by_event
+        .into_iter()
+        .map(|(event, mut v)| {
+            v.sort_by(f64::total_cmp);
+            (event, v[v.len() / 2])
+        })
+        .collect()
 }
 
 /// One run of the CLI, cut at the moments its agent turns reached the model.

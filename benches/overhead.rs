@@ -88,19 +88,81 @@ async fn ingest(url: &str, token: &str, campaign: &str, sessions: usize, per_ses
     (rate, at(0.5), at(0.99))
 }
 
+/// The floor under one hook call: the median round trip of a request the
+/// daemon answers without any work (GET /api/v1/health), same client, ms.
+async fn http_floor(url: &str, calls: usize) -> f64 {
+    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    let mut lat = Vec::with_capacity(calls);
+    for _ in 0..calls {
+        let t = Instant::now();
+        let r = client.get(format!("{url}/api/v1/health")).send().await.unwrap();
+        assert!(r.status().is_success());
+        r.bytes().await.unwrap();
+        lat.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    median(&mut lat)
+}
+
+/// The mean time the daemon spent answering post-tool-use calls (its
+/// `hook_duration_seconds` metric), ms.
+async fn handler_mean_ms(url: &str, token: &str) -> f64 {
+    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    let text = client.get(format!("{url}/metrics")).bearer_auth(token).send().await.unwrap().text().await.unwrap();
+    common::hook_time_by_event(&text)
+        .into_iter()
+        .find(|(event, _, _)| event == "post-tool-use")
+        .map(|(_, _, mean_ms)| mean_ms)
+        .expect("post-tool-use calls in /metrics")
+}
+
 fn rand_id() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(0);
     N.fetch_add(1, Ordering::Relaxed)
 }
 
-/// The raw ceiling: the same rows inserted directly, one transaction each,
-/// from `tasks` concurrent connections held for the whole run, with the
-/// daemon's pragmas.
-async fn raw_ceiling(db_url: &str, tasks: usize, per_task: usize) -> f64 {
+/// Which table a raw ceiling inserts into.
+#[derive(Clone, Copy, PartialEq)]
+enum RawTable {
+    /// A minimal table (an id and three text columns, no other index):
+    /// what the database can do at all.
+    Minimal,
+    /// gadfly's own `events` table (its migrations: the unique retry key,
+    /// the campaign index and foreign key), with gadfly's statement and a
+    /// row as gadfly stores it: what any program recording these rows,
+    /// with their retry key, would pay.
+    Gadfly,
+}
+
+/// The raw ceiling: rows inserted directly, one transaction each, from
+/// `tasks` concurrent connections held for the whole run, with the
+/// daemon's pragmas: rows per second, and the median insert in ms. With a
+/// `pause` before each insert (the connection idle meanwhile, as a
+/// daemon's is between two hook calls), the rate counts the pauses; the
+/// median does not.
+async fn raw_ceiling(db_url: &str, table: RawTable, tasks: usize, per_task: usize, pause: Duration) -> (f64, f64) {
     sqlx::any::install_default_drivers();
-    let opts: sqlx::any::AnyConnectOptions = db_url.parse().unwrap();
     let sqlite = db_url.starts_with("sqlite:");
+    if table == RawTable::Gadfly {
+        // gadfly's schema, and the campaign row its events refer to.
+        let store = gadfly::store::Store::connect(db_url).await.unwrap();
+        store
+            .insert_campaign(&gadfly::store::CampaignRow {
+                id: "raw".into(),
+                name: "raw".into(),
+                mode: "gate".into(),
+                status: "active".into(),
+                spec_path: String::new(),
+                spec_toml: String::new(),
+                spec_json: "{}".into(),
+                protected_json: "[]".into(),
+                created_at: "2026-12-02T00:00:00.000Z".into(),
+            })
+            .await
+            .unwrap();
+        store.close().await;
+    }
+    let opts: sqlx::any::AnyConnectOptions = db_url.parse().unwrap();
     let pool = sqlx::any::AnyPoolOptions::new()
         .max_connections(if sqlite { 8 } else { 16 })
         .after_connect(move |conn, _| {
@@ -109,6 +171,7 @@ async fn raw_ceiling(db_url: &str, tasks: usize, per_task: usize) -> f64 {
                     sqlx::query("pragma journal_mode = wal").execute(&mut *conn).await?;
                     sqlx::query("pragma synchronous = full").execute(&mut *conn).await?;
                     sqlx::query("pragma busy_timeout = 10000").execute(&mut *conn).await?;
+                    sqlx::query("pragma foreign_keys = on").execute(&mut *conn).await?;
                 }
                 Ok(())
             })
@@ -121,7 +184,9 @@ async fn raw_ceiling(db_url: &str, tasks: usize, per_task: usize) -> f64 {
     } else {
         "create table if not exists raw_events (id bigserial primary key, session text, payload text, created_at text)"
     };
-    sqlx::query(ddl).execute(&pool).await.unwrap();
+    if table == RawTable::Minimal {
+        sqlx::query(ddl).execute(&pool).await.unwrap();
+    }
     let started = Instant::now();
     let mut handles = Vec::new();
     for t in 0..tasks {
@@ -129,21 +194,57 @@ async fn raw_ceiling(db_url: &str, tasks: usize, per_task: usize) -> f64 {
         handles.push(tokio::spawn(async move {
             // Each task keeps its connection: the best a client can do.
             let mut conn = pool.acquire().await.unwrap();
+            let mut lat = Vec::with_capacity(per_task);
             for i in 0..per_task {
-                sqlx::query("insert into raw_events (session, payload, created_at) values ($1, $2, $3)")
-                    .bind(format!("s{t}"))
-                    .bind(format!("{{\"tool_use_id\": \"t{t}-{i}\"}}"))
-                    .bind("2026-12-02T00:00:00.000Z")
-                    .execute(&mut *conn)
-                    .await
-                    .unwrap();
+                if !pause.is_zero() {
+                    // Busy, not asleep: a sleep is rounded up to a millisecond.
+                    let until = Instant::now() + pause;
+                    while Instant::now() < until {
+                        std::hint::spin_loop();
+                    }
+                }
+                let started = Instant::now();
+                match table {
+                    RawTable::Minimal => {
+                        sqlx::query("insert into raw_events (session, payload, created_at) values ($1, $2, $3)")
+                            .bind(format!("s{t}"))
+                            .bind(format!("{{\"tool_use_id\": \"t{t}-{i}\"}}"))
+                            .bind("2026-12-02T00:00:00.000Z")
+                            .execute(&mut *conn)
+                            .await
+                            .unwrap();
+                    }
+                    RawTable::Gadfly => {
+                        let payload = json!({"session_id": format!("bench-{t}"), "tool_name": "Bash", "tool_use_id": format!("t-{t}-{i}")});
+                        let key = gadfly::supervisor::idempotency_key("raw", "claude-code", "post-tool-use", None, &payload);
+                        let body = json!({"agent": "claude-code", "event": "post-tool-use", "payload": payload});
+                        sqlx::query(
+                            "insert into events (campaign_id, session_id, kind, idempotency_key, payload, created_at)
+                             values ($1, $2, $3, $4, $5, $6)
+                             on conflict (idempotency_key) do nothing
+                             returning id",
+                        )
+                        .bind("raw")
+                        .bind(format!("bench-{t}"))
+                        .bind("hook.post_tool_use")
+                        .bind(key)
+                        .bind(body.to_string())
+                        .bind("2026-12-02T00:00:00.000Z")
+                        .fetch_one(&mut *conn)
+                        .await
+                        .unwrap();
+                    }
+                }
+                lat.push(started.elapsed().as_secs_f64() * 1e3);
             }
+            lat
         }));
     }
+    let mut lat = Vec::new();
     for h in handles {
-        h.await.unwrap();
+        lat.extend(h.await.unwrap());
     }
-    (tasks * per_task) as f64 / started.elapsed().as_secs_f64()
+    ((tasks * per_task) as f64 / started.elapsed().as_secs_f64(), median(&mut lat))
 }
 
 fn workspace_with_files(n: usize) -> common::Fixture {
@@ -181,9 +282,19 @@ async fn main() {
 async fn ingestion() {
     println!("== Event ingestion: post-tool-use hook events over HTTP, against the database's raw insert ceiling ==");
     println!(
-        "{:<10} {:>9} {:>16} {:>10} {:>10} {:>16} {:>18} {:>8}",
-        "database", "sessions", "gadfly events/s", "p50 ms", "p99 ms", "daemon CPU us/ev", "raw inserts/s", "ratio"
+        "{:<10} {:>9} {:>16} {:>8} {:>8} {:>17} {:>14} {:>8} {:>15} {:>8}",
+        "database",
+        "sessions",
+        "gadfly events/s",
+        "p50 ms",
+        "p99 ms",
+        "daemon CPU us/ev",
+        "raw minimal/s",
+        "ratio",
+        "raw same rows/s",
+        "ratio"
     );
+    println!("(raw minimal: a table with an id and three text columns; raw same rows: gadfly's events table, statement and rows)");
     let pg = pg_base();
     let only = std::env::var("BENCH_DB").ok();
     for backend in ["sqlite", "postgres"] {
@@ -209,17 +320,51 @@ async fn ingestion() {
                 _ => common::Daemon::start_with(&data, Some(&fresh_pg(pg.as_ref().unwrap(), "ingest"))),
             };
             let id = d.create_campaign(&f.spec());
+            let floor_ms = if sessions == 1 { http_floor(&d.url, 2000).await } else { 0.0 };
+            if sessions == 1 {
+                println!(
+                    "{backend}: a request the daemon answers without work (GET /api/v1/health), same client: p50 {floor_ms:.3} ms"
+                );
+            }
             let cpu_before = common::cpu_seconds(d.child.id());
             let (gadfly, p50, p99) = ingest(&d.url, &d.token, &id, sessions, per).await;
+            if sessions == 1 {
+                println!(
+                    "{backend}: the daemon's own time in a post-tool-use call (its hook_duration_seconds metric), mean {:.3} ms",
+                    handler_mean_ms(&d.url, &d.token).await
+                );
+            }
             let cpu_us = (common::cpu_seconds(d.child.id()) - cpu_before) * 1e6 / (sessions * per) as f64;
-            let raw_url = match backend {
-                "sqlite" => format!("sqlite:{}?mode=rwc", f.dir.path().join("raw.db").display()),
-                _ => fresh_pg(pg.as_ref().unwrap(), "raw"),
+            let raw_url = |name: &str| match backend {
+                "sqlite" => format!("sqlite:{}?mode=rwc", f.dir.path().join(format!("{name}.db")).display()),
+                _ => fresh_pg(pg.as_ref().unwrap(), name),
             };
-            let raw = raw_ceiling(&raw_url, sessions.min(16), (sessions * per) / sessions.min(16)).await;
+            let tasks = sessions.min(16);
+            let (raw, _) =
+                raw_ceiling(&raw_url("raw"), RawTable::Minimal, tasks, (sessions * per) / tasks, Duration::ZERO).await;
+            let (same, same_p50) =
+                raw_ceiling(&raw_url("raw_same"), RawTable::Gadfly, tasks, (sessions * per) / tasks, Duration::ZERO)
+                    .await;
+            if sessions == 1 {
+                // The same rows with the connection idle between inserts
+                // for as long as a hook call's HTTP round trip.
+                let (_, idle_p50) = raw_ceiling(
+                    &raw_url("raw_idle"),
+                    RawTable::Gadfly,
+                    1,
+                    per,
+                    Duration::from_secs_f64(floor_ms / 1e3),
+                )
+                .await;
+                println!(
+                    "{backend}: one raw insert of gadfly's row, median: {same_p50:.3} ms back to back, {idle_p50:.3} ms after the connection idled {:.3} ms",
+                    floor_ms
+                );
+            }
             println!(
-                "{backend:<10} {sessions:>9} {gadfly:>16.0} {p50:>10.2} {p99:>10.2} {cpu_us:>16.0} {raw:>18.0} {:>7.2}x",
-                raw / gadfly
+                "{backend:<10} {sessions:>9} {gadfly:>16.0} {p50:>8.2} {p99:>8.2} {cpu_us:>17.0} {raw:>14.0} {:>7.2}x {same:>15.0} {:>7.2}x",
+                raw / gadfly,
+                same / gadfly
             );
         }
     }

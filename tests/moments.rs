@@ -127,9 +127,7 @@ fn a_transcript_is_followed_without_spinning_before_and_after_its_folder_appears
     let hook = serde_json::json!({"session_id": "s1", "transcript_path": transcript, "tool_name": "Bash"}).to_string();
     d.hook("post-tool-use", &id, &hook);
     std::thread::sleep(std::time::Duration::from_millis(300));
-    let (cpu, t) = (common::cpu_seconds(d.child.id()), std::time::Instant::now());
-    std::thread::sleep(std::time::Duration::from_secs(2));
-    let (used, idle) = (common::cpu_seconds(d.child.id()) - cpu, t.elapsed().as_secs_f64());
+    let (used, idle) = common::cpu_over(d.child.id(), std::time::Duration::from_secs(2));
     // A busy loop uses about all of `idle`; a waiting follower next to none.
     assert!(used < idle / 4.0, "the daemon used {used:.2} s of CPU in {idle:.2} s while nothing happened");
     std::fs::create_dir_all(&folder).unwrap();
@@ -141,12 +139,7 @@ fn a_transcript_is_followed_without_spinning_before_and_after_its_folder_appears
     });
     // Watched now: the follower's own reads of the file must not wake it
     // (they are file events too), or it reads on and on.
-    let idle_cpu = || {
-        let (cpu, t) = (common::cpu_seconds(d.child.id()), std::time::Instant::now());
-        std::thread::sleep(std::time::Duration::from_secs(2));
-        (common::cpu_seconds(d.child.id()) - cpu, t.elapsed().as_secs_f64())
-    };
-    let (used, idle) = idle_cpu();
+    let (used, idle) = common::cpu_over(d.child.id(), std::time::Duration::from_secs(2));
     assert!(used < idle / 4.0, "the daemon used {used:.2} s of CPU in {idle:.2} s watching an unchanged transcript");
 }
 

@@ -297,3 +297,33 @@ pub fn cpu_seconds(pid: u32) -> f64 {
     let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
     (ticks(11) + ticks(12)) / 100.0
 }
+
+/// The CPU time a process uses while this thread sleeps `wait`: (CPU s,
+/// wall s).
+pub fn cpu_over(pid: u32, wait: Duration) -> (f64, f64) {
+    let (cpu, t) = (cpu_seconds(pid), Instant::now());
+    std::thread::sleep(wait);
+    (cpu_seconds(pid) - cpu, t.elapsed().as_secs_f64())
+}
+
+/// The daemon's own time answering hook calls, from the text of its
+/// /metrics: for each event, the number of calls and their mean time, ms.
+pub fn hook_time_by_event(metrics: &str) -> Vec<(String, f64, f64)> {
+    let mut by_event: std::collections::BTreeMap<String, (f64, f64)> = Default::default();
+    for line in metrics.lines() {
+        let Some((name, rest)) = line.split_once('{') else { continue };
+        let (Some(event), Some(value)) = (
+            rest.split("event=\"").nth(1).and_then(|r| r.split('"').next()),
+            rest.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok()),
+        ) else {
+            continue;
+        };
+        let entry = by_event.entry(event.to_string()).or_default();
+        match name {
+            "gadfly_hook_duration_seconds_count" => entry.0 = value,
+            "gadfly_hook_duration_seconds_sum" => entry.1 = value,
+            _ => {}
+        }
+    }
+    by_event.into_iter().filter(|(_, (n, _))| *n > 0.0).map(|(e, (n, sum))| (e, n, sum / n * 1e3)).collect()
+}
