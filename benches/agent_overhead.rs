@@ -60,9 +60,9 @@ fn main() {
 
     // `debug_log`: a folder where Claude Code writes its debug log (which
     // times each hook it runs).
-    let run_with = |hooks: u8, tool_calls: usize, latency: Duration, debug_log: Option<&std::path::Path>| -> Timed {
+    let run_with = |hooks: u8, latency: Duration, debug_log: Option<&std::path::Path>| -> Timed {
         let mut script: Vec<Step> =
-            (0..tool_calls).map(|i| Step::shell(&format!("echo step {i} > /dev/null"))).collect();
+            (0..TOOL_CALLS).map(|i| Step::shell(&format!("echo step {i} > /dev/null"))).collect();
         script.push(Step::text("All scenarios pass. Done."));
         let mock = MockModel::start_with_latency(script, latency);
         let config = tempfile::tempdir().unwrap();
@@ -118,7 +118,7 @@ fn main() {
         // hooks run.
         let arrivals: Vec<Instant> =
             mock.log().into_iter().filter(|r| r.kind == mock_model::Kind::Agent).map(|r| r.at).collect();
-        assert_eq!(arrivals.len(), tool_calls + 1, "every scripted turn reached the model (variant {hooks})");
+        assert_eq!(arrivals.len(), TOOL_CALLS + 1, "every scripted turn reached the model (variant {hooks})");
         Timed {
             daemon_cpu: common::cpu_seconds(d.child.id()) - cpu,
             total: (ended - t).as_secs_f64(),
@@ -143,11 +143,6 @@ fn main() {
     // hooks), each tool call (its PostToolUse hook), and the end (Stop and
     // SessionEnd hooks).
     let measure = |latency: Duration, runs: usize| -> Vec<Parts> {
-        // One run of each first, not timed: the page cache, and the stop's
-        // evaluation (cached from then on: the workspace does not change).
-        for (v, _) in &variants {
-            run_with(*v, calls, Duration::ZERO, None);
-        }
         let mut timed: Vec<Vec<Timed>> = variants.iter().map(|_| Vec::new()).collect();
         for round in 0..runs {
             let mut order: Vec<usize> = (0..variants.len()).collect();
@@ -155,11 +150,17 @@ fn main() {
                 order.reverse();
             }
             for v in order {
-                timed[v].push(run_with(variants[v].0, calls, latency, None));
+                timed[v].push(run_with(variants[v].0, latency, None));
             }
         }
         timed.iter().map(|t| Parts::of(t)).collect()
     };
+
+    // One run of each first, not timed: the page cache, and the stop's
+    // evaluation (cached from then on: the workspace does not change).
+    for (v, _) in &variants {
+        run_with(*v, Duration::ZERO, None);
+    }
 
     // 1. What the hooks add, in ms, with a model that answers at once: the
     // turns are then steady (their middle half spans a few ms), so many
@@ -175,8 +176,8 @@ fn main() {
     // overhead measured directly, which the idle turns make noisier.
     let latency = Duration::from_millis(env_num("LATENCY_MS", 1500));
     let slow_runs = env_num("LATENCY_RUNS", 6) as usize;
-    let slow = if slow_runs > 0 { measure(latency, slow_runs) } else { Vec::new() };
-    if !slow.is_empty() {
+    if slow_runs > 0 {
+        let slow = measure(latency, slow_runs);
         println!(
             "\nA model that takes {} ms per turn: {calls} Bash tool calls and a stop, {slow_runs} runs of each variant, alternating",
             latency.as_millis()
@@ -198,7 +199,7 @@ fn main() {
     let logs = tempfile::tempdir().unwrap();
     for _ in 0..2 {
         for (v, _) in variants.iter().skip(1) {
-            run_with(*v, calls, Duration::ZERO, Some(logs.path()));
+            run_with(*v, Duration::ZERO, Some(logs.path()));
         }
     }
     println!("\nEach hook as Claude Code timed it (its debug log, 2 runs of each variant), median ms:");

@@ -54,8 +54,14 @@ fn fresh_pg(base: &str, tag: &str) -> String {
 
 /// Hook events posted over HTTP by `sessions` concurrent clients: events
 /// per second, and the median and p99 latency of one call in ms.
-async fn ingest(url: &str, token: &str, campaign: &str, sessions: usize, per_session: usize) -> (f64, f64, f64) {
-    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+async fn ingest(
+    client: &reqwest::Client,
+    url: &str,
+    token: &str,
+    campaign: &str,
+    sessions: usize,
+    per_session: usize,
+) -> (f64, f64, f64) {
     let started = Instant::now();
     let mut tasks = Vec::new();
     for s in 0..sessions {
@@ -90,8 +96,7 @@ async fn ingest(url: &str, token: &str, campaign: &str, sessions: usize, per_ses
 
 /// The floor under one hook call: the median round trip of a request the
 /// daemon answers without any work (GET /api/v1/health), same client, ms.
-async fn http_floor(url: &str, calls: usize) -> f64 {
-    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+async fn http_floor(client: &reqwest::Client, url: &str, calls: usize) -> f64 {
     let mut lat = Vec::with_capacity(calls);
     for _ in 0..calls {
         let t = Instant::now();
@@ -105,8 +110,7 @@ async fn http_floor(url: &str, calls: usize) -> f64 {
 
 /// The mean time the daemon spent answering post-tool-use calls (its
 /// `hook_duration_seconds` metric), ms.
-async fn handler_mean_ms(url: &str, token: &str) -> f64 {
-    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+async fn handler_mean_ms(client: &reqwest::Client, url: &str, token: &str) -> f64 {
     let text = client.get(format!("{url}/metrics")).bearer_auth(token).send().await.unwrap().text().await.unwrap();
     common::hook_time_by_event(&text)
         .into_iter()
@@ -297,6 +301,7 @@ async fn ingestion() {
     println!("(raw minimal: a table with an id and three text columns; raw same rows: gadfly's events table, statement and rows)");
     let pg = pg_base();
     let only = std::env::var("BENCH_DB").ok();
+    let client = reqwest::Client::builder().no_proxy().build().unwrap();
     for backend in ["sqlite", "postgres"] {
         if only.as_deref().is_some_and(|o| o != backend) {
             continue;
@@ -320,20 +325,8 @@ async fn ingestion() {
                 _ => common::Daemon::start_with(&data, Some(&fresh_pg(pg.as_ref().unwrap(), "ingest"))),
             };
             let id = d.create_campaign(&f.spec());
-            let floor_ms = if sessions == 1 { http_floor(&d.url, 2000).await } else { 0.0 };
-            if sessions == 1 {
-                println!(
-                    "{backend}: a request the daemon answers without work (GET /api/v1/health), same client: p50 {floor_ms:.3} ms"
-                );
-            }
             let cpu_before = common::cpu_seconds(d.child.id());
-            let (gadfly, p50, p99) = ingest(&d.url, &d.token, &id, sessions, per).await;
-            if sessions == 1 {
-                println!(
-                    "{backend}: the daemon's own time in a post-tool-use call (its hook_duration_seconds metric), mean {:.3} ms",
-                    handler_mean_ms(&d.url, &d.token).await
-                );
-            }
+            let (gadfly, p50, p99) = ingest(&client, &d.url, &d.token, &id, sessions, per).await;
             let cpu_us = (common::cpu_seconds(d.child.id()) - cpu_before) * 1e6 / (sessions * per) as f64;
             let raw_url = |name: &str| match backend {
                 "sqlite" => format!("sqlite:{}?mode=rwc", f.dir.path().join(format!("{name}.db")).display()),
@@ -346,8 +339,11 @@ async fn ingestion() {
                 raw_ceiling(&raw_url("raw_same"), RawTable::Gadfly, tasks, (sessions * per) / tasks, Duration::ZERO)
                     .await;
             if sessions == 1 {
-                // The same rows with the connection idle between inserts
-                // for as long as a hook call's HTTP round trip.
+                // Where one session's time goes: the HTTP floor, the
+                // daemon's own time, and the same rows inserted with the
+                // connection idle between inserts for as long as that floor.
+                let floor_ms = http_floor(&client, &d.url, 2000).await;
+                let handler_ms = handler_mean_ms(&client, &d.url, &d.token).await;
                 let (_, idle_p50) = raw_ceiling(
                     &raw_url("raw_idle"),
                     RawTable::Gadfly,
@@ -357,8 +353,13 @@ async fn ingestion() {
                 )
                 .await;
                 println!(
-                    "{backend}: one raw insert of gadfly's row, median: {same_p50:.3} ms back to back, {idle_p50:.3} ms after the connection idled {:.3} ms",
-                    floor_ms
+                    "{backend}: a request the daemon answers without work (GET /api/v1/health), same client: p50 {floor_ms:.3} ms"
+                );
+                println!(
+                    "{backend}: the daemon's own time in a post-tool-use call (its hook_duration_seconds metric), mean {handler_ms:.3} ms"
+                );
+                println!(
+                    "{backend}: one raw insert of gadfly's row, median: {same_p50:.3} ms back to back, {idle_p50:.3} ms after the connection idled {floor_ms:.3} ms"
                 );
             }
             println!(
@@ -441,9 +442,10 @@ async fn memory() {
         let step = (total / 10).max(1000);
         println!("{:>12} {:>10} {:>12}", "events", "RSS MiB", "events/s");
         println!("{:>12} {:>10.1} {:>12}", 0, rss_kib(d.child.id()) as f64 / 1024.0, "-");
+        let client = reqwest::Client::builder().no_proxy().build().unwrap();
         let mut done = 0;
         while done < total {
-            let (rate, _, _) = ingest(&d.url, &d.token, &id, 10, step / 10).await;
+            let (rate, _, _) = ingest(&client, &d.url, &d.token, &id, 10, step / 10).await;
             done += step;
             println!("{:>12} {:>10.1} {:>12.0}", done, rss_kib(d.child.id()) as f64 / 1024.0, rate);
         }

@@ -323,28 +323,19 @@ fn percent_decode(s: &str) -> Vec<u8> {
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
 async fn request_timeout(req: Request, next: Next) -> Response {
-    limit_request_time(REQUEST_TIMEOUT, req, next).await
-}
-
-/// Whether a request is exempt from [`REQUEST_TIMEOUT`]: it waits for an
-/// evaluation (evaluate, a hook call judging a stop) or streams events.
-fn runs_long(path: &str) -> bool {
-    path.ends_with("/evaluate") || path.contains("/hooks/") || path.ends_with("/events")
-}
-
-async fn limit_request_time(limit: Duration, req: Request, next: Next) -> Response {
     let path = req.uri().path();
-    if runs_long(path) {
+    let long = path.ends_with("/evaluate") || path.contains("/hooks/") || path.ends_with("/events");
+    if long {
         return next.run(req).await;
     }
     let (method, path) = (req.method().clone(), path.to_string());
-    match tokio::time::timeout(limit, next.run(req)).await {
+    match tokio::time::timeout(REQUEST_TIMEOUT, next.run(req)).await {
         Ok(r) => r,
         Err(_) => {
             tracing::warn!(%method, %path, "request timed out");
             (
                 StatusCode::SERVICE_UNAVAILABLE,
-                Json(json!({"code": "timeout", "message": format!("{method} {path} took longer than {} s", limit.as_secs())})),
+                Json(json!({"code": "timeout", "message": format!("{method} {path} took longer than {} s", REQUEST_TIMEOUT.as_secs())})),
             )
                 .into_response()
         }
