@@ -24,13 +24,28 @@ fn pct(v: &mut [f64], p: f64) -> f64 {
     v[((v.len() as f64 - 1.0) * p).round() as usize]
 }
 
-fn rss_kib(pid: u32) -> u64 {
+/// One field of `/proc/PID/status`, in KiB (0 when unreadable).
+fn status_kib(pid: u32, field: &str) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|s| {
-            s.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+            s.lines()
+                .find(|l| l.strip_prefix(field).is_some_and(|r| r.starts_with(':')))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
         })
         .unwrap_or(0)
+}
+
+fn rss_kib(pid: u32) -> u64 {
+    status_kib(pid, "VmRSS")
+}
+
+/// The resident set split by what backs it, in MiB: anonymous memory (the
+/// heap, stacks), file pages mapped in (the binary, libraries, SQLite's
+/// shared-memory index of its log) and shared memory.
+fn rss_split_mib(pid: u32) -> (f64, f64, f64) {
+    let mib = |f| status_kib(pid, f) as f64 / 1024.0;
+    (mib("RssAnon"), mib("RssFile"), mib("RssShmem"))
 }
 
 /// CPU seconds (user + system) a process has used so far.
@@ -440,14 +455,27 @@ async fn memory() {
         tokio::time::sleep(Duration::from_millis(500)).await;
         let total: usize = std::env::var("BENCH_MEMORY_EVENTS").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
         let step = (total / 10).max(1000);
-        println!("{:>12} {:>10} {:>12}", "events", "RSS MiB", "events/s");
-        println!("{:>12} {:>10.1} {:>12}", 0, rss_kib(d.child.id()) as f64 / 1024.0, "-");
+        println!("{:>12} {:>10} {:>10} {:>10} {:>10} {:>12}", "events", "RSS MiB", "anon", "file", "shmem", "events/s");
+        let row = |done: usize, rate: String| {
+            let pid = d.child.id();
+            let (anon, file, shmem) = rss_split_mib(pid);
+            println!(
+                "{:>12} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>12}",
+                done,
+                rss_kib(pid) as f64 / 1024.0,
+                anon,
+                file,
+                shmem,
+                rate
+            );
+        };
+        row(0, "-".into());
         let client = reqwest::Client::builder().no_proxy().build().unwrap();
         let mut done = 0;
         while done < total {
             let (rate, _, _) = ingest(&client, &d.url, &d.token, &id, 10, step / 10).await;
             done += step;
-            println!("{:>12} {:>10.1} {:>12.0}", done, rss_kib(d.child.id()) as f64 / 1024.0, rate);
+            row(done, format!("{rate:.0}"));
         }
     }
 
