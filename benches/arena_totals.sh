@@ -9,6 +9,8 @@
 # daemon's stderr, the bench's daemon log) and prints, beside the row, the
 # bytes the allocator's arenas took from the system and the bytes in use.
 # Needs gdb; glibc only. The attach stops the daemon for about a second.
+# The executable is named through /proc, so a rebuild meanwhile (which
+# replaces the file) does not leave gdb without glibc's symbols.
 set -u
 rows=${1:?usage: arena_totals.sh FILE (the memory bench output, growing)}
 seen=0
@@ -21,7 +23,7 @@ while sleep 2; do
   pid=$(pgrep -nx gadfly) || continue
   log=$(readlink "/proc/$pid/fd/2") || continue
   before=$(wc -c <"$log")
-  gdb -p "$pid" -batch -ex 'call (void)malloc_stats()' >/dev/null 2>&1
+  gdb -batch -ex 'call (void)malloc_stats()' "/proc/$pid/exe" "$pid" >/dev/null 2>&1
   sleep 0.5
   totals=$(tail -c +$((before + 1)) "$log" | grep -A2 '^Total' | grep -oE '[0-9]+$' | tr '\n' ' ')
   read -r system in_use <<<"$totals"

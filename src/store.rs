@@ -19,6 +19,11 @@ pub use jobs::{tags_match, ClaimedJob, JobState};
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/sqlite");
 static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/postgres");
 
+/// The latest events of one kind in a campaign, newest first: read at every
+/// stop and every moment, a seek on the `events_campaign_kind` index.
+const RECENT_EVENTS: &str = "select id, campaign_id, session_id, kind, payload, created_at from events
+     where campaign_id = $1 and kind = $2 order by id desc limit $3";
+
 #[derive(Clone)]
 pub struct Store {
     pool: AnyPool,
@@ -404,15 +409,7 @@ impl Store {
 
     /// The latest `limit` events of one kind, newest first.
     pub async fn recent_events(&self, campaign_id: &str, kind: &str, limit: i64) -> anyhow::Result<Vec<EventRow>> {
-        let rows = sqlx::query(
-            "select id, campaign_id, session_id, kind, payload, created_at from events
-             where campaign_id = $1 and kind = $2 order by id desc limit $3",
-        )
-        .bind(campaign_id)
-        .bind(kind)
-        .bind(limit)
-        .fetch_all(&self.pool)
-        .await?;
+        let rows = sqlx::query(RECENT_EVENTS).bind(campaign_id).bind(kind).bind(limit).fetch_all(&self.pool).await?;
         rows.iter().map(event_from_row).collect()
     }
 
@@ -888,6 +885,36 @@ pub(crate) mod tests {
         let again = Store::connect(&url).await.unwrap();
         assert_eq!(again.list_campaigns().await.unwrap().len(), 1);
         assert_eq!(again.events_after("c1", 0, 10).await.unwrap()[0].payload, p);
+    }
+
+    /// The latest events of a kind are found through the index on
+    /// (campaign, kind, id), not by walking back through the campaign's
+    /// events: a stop reads the hooks gadfly installed, of which a campaign
+    /// has one or two among a million events.
+    #[tokio::test]
+    async fn the_latest_events_of_a_kind_are_a_seek_on_their_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::connect(&format!("sqlite:{}", dir.path().join("g.db").display())).await.unwrap();
+        let plan: Vec<String> = sqlx::query(&format!("explain query plan {RECENT_EVENTS}"))
+            .bind("c1")
+            .bind("hooks.install")
+            .bind(100i64)
+            .fetch_all(&store.pool)
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.try_get::<String, _>(3).unwrap())
+            .collect();
+        assert!(plan.iter().any(|p| p.contains("events_campaign_kind (campaign_id=? AND kind=?)")), "plan: {plan:?}");
+        store.insert_campaign(&test_campaign("c1")).await.unwrap();
+        let p = serde_json::json!({});
+        for kind in ["hooks.install", "note", "note", "hooks.install", "note"] {
+            store.append_event("c1", None, kind, None, &p, &now()).await.unwrap();
+        }
+        let ids: Vec<i64> =
+            store.recent_events("c1", "hooks.install", 100).await.unwrap().iter().map(|e| e.id).collect();
+        assert_eq!(ids.len(), 2);
+        assert!(ids[0] > ids[1], "newest first: {ids:?}");
     }
 
     /// Events recorded at once are written in groups: each call gets its own
