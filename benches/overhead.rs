@@ -48,6 +48,69 @@ fn rss_split_mib(pid: u32) -> (f64, f64, f64) {
     (mib("RssAnon"), mib("RssFile"), mib("RssShmem"))
 }
 
+/// The CPU seconds (user and system) of every PostgreSQL process on this
+/// machine: its backends, the WAL writer, the checkpointer.
+fn postgres_cpu_seconds() -> f64 {
+    let Ok(dir) = std::fs::read_dir("/proc") else { return 0.0 };
+    dir.filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "postgres"))
+        .map(common::cpu_seconds)
+        .sum()
+}
+
+/// The machine's busy and total CPU ticks so far (all cores; /proc/stat).
+fn machine_ticks() -> (f64, f64) {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let f: Vec<f64> =
+        stat.lines().next().unwrap_or("").split_whitespace().skip(1).filter_map(|v| v.parse().ok()).collect();
+    // user nice system idle iowait irq softirq steal
+    let idle = f.get(3).copied().unwrap_or(0.0) + f.get(4).copied().unwrap_or(0.0);
+    let total: f64 = f.iter().take(8).sum();
+    (total - idle, total)
+}
+
+/// Where the CPU went while some events were recorded: the load
+/// generator (this process), the daemon (when there is one) and the
+/// database's processes, per event, and how busy the whole machine was.
+/// It tells a gap bound by CPU (the machine saturated, and the same
+/// events cost more CPU one way) from one bound by waiting.
+struct CpuWindow {
+    daemon: Option<u32>,
+    start: [f64; 3],
+    ticks: (f64, f64),
+}
+
+/// CPU microseconds per event: client, daemon, database; machine busy %.
+struct CpuPerEvent {
+    client: f64,
+    daemon: f64,
+    database: f64,
+    busy_pct: f64,
+}
+
+impl CpuWindow {
+    fn open(daemon: Option<u32>) -> CpuWindow {
+        CpuWindow { daemon, start: Self::now(daemon), ticks: machine_ticks() }
+    }
+
+    fn now(daemon: Option<u32>) -> [f64; 3] {
+        [common::cpu_seconds(std::process::id()), daemon.map_or(0.0, common::cpu_seconds), postgres_cpu_seconds()]
+    }
+
+    fn close(&self, events: usize) -> CpuPerEvent {
+        let end = Self::now(self.daemon);
+        let (busy, total) = machine_ticks();
+        let per = |i: usize| (end[i] - self.start[i]) * 1e6 / events.max(1) as f64;
+        CpuPerEvent {
+            client: per(0),
+            daemon: per(1),
+            database: per(2),
+            busy_pct: 100.0 * (busy - self.ticks.0) / (total - self.ticks.1).max(1.0),
+        }
+    }
+}
+
 /// CPU seconds (user + system) a process has used so far.
 fn pg_base() -> Option<String> {
     let url = std::env::var("GADFLY_BENCH_PG").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
@@ -109,6 +172,31 @@ async fn ingest(
     (rate, at(0.5), at(0.99))
 }
 
+/// The median time of `n` stop hook calls posted straight to the daemon
+/// (no hook process), ms.
+async fn stop_ms(client: &reqwest::Client, d: &common::Daemon, campaign: &str, n: usize) -> f64 {
+    let payload = json!({
+        "session_id": "sess-1", "transcript_path": "/tmp/none.jsonl", "cwd": "/tmp",
+        "hook_event_name": "Stop", "stop_hook_active": false,
+        "last_assistant_message": "Done: every scenario is faster.",
+    });
+    let mut lat = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        let r = client
+            .post(format!("{}/api/v1/campaigns/{campaign}/hooks/claude-code/stop", d.url))
+            .bearer_auth(&d.token)
+            .json(&payload)
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success());
+        r.bytes().await.unwrap();
+        lat.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    median(&mut lat)
+}
+
 /// The floor under one hook call: the median round trip of a request the
 /// daemon answers without any work (GET /api/v1/health), same client, ms.
 async fn http_floor(client: &reqwest::Client, url: &str, calls: usize) -> f64 {
@@ -159,7 +247,13 @@ enum RawTable {
 /// `pause` before each insert (the connection idle meanwhile, as a
 /// daemon's is between two hook calls), the rate counts the pauses; the
 /// median does not.
-async fn raw_ceiling(db_url: &str, table: RawTable, tasks: usize, per_task: usize, pause: Duration) -> (f64, f64) {
+async fn raw_ceiling(
+    db_url: &str,
+    table: RawTable,
+    tasks: usize,
+    per_task: usize,
+    pause: Duration,
+) -> (f64, f64, CpuPerEvent) {
     sqlx::any::install_default_drivers();
     let sqlite = db_url.starts_with("sqlite:");
     if table == RawTable::Gadfly {
@@ -206,6 +300,7 @@ async fn raw_ceiling(db_url: &str, table: RawTable, tasks: usize, per_task: usiz
     if table == RawTable::Minimal {
         sqlx::query(ddl).execute(&pool).await.unwrap();
     }
+    let cpu = CpuWindow::open(None);
     let started = Instant::now();
     let mut handles = Vec::new();
     for t in 0..tasks {
@@ -263,7 +358,10 @@ async fn raw_ceiling(db_url: &str, table: RawTable, tasks: usize, per_task: usiz
     for h in handles {
         lat.extend(h.await.unwrap());
     }
-    ((tasks * per_task) as f64 / started.elapsed().as_secs_f64(), median(&mut lat))
+    let rate = (tasks * per_task) as f64 / started.elapsed().as_secs_f64();
+    // Read before the pool closes: a backend that exits takes its CPU time along.
+    let cpu = cpu.close(tasks * per_task);
+    (rate, median(&mut lat), cpu)
 }
 
 fn workspace_with_files(n: usize) -> common::Fixture {
@@ -316,6 +414,7 @@ async fn ingestion() {
     println!("(raw minimal: a table with an id and three text columns; raw same rows: gadfly's events table, statement and rows)");
     let pg = pg_base();
     let only = std::env::var("BENCH_DB").ok();
+    let mut cpu_rows: Vec<(String, [CpuPerEvent; 3])> = Vec::new();
     let client = reqwest::Client::builder().no_proxy().build().unwrap();
     for backend in ["sqlite", "postgres"] {
         if only.as_deref().is_some_and(|o| o != backend) {
@@ -340,26 +439,28 @@ async fn ingestion() {
                 _ => common::Daemon::start_with(&data, Some(&fresh_pg(pg.as_ref().unwrap(), "ingest"))),
             };
             let id = d.create_campaign(&f.spec());
-            let cpu_before = common::cpu_seconds(d.child.id());
+            let window = CpuWindow::open(Some(d.child.id()));
             let (gadfly, p50, p99) = ingest(&client, &d.url, &d.token, &id, sessions, per).await;
-            let cpu_us = (common::cpu_seconds(d.child.id()) - cpu_before) * 1e6 / (sessions * per) as f64;
+            let gadfly_cpu = window.close(sessions * per);
+            let cpu_us = gadfly_cpu.daemon;
             let raw_url = |name: &str| match backend {
                 "sqlite" => format!("sqlite:{}?mode=rwc", f.dir.path().join(format!("{name}.db")).display()),
                 _ => fresh_pg(pg.as_ref().unwrap(), name),
             };
             let tasks = sessions.min(16);
-            let (raw, _) =
+            let (raw, _, raw_cpu) =
                 raw_ceiling(&raw_url("raw"), RawTable::Minimal, tasks, (sessions * per) / tasks, Duration::ZERO).await;
-            let (same, same_p50) =
+            let (same, same_p50, same_cpu) =
                 raw_ceiling(&raw_url("raw_same"), RawTable::Gadfly, tasks, (sessions * per) / tasks, Duration::ZERO)
                     .await;
+            cpu_rows.push((format!("{backend} {sessions}"), [gadfly_cpu, raw_cpu, same_cpu]));
             if sessions == 1 {
                 // Where one session's time goes: the HTTP floor, the
                 // daemon's own time, and the same rows inserted with the
                 // connection idle between inserts for as long as that floor.
                 let floor_ms = http_floor(&client, &d.url, 2000).await;
                 let handler_ms = handler_mean_ms(&client, &d.url, &d.token).await;
-                let (_, idle_p50) = raw_ceiling(
+                let (_, idle_p50, _) = raw_ceiling(
                     &raw_url("raw_idle"),
                     RawTable::Gadfly,
                     1,
@@ -384,6 +485,22 @@ async fn ingestion() {
             );
         }
     }
+    println!("\nCPU per event, in microseconds (load generator / daemon / database), and the machine's busy share:");
+    println!("{:<14} {:>28} {:>28} {:>28}", "", "gadfly", "raw minimal", "raw same rows");
+    for (name, cells) in &cpu_rows {
+        let cell = |c: &CpuPerEvent| {
+            format!(
+                "{:>4.0}/{:>4.0}/{:>4.0} = {:>4.0}, {:>3.0}%",
+                c.client,
+                c.daemon,
+                c.database,
+                c.client + c.daemon + c.database,
+                c.busy_pct
+            )
+        };
+        println!("{name:<14} {:>28} {:>28} {:>28}", cell(&cells[0]), cell(&cells[1]), cell(&cells[2]));
+    }
+    println!("(SQLite runs inside the daemon, or inside the load generator for the raw rows: its column stays 0)");
     if let Some(base) = &pg {
         let out = Command::new("psql")
             .arg(base)
@@ -479,16 +596,22 @@ async fn memory() {
         }
     }
 
-    println!("\n== Resident memory of the daemon against recorded events ==");
+    println!("\n== Resident memory of the daemon, and a stop's time, against recorded events ==");
     let f = common::Fixture::new("");
+    f.set_candidate(common::ALL_PASS);
     let data = f.data_dir();
-    let id = {
+    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    let (id, stop_before) = {
         let d = common::Daemon::start_with(&data, None);
         let id = d.create_campaign(&f.spec());
+        // The evaluation is cached from here on: what is timed is the stop's
+        // own reads (the hooks gadfly installed, the last violation, ...).
+        assert_eq!(d.stop(&id, "warm the cache"), None);
+        let stop = stop_ms(&client, &d, &id, 20).await;
         tokio::time::sleep(Duration::from_millis(500)).await;
         println!("{:>12} {:>10}", "events", "RSS MiB");
         println!("{:>12} {:>10.1}", 1, rss_kib(d.child.id()) as f64 / 1024.0);
-        id
+        (id, stop)
     };
     // Append a million events straight into the store (the daemon is down),
     // then start it again and exercise the endpoints that read them.
@@ -516,7 +639,6 @@ async fn memory() {
     let d = common::Daemon::start_with(&data, None);
     tokio::time::sleep(Duration::from_millis(500)).await;
     let idle = rss_kib(d.child.id());
-    let client = reqwest::Client::builder().no_proxy().build().unwrap();
     let mut lat = Vec::new();
     for path in [
         "/campaigns",
@@ -533,6 +655,7 @@ async fn memory() {
         }
     }
     let busy = rss_kib(d.child.id());
+    let stop_after = stop_ms(&client, &d, &id, 20).await;
     println!("{:>12} {:>10.1}  (idle after restart)", 1_000_001, idle as f64 / 1024.0);
     println!(
         "{:>12} {:>10.1}  (after reading campaigns, detail, log tail, audit; median {:.1} ms, p90 {:.1} ms)",
@@ -540,5 +663,9 @@ async fn memory() {
         busy as f64 / 1024.0,
         median(&mut lat.clone()),
         pct(&mut lat, 0.9)
+    );
+    println!(
+        "a stop on a cached evaluation (POST .../hooks/claude-code/stop, 20 calls), median: {stop_before:.2} ms with a few events, {stop_after:.2} ms with {} events",
+        1_000_001
     );
 }
