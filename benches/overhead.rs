@@ -432,7 +432,10 @@ async fn ingestion() {
         let total_events: usize = std::env::var("BENCH_EVENTS").ok().and_then(|v| v.parse().ok()).unwrap_or(2000);
         for &sessions in &counts {
             let per = (total_events / sessions).max(20);
-            let f = common::Fixture::new("");
+            // BENCH_INGEST_SPEC: TOML added to the campaign's spec (e.g.
+            // `[moments]` `plateau_tool_calls = 0`: no idle-plateau question
+            // every 60 tool calls, to see what the questions cost).
+            let f = common::Fixture::new(&std::env::var("BENCH_INGEST_SPEC").unwrap_or_default());
             let data = f.data_dir();
             let d = match backend {
                 "sqlite" => common::Daemon::start_with(&data, None),
