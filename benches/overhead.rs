@@ -24,28 +24,27 @@ fn pct(v: &mut [f64], p: f64) -> f64 {
     v[((v.len() as f64 - 1.0) * p).round() as usize]
 }
 
-/// One field of `/proc/PID/status`, in KiB (0 when unreadable).
-fn status_kib(pid: u32, field: &str) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.strip_prefix(field).is_some_and(|r| r.starts_with(':')))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        })
-        .unwrap_or(0)
+/// Fields of `/proc/PID/status`, in KiB (0 when unreadable), from one read.
+fn status_kib<const N: usize>(pid: u32, fields: [&str; N]) -> [u64; N] {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    fields.map(|field| {
+        status
+            .lines()
+            .find(|l| l.strip_prefix(field).is_some_and(|r| r.starts_with(':')))
+            .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+            .unwrap_or(0)
+    })
 }
 
 fn rss_kib(pid: u32) -> u64 {
-    status_kib(pid, "VmRSS")
+    status_kib(pid, ["VmRSS"])[0]
 }
 
-/// The resident set split by what backs it, in MiB: anonymous memory (the
-/// heap, stacks), file pages mapped in (the binary, libraries, SQLite's
-/// shared-memory index of its log) and shared memory.
-fn rss_split_mib(pid: u32) -> (f64, f64, f64) {
-    let mib = |f| status_kib(pid, f) as f64 / 1024.0;
-    (mib("RssAnon"), mib("RssFile"), mib("RssShmem"))
+/// The resident set and its split by what backs it, in MiB: all of it,
+/// anonymous memory (the heap, stacks), file pages mapped in (the binary,
+/// libraries, SQLite's shared-memory index of its log) and shared memory.
+fn rss_split_mib(pid: u32) -> [f64; 4] {
+    status_kib(pid, ["VmRSS", "RssAnon", "RssFile", "RssShmem"]).map(|kib| kib as f64 / 1024.0)
 }
 
 /// The CPU seconds (user and system) of every PostgreSQL process on this
@@ -111,7 +110,8 @@ impl CpuWindow {
     }
 }
 
-/// CPU seconds (user + system) a process has used so far.
+/// The PostgreSQL server the ingestion bench uses (GADFLY_BENCH_PG), when
+/// one answers.
 fn pg_base() -> Option<String> {
     let url = std::env::var("GADFLY_BENCH_PG").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
     let ok = Command::new("psql")
@@ -172,6 +172,20 @@ async fn ingest(
     (rate, at(0.5), at(0.99))
 }
 
+/// The median round trip of `n` calls of `request` (each answered 2xx and
+/// read to the end), ms.
+async fn median_ms(request: reqwest::RequestBuilder, n: usize) -> f64 {
+    let mut lat = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        let r = request.try_clone().expect("a request without a streamed body").send().await.unwrap();
+        assert!(r.status().is_success());
+        r.bytes().await.unwrap();
+        lat.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    median(&mut lat)
+}
+
 /// The median time of `n` stop hook calls posted straight to the daemon
 /// (no hook process), ms.
 async fn stop_ms(client: &reqwest::Client, d: &common::Daemon, campaign: &str, n: usize) -> f64 {
@@ -180,35 +194,14 @@ async fn stop_ms(client: &reqwest::Client, d: &common::Daemon, campaign: &str, n
         "hook_event_name": "Stop", "stop_hook_active": false,
         "last_assistant_message": "Done: every scenario is faster.",
     });
-    let mut lat = Vec::with_capacity(n);
-    for _ in 0..n {
-        let t = Instant::now();
-        let r = client
-            .post(format!("{}/api/v1/campaigns/{campaign}/hooks/claude-code/stop", d.url))
-            .bearer_auth(&d.token)
-            .json(&payload)
-            .send()
-            .await
-            .unwrap();
-        assert!(r.status().is_success());
-        r.bytes().await.unwrap();
-        lat.push(t.elapsed().as_secs_f64() * 1e3);
-    }
-    median(&mut lat)
+    let url = format!("{}/api/v1/campaigns/{campaign}/hooks/claude-code/stop", d.url);
+    median_ms(client.post(url).bearer_auth(&d.token).json(&payload), n).await
 }
 
 /// The floor under one hook call: the median round trip of a request the
 /// daemon answers without any work (GET /api/v1/health), same client, ms.
 async fn http_floor(client: &reqwest::Client, url: &str, calls: usize) -> f64 {
-    let mut lat = Vec::with_capacity(calls);
-    for _ in 0..calls {
-        let t = Instant::now();
-        let r = client.get(format!("{url}/api/v1/health")).send().await.unwrap();
-        assert!(r.status().is_success());
-        r.bytes().await.unwrap();
-        lat.push(t.elapsed().as_secs_f64() * 1e3);
-    }
-    median(&mut lat)
+    median_ms(client.get(format!("{url}/api/v1/health")), calls).await
 }
 
 /// The mean time the daemon spent answering post-tool-use calls (its
@@ -566,6 +559,7 @@ async fn evaluation() {
 
 async fn memory() {
     println!("\n== Resident memory while events are recorded through the daemon (10 sessions, post-tool-use) ==");
+    let client = reqwest::Client::builder().no_proxy().build().unwrap();
     {
         // BENCH_MEMORY_SPEC: TOML added to the campaign's spec (e.g. to turn
         // the idle-plateau detector off and see what it costs).
@@ -577,20 +571,10 @@ async fn memory() {
         let step = (total / 10).max(1000);
         println!("{:>12} {:>10} {:>10} {:>10} {:>10} {:>12}", "events", "RSS MiB", "anon", "file", "shmem", "events/s");
         let row = |done: usize, rate: String| {
-            let pid = d.child.id();
-            let (anon, file, shmem) = rss_split_mib(pid);
-            println!(
-                "{:>12} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>12}",
-                done,
-                rss_kib(pid) as f64 / 1024.0,
-                anon,
-                file,
-                shmem,
-                rate
-            );
+            let [rss, anon, file, shmem] = rss_split_mib(d.child.id());
+            println!("{done:>12} {rss:>10.1} {anon:>10.1} {file:>10.1} {shmem:>10.1} {rate:>12}");
         };
         row(0, "-".into());
-        let client = reqwest::Client::builder().no_proxy().build().unwrap();
         let mut done = 0;
         while done < total {
             let (rate, _, _) = ingest(&client, &d.url, &d.token, &id, 10, step / 10).await;
@@ -603,7 +587,6 @@ async fn memory() {
     let f = common::Fixture::new("");
     f.set_candidate(common::ALL_PASS);
     let data = f.data_dir();
-    let client = reqwest::Client::builder().no_proxy().build().unwrap();
     let (id, stop_before) = {
         let d = common::Daemon::start_with(&data, None);
         let id = d.create_campaign(&f.spec());
