@@ -149,9 +149,21 @@ impl Store {
         let pool = AnyPoolOptions::new()
             .max_connections(if backend == Backend::Sqlite { 8 } else { 16 })
             .acquire_timeout(Duration::from_secs(30))
-            // A SQLite connection is a file handle in this process: it
-            // cannot go stale, so no liveness round trip at each checkout.
-            .test_before_acquire(backend != Backend::Sqlite)
+            // No liveness round trip at each checkout: a SQLite connection
+            // is a file handle in this process and cannot go stale; a
+            // PostgreSQL connection is pinged only after it has idled (a
+            // server restart or an idle timeout may have closed it). sqlx
+            // pings each connection again when it is returned, off the
+            // caller's path, and drops it when that fails.
+            .test_before_acquire(false)
+            .before_acquire(move |conn, meta| {
+                Box::pin(async move {
+                    if backend == Backend::Postgres && meta.idle_for >= PING_AFTER_IDLE {
+                        sqlx::Connection::ping(conn).await?;
+                    }
+                    Ok(true)
+                })
+            })
             .after_connect(move |conn, _meta| {
                 Box::pin(async move {
                     if backend == Backend::Sqlite {
@@ -680,6 +692,49 @@ impl Store {
         Ok(questions)
     }
 
+    /// Takes the campaign's next queued question (a person's first, then
+    /// the oldest) and marks it delivered, in one statement: the hooks of
+    /// ten sessions that all see a question waiting do not each read the
+    /// queue and race to mark the same row (on PostgreSQL the row is locked
+    /// and skipped by the others, which take the next one or none). None
+    /// when nothing waits.
+    pub async fn claim_next_question(
+        &self,
+        campaign_id: &str,
+        via: &str,
+        objective_before: Option<f64>,
+    ) -> anyhow::Result<Option<QuestionRow>> {
+        if self.queued_hint.surely_none(campaign_id) {
+            return Ok(None);
+        }
+        let generation = self.queued_hint.before_lookup();
+        let _turn = self.write_turn().await;
+        // SQLite writes one at a time (the write turn); PostgreSQL needs
+        // the lock, or two calls pick the same row and one gets nothing.
+        let lock = if self.backend == Backend::Postgres { "for update skip locked" } else { "" };
+        let row = sqlx::query(&format!(
+            "update questions set status = 'delivered', delivered_at = $1, delivered_via = $2,
+                 objective_before = cast($3 as double precision)
+             where id = (select id from questions where campaign_id = $4 and status = 'queued'
+                         order by case when source = 'human' then 0 else 1 end, id limit 1 {lock})
+               and status = 'queued'
+             returning id, campaign_id, source, bank_id, moment, text, status, created_at, delivered_at, delivered_via"
+        ))
+        .bind(now())
+        .bind(via)
+        .bind(num(objective_before))
+        .bind(campaign_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        match row {
+            Some(r) => Ok(Some(QuestionRow::from_row(&r)?)),
+            None => {
+                self.queued_hint.found_none(campaign_id, generation);
+                Ok(None)
+            }
+        }
+    }
+
     /// Marks a queued question delivered; false when it was already.
     pub async fn mark_delivered(
         &self,
@@ -704,33 +759,34 @@ impl Store {
 }
 
 impl Store {
-    /// What learned yield is computed from: every delivered bank question
-    /// and every evaluation's objective, over all campaigns.
     /// What question selection needs of a campaign's history, without its
     /// texts: how many questions it was asked, and its bank ids as an
     /// oldest-first list in which each id appears as often as it was asked,
-    /// its copies together, ordered by their latest ask.
+    /// its copies together, ordered by their latest ask. One query: the
+    /// questions without a bank id (a person's own) are one more group,
+    /// counted in the total only.
     pub async fn asked_bank_ids(&self, campaign_id: &str) -> anyhow::Result<(Vec<String>, usize)> {
         let rows = sqlx::query(
             "select bank_id, count(*), max(id) from questions
-             where campaign_id = $1 and bank_id is not null group by bank_id order by max(id)",
+             where campaign_id = $1 group by bank_id order by max(id)",
         )
         .bind(campaign_id)
         .fetch_all(&self.pool)
         .await?;
         let mut ids = Vec::new();
+        let mut total = 0usize;
         for r in &rows {
-            let id: String = r.try_get(0)?;
             let n: i64 = r.try_get(1)?;
-            ids.extend(std::iter::repeat_n(id, n.max(1) as usize));
+            total += n.max(0) as usize;
+            if let Some(id) = r.try_get::<Option<String>, _>(0)? {
+                ids.extend(std::iter::repeat_n(id, n.max(1) as usize));
+            }
         }
-        let total: i64 = sqlx::query("select count(*) from questions where campaign_id = $1")
-            .bind(campaign_id)
-            .fetch_one(&self.pool)
-            .await?
-            .try_get(0)?;
-        Ok((ids, total as usize))
+        Ok((ids, total))
     }
+
+    /// What learned yield is computed from: every delivered bank question
+    /// and every evaluation's objective, over all campaigns.
 
     pub async fn yield_history(
         &self,
@@ -781,6 +837,9 @@ impl Store {
         Ok((asked, evals))
     }
 }
+
+/// A pooled PostgreSQL connection idle this long is pinged before use.
+const PING_AFTER_IDLE: Duration = Duration::from_secs(5);
 
 /// How much history the learned yield of bank entries reads: the latest
 /// questions asked (with a bank id, across campaigns) and evaluations.
@@ -915,6 +974,36 @@ pub(crate) mod tests {
             store.recent_events("c1", "hooks.install", 100).await.unwrap().iter().map(|e| e.id).collect();
         assert_eq!(ids.len(), 2);
         assert!(ids[0] > ids[1], "newest first: {ids:?}");
+    }
+
+    /// The next question goes to a hook in one statement: a person's first,
+    /// then the oldest bank question; none once the queue is empty, after
+    /// which the queue is known empty until a question is queued.
+    #[tokio::test]
+    async fn questions_are_claimed_a_persons_first_then_the_oldest_and_counted_for_selection() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::connect(&format!("sqlite:{}", dir.path().join("g.db").display())).await.unwrap();
+        store.insert_campaign(&test_campaign("c1")).await.unwrap();
+        let bank_a = store.queue_question("c1", "bank", Some("a"), Some("start"), "bank a?").await.unwrap();
+        let bank_b = store.queue_question("c1", "bank", Some("b"), Some("plateau"), "bank b?").await.unwrap();
+        let person = store.queue_question("c1", "human", None, None, "a person's?").await.unwrap();
+        let mut order = Vec::new();
+        while let Some(q) = store.claim_next_question("c1", "hook_additional_context", Some(1.5)).await.unwrap() {
+            assert_eq!((q.status.as_str(), q.delivered_via.as_deref()), ("delivered", Some("hook_additional_context")));
+            assert!(q.delivered_at.is_some());
+            order.push(q.id);
+        }
+        assert_eq!(order, vec![person, bank_a, bank_b]);
+        assert!(store.queued_hint.surely_none("c1"), "an empty claim tells the hint");
+        assert!(store.list_questions("c1", true).await.unwrap().is_empty());
+        assert!(!store.mark_delivered(bank_a, "again", None).await.unwrap(), "delivered once");
+        // A person's question (no bank id) counts in the total, not in the ids.
+        let (ids, total) = store.asked_bank_ids("c1").await.unwrap();
+        assert_eq!((ids, total), (vec!["a".to_string(), "b".to_string()], 3));
+        store.queue_question("c1", "bank", Some("a"), Some("plateau"), "bank a again?").await.unwrap();
+        assert!(!store.queued_hint.surely_none("c1"));
+        let (ids, total) = store.asked_bank_ids("c1").await.unwrap();
+        assert_eq!((ids, total), (vec!["b".to_string(), "a".to_string(), "a".to_string()], 4));
     }
 
     /// Events recorded at once are written in groups: each call gets its own

@@ -510,11 +510,9 @@ impl Supervisor {
             "user-prompt-submit" => "UserPromptSubmit",
             _ => return Ok(None),
         };
-        let queued = self.inner.store.list_questions(campaign_id, true).await?;
-        let Some(q) = queued.iter().find(|q| q.source == "human").or(queued.first()).cloned() else { return Ok(None) };
-        if !self.inner.store.mark_delivered(q.id, "hook_additional_context", None).await? {
+        let Some(q) = self.inner.store.claim_next_question(campaign_id, "hook_additional_context", None).await? else {
             return Ok(None);
-        }
+        };
         self.record(
             campaign_id,
             session,

@@ -361,3 +361,62 @@ fn a_same_size_edit_after_a_quiet_period_is_seen() {
     let r = reason(&d.stop(&id, "done"));
     assert!(r.lines().any(|l| l.starts_with("c ") && l.contains("1.01x")), "{r}");
 }
+
+/// Questions waiting while many sessions call at once: each one reaches
+/// exactly one hook call, none is lost, and a person's question goes
+/// before the bank's (on PostgreSQL the calls really race for the rows).
+#[test]
+fn waiting_questions_reach_concurrent_hook_calls_once_each_a_persons_first() {
+    let f = Fixture::new("");
+    let d = Daemon::start(&f.data_dir());
+    let id = d.create_campaign(&f.spec());
+    let client = reqwest::blocking::Client::builder().no_proxy().build().unwrap();
+    let ask = |text: &str| {
+        let r = client
+            .post(format!("{}/api/v1/campaigns/{id}/questions", d.url))
+            .bearer_auth(&d.token)
+            .json(&serde_json::json!({ "text": text }))
+            .send()
+            .unwrap();
+        assert!(r.status().is_success(), "{}", r.status());
+    };
+    let context = |v: &Value| v["output"]["hookSpecificOutput"]["additionalContext"].as_str().map(str::to_string);
+    // The campaign's start question waits from its creation; a person's
+    // question queued after it is delivered first.
+    ask("Which scenario is slowest, measured?");
+    let first =
+        d.post_hook(&client, "post-tool-use", &id, &serde_json::json!({"session_id": "s0", "tool_name": "Bash"}));
+    assert!(context(&first).unwrap().contains("Which scenario is slowest, measured?"), "{first}");
+    ask("What does the profiler say about occupancy?");
+    ask("Is the reference run on the same clocks?");
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(12));
+    let delivered: Vec<String> = std::thread::scope(|s| {
+        let calls: Vec<_> = (0..12)
+            .map(|i| {
+                let (barrier, client, d, id) = (barrier.clone(), &client, &d, &id);
+                s.spawn(move || {
+                    barrier.wait();
+                    let body = serde_json::json!({"session_id": format!("s{i}"), "tool_name": "Bash", "tool_use_id": format!("t{i}")});
+                    context(&d.post_hook(client, "post-tool-use", id, &body))
+                })
+            })
+            .collect();
+        calls.into_iter().filter_map(|c| c.join().unwrap()).collect()
+    });
+    assert_eq!(delivered.len(), 3, "the start question and two of a person's, each once: {delivered:#?}");
+    for text in ["start moment", "occupancy", "same clocks"] {
+        assert_eq!(delivered.iter().filter(|c| c.contains(text)).count(), 1, "{text}: {delivered:#?}");
+    }
+    let questions = d.api_get(&format!("/campaigns/{id}/questions"));
+    assert!(questions.as_array().unwrap().iter().all(|q| q["status"] == "delivered"), "{questions}");
+    let log = d.api_get(&format!("/campaigns/{id}/log"));
+    let deliveries = log.as_array().unwrap().iter().filter(|e| e["kind"] == "question.delivered").count();
+    assert_eq!(deliveries, 4, "one delivery event per question");
+    let after = d.post_hook(
+        &client,
+        "post-tool-use",
+        &id,
+        &serde_json::json!({"session_id": "s0", "tool_name": "Bash", "tool_use_id": "t-last"}),
+    );
+    assert_eq!(context(&after), None, "nothing waits any more: {after}");
+}
