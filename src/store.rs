@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::{AnyPool, FromRow, Row};
 
+mod asked;
 mod group_commit;
 mod jobs;
 pub mod live;
@@ -33,6 +34,8 @@ pub struct Store {
     /// On PostgreSQL, tells the other daemons what this one records.
     announcer: Option<live::Announcer>,
     queued_hint: std::sync::Arc<live::QueuedHint>,
+    /// How often each bank id was asked, per campaign (see [`asked`]).
+    asked: std::sync::Arc<asked::AskedCache>,
     /// On SQLite, whose turn it is to write (see [`Store::write_turn`]).
     write_gate: Option<std::sync::Arc<tokio::sync::Mutex<()>>>,
     /// Single events, written in groups (see [`group_commit`]).
@@ -208,6 +211,7 @@ impl Store {
             url: url.to_string(),
             announcer,
             queued_hint: Default::default(),
+            asked: Default::default(),
             write_gate,
             events,
         })
@@ -383,6 +387,7 @@ impl Store {
     /// Another daemon queued a question for the campaign (it announced so).
     pub fn question_announced(&self, campaign_id: &str) {
         self.queued_hint.queued(campaign_id);
+        self.asked.forget(campaign_id);
     }
 
     /// One event by id.
@@ -662,11 +667,13 @@ impl Store {
         .bind(now())
         .fetch_one(&self.pool)
         .await?;
+        let id = row.try_get::<i64, _>(0)?;
         self.queued_hint.queued(campaign_id);
+        self.asked.queued(campaign_id, bank_id, id);
         if let Some(a) = &self.announcer {
             a.send(live::Announced::Question { campaign_id: campaign_id.to_string() });
         }
-        Ok(row.try_get::<i64, _>(0)?)
+        Ok(id)
     }
 
     /// A campaign's questions, or only its queued ones (answered from
@@ -760,29 +767,33 @@ impl Store {
 
 impl Store {
     /// What question selection needs of a campaign's history, without its
-    /// texts: how many questions it was asked, and its bank ids as an
-    /// oldest-first list in which each id appears as often as it was asked,
-    /// its copies together, ordered by their latest ask. One query: the
+    /// texts: how many questions it was asked, and its bank ids, each once
+    /// with how often it was asked, ordered by their latest ask. One query: the
     /// questions without a bank id (a person's own) are one more group,
     /// counted in the total only.
-    pub async fn asked_bank_ids(&self, campaign_id: &str) -> anyhow::Result<(Vec<String>, usize)> {
-        let rows = sqlx::query(
-            "select bank_id, count(*), max(id) from questions
-             where campaign_id = $1 group by bank_id order by max(id)",
-        )
-        .bind(campaign_id)
-        .fetch_all(&self.pool)
-        .await?;
+    pub async fn asked_bank_ids(
+        &self,
+        campaign_id: &str,
+    ) -> anyhow::Result<(Vec<crate::bank::select::AskedHere>, usize)> {
+        if let Some(known) = self.asked.get(campaign_id) {
+            return Ok(known);
+        }
+        let generation = self.asked.before_read();
+        let rows = sqlx::query(ASKED_BY_BANK_ID).bind(campaign_id).fetch_all(&self.pool).await?;
         let mut ids = Vec::new();
         let mut total = 0usize;
         for r in &rows {
             let n: i64 = r.try_get(1)?;
             total += n.max(0) as usize;
-            if let Some(id) = r.try_get::<Option<String>, _>(0)? {
-                ids.extend(std::iter::repeat_n(id, n.max(1) as usize));
+            if let Some(bank_id) = r.try_get::<Option<String>, _>(0)? {
+                ids.push((
+                    crate::bank::select::AskedHere { bank_id, times: n.max(1) as usize },
+                    r.try_get::<i64, _>(2)?,
+                ));
             }
         }
-        Ok((ids, total))
+        self.asked.store(campaign_id, ids.clone(), total, generation);
+        Ok((ids.into_iter().map(|(a, _)| a).collect(), total))
     }
 
     /// What learned yield is computed from: every delivered bank question
@@ -837,6 +848,11 @@ impl Store {
         Ok((asked, evals))
     }
 }
+
+/// How often each bank id (and none: a person's question) was asked in a
+/// campaign, by latest ask; read from the index on (campaign_id, bank_id).
+const ASKED_BY_BANK_ID: &str =
+    "select bank_id, count(*), max(id) from questions where campaign_id = $1 group by bank_id order by max(id)";
 
 /// A pooled PostgreSQL connection idle this long is pinged before use.
 const PING_AFTER_IDLE: Duration = Duration::from_secs(5);
@@ -984,6 +1000,15 @@ pub(crate) mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::connect(&format!("sqlite:{}", dir.path().join("g.db").display())).await.unwrap();
         store.insert_campaign(&test_campaign("c1")).await.unwrap();
+        let plan: Vec<String> = sqlx::query(&format!("explain query plan {ASKED_BY_BANK_ID}"))
+            .bind("c1")
+            .fetch_all(&store.pool)
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.try_get::<String, _>(3).unwrap())
+            .collect();
+        assert!(plan.iter().any(|p| p.contains("COVERING INDEX questions_campaign_bank")), "plan: {plan:?}");
         let bank_a = store.queue_question("c1", "bank", Some("a"), Some("start"), "bank a?").await.unwrap();
         let bank_b = store.queue_question("c1", "bank", Some("b"), Some("plateau"), "bank b?").await.unwrap();
         let person = store.queue_question("c1", "human", None, None, "a person's?").await.unwrap();
@@ -999,11 +1024,17 @@ pub(crate) mod tests {
         assert!(!store.mark_delivered(bank_a, "again", None).await.unwrap(), "delivered once");
         // A person's question (no bank id) counts in the total, not in the ids.
         let (ids, total) = store.asked_bank_ids("c1").await.unwrap();
-        assert_eq!((ids, total), (vec!["a".to_string(), "b".to_string()], 3));
+        assert_eq!((ids, total), (crate::bank::select::AskedHere::from_sequence(&["a", "b"]), 3));
         store.queue_question("c1", "bank", Some("a"), Some("plateau"), "bank a again?").await.unwrap();
         assert!(!store.queued_hint.surely_none("c1"));
         let (ids, total) = store.asked_bank_ids("c1").await.unwrap();
-        assert_eq!((ids, total), (vec!["b".to_string(), "a".to_string(), "a".to_string()], 4));
+        assert_eq!((ids, total), (crate::bank::select::AskedHere::from_sequence(&["a", "b", "a"]), 4));
+        // That came from memory, kept up to date by the queueing; the table says the same.
+        assert!(store.asked.get("c1").is_some());
+        store.question_announced("c1");
+        assert!(store.asked.get("c1").is_none(), "another daemon's question: read again");
+        let (ids, total) = store.asked_bank_ids("c1").await.unwrap();
+        assert_eq!((ids, total), (crate::bank::select::AskedHere::from_sequence(&["a", "b", "a"]), 4));
     }
 
     /// Events recorded at once are written in groups: each call gets its own

@@ -1308,7 +1308,7 @@ impl Supervisor {
     async fn selection_inputs(
         &self,
         campaign_id: &str,
-    ) -> anyhow::Result<(Vec<String>, usize, HashMap<String, EntryStats>)> {
+    ) -> anyhow::Result<(Vec<select::AskedHere>, usize, HashMap<String, EntryStats>)> {
         let (asked_ids, asked) = self.inner.store.asked_bank_ids(campaign_id).await?;
         let stats: HashMap<String, EntryStats> = self.bank_stats().await?.into_iter().collect();
         Ok((asked_ids, asked, stats))
@@ -1342,7 +1342,7 @@ impl Supervisor {
             });
         }
         let builtin = gate::BUILTIN_COMPLETION_QUESTIONS;
-        let n = asked_ids.iter().filter(|id| id.starts_with("builtin-")).count();
+        let n: usize = asked_ids.iter().filter(|a| a.bank_id.starts_with("builtin-")).map(|a| a.times).sum();
         let (id, text) = builtin[n % builtin.len()];
         Ok(Question { queued_id: None, source: id.to_string(), moment: moment.to_string(), text: text.to_string() })
     }

@@ -18,12 +18,38 @@ use crate::campaign::CampaignSpec;
 pub struct Request<'a> {
     pub moment: &'a str,
     pub spec: &'a CampaignSpec,
-    /// Bank ids already asked in this campaign, oldest first.
-    pub asked: &'a [String],
+    /// The bank ids asked in this campaign, each once with how often,
+    /// ordered by their latest ask, oldest first.
+    pub asked: &'a [AskedHere],
     /// Groups that fit what is happening, best first.
     pub prefer: &'a [&'a str],
     pub stats: &'a HashMap<String, EntryStats>,
     pub seed: u64,
+}
+
+/// A bank id asked in a campaign, and how many times. A campaign asked
+/// thousands of questions has a few dozen of these: selection reads and
+/// keeps one per id, not one string per question asked (it did, and a pick
+/// cost more the longer a campaign ran; BENCHMARKS.md, memory).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AskedHere {
+    pub bank_id: String,
+    pub times: usize,
+}
+
+impl AskedHere {
+    /// The asks of `ids` (oldest first), one per id, by latest ask.
+    pub fn from_sequence<S: AsRef<str>>(ids: &[S]) -> Vec<AskedHere> {
+        let mut out: Vec<AskedHere> = Vec::new();
+        for id in ids {
+            let times = match out.iter().position(|a| a.bank_id == id.as_ref()) {
+                Some(i) => out.remove(i).times + 1,
+                None => 1,
+            };
+            out.push(AskedHere { bank_id: id.as_ref().to_string(), times });
+        }
+        out
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -41,9 +67,9 @@ pub fn rank(entries: &[Entry], req: &Request<'_>) -> Vec<Choice> {
     let mut rng = rand::rngs::StdRng::seed_from_u64(req.seed);
     let group_of: HashMap<&str, &str> = entries.iter().map(|e| (e.id.as_str(), e.group.as_str())).collect();
     let mut group_uses: HashMap<&str, usize> = HashMap::new();
-    for id in req.asked {
-        if let Some(g) = group_of.get(id.as_str()) {
-            *group_uses.entry(g).or_default() += 1;
+    for a in req.asked {
+        if let Some(g) = group_of.get(a.bank_id.as_str()) {
+            *group_uses.entry(g).or_default() += a.times;
         }
     }
     let mut ranked: Vec<(Choice, (bool, usize, usize, usize))> = entries
@@ -53,7 +79,7 @@ pub fn rank(entries: &[Entry], req: &Request<'_>) -> Vec<Choice> {
             let s = req.stats.get(&e.id).cloned().unwrap_or_default();
             let beta = Beta::new(1.0 + s.gains as f64, 1.0 + (s.asks.saturating_sub(s.gains)) as f64);
             let sample = beta.map(|b| b.sample(&mut rng)).unwrap_or_else(|_| rng.gen());
-            let last_ask = req.asked.iter().rposition(|id| id == &e.id);
+            let last_ask = req.asked.iter().position(|a| a.bank_id == e.id);
             let preferred = req.prefer.iter().position(|p| *p == e.group).unwrap_or(req.prefer.len());
             let uses = group_uses.get(e.group.as_str()).copied().unwrap_or(0);
             let key = (last_ask.is_some(), last_ask.unwrap_or(0), preferred, uses);
@@ -175,7 +201,8 @@ mod tests {
         let mut asked: Vec<String> = Vec::new();
         let mut order = Vec::new();
         for round in 0..6 {
-            let req = Request { moment: "plateau", spec: &s, asked: &asked, prefer: &[], stats: &stats, seed: round };
+            let history = AskedHere::from_sequence(&asked);
+            let req = Request { moment: "plateau", spec: &s, asked: &history, prefer: &[], stats: &stats, seed: round };
             let c = pick(&bank(), &req).unwrap();
             order.push(c.entry.id.clone());
             asked.push(c.entry.id);
@@ -188,6 +215,34 @@ mod tests {
         assert_eq!(first_four.len(), 4, "{order:?}");
         assert_eq!(order[4], order[0], "{order:?}");
         assert_eq!(order[5], order[1], "{order:?}");
+    }
+
+    /// Among entries not yet asked, the group asked least goes first, each
+    /// ask counted (an id asked three times is three uses of its group).
+    #[test]
+    fn every_ask_of_an_id_counts_for_its_group() {
+        let stats = HashMap::new();
+        let s = spec(None, false);
+        let mut entries = bank();
+        entries.push(e("bound-002", "bound", &["plateau"], Applies::default()));
+        let order = |asks: &[&str]| {
+            let history = AskedHere::from_sequence(asks);
+            let req = Request { moment: "plateau", spec: &s, asked: &history, prefer: &[], stats: &stats, seed: 5 };
+            ids(&rank(&entries, &req))[..3].iter().map(|i| i.to_string()).collect::<Vec<_>>()
+        };
+        assert_eq!(
+            order(&["measure-001", "bound-001", "measure-001", "measure-001"]),
+            ["gap-001", "bound-002", "measure-002"]
+        );
+        assert_eq!(
+            order(&["bound-001", "measure-001", "bound-001", "bound-001"]),
+            ["gap-001", "measure-002", "bound-002"]
+        );
+        assert_eq!(
+            AskedHere::from_sequence(&["a", "b", "a", "c", "b"]),
+            [("a", 2), ("c", 1), ("b", 2)].map(|(id, times)| AskedHere { bank_id: id.into(), times }),
+            "one per id, by latest ask"
+        );
     }
 
     #[test]
