@@ -4,7 +4,10 @@
 //! the campaign is read), so it is read once and then kept up to date by
 //! this daemon's own queueing. A question another daemon queues (announced
 //! on PostgreSQL) drops the campaign's entry, and the next pick reads it
-//! again.
+//! again. An announcement does not say which daemon made it, so on
+//! PostgreSQL a daemon's own questions drop the entry too, and there the
+//! counts are read once per question, on the index that covers the read;
+//! on SQLite (one daemon) they are read once per campaign.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
