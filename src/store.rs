@@ -970,16 +970,8 @@ pub(crate) mod tests {
     async fn the_latest_events_of_a_kind_are_a_seek_on_their_index() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::connect(&format!("sqlite:{}", dir.path().join("g.db").display())).await.unwrap();
-        let plan: Vec<String> = sqlx::query(&format!("explain query plan {RECENT_EVENTS}"))
-            .bind("c1")
-            .bind("hooks.install")
-            .bind(100i64)
-            .fetch_all(&store.pool)
-            .await
-            .unwrap()
-            .iter()
-            .map(|r| r.try_get::<String, _>(3).unwrap())
-            .collect();
+        let sql = format!("explain query plan {RECENT_EVENTS}");
+        let plan = sqlite_plan(&store, sqlx::query(&sql).bind("c1").bind("hooks.install").bind(100i64)).await;
         assert!(plan.iter().any(|p| p.contains("events_campaign_kind (campaign_id=? AND kind=?)")), "plan: {plan:?}");
         store.insert_campaign(&test_campaign("c1")).await.unwrap();
         let p = serde_json::json!({});
@@ -992,6 +984,14 @@ pub(crate) mod tests {
         assert!(ids[0] > ids[1], "newest first: {ids:?}");
     }
 
+    /// SQLite's plan for a query (`explain query plan ...`), a line per step.
+    async fn sqlite_plan<'a>(
+        store: &Store,
+        query: sqlx::query::Query<'a, sqlx::Any, sqlx::any::AnyArguments<'a>>,
+    ) -> Vec<String> {
+        query.fetch_all(&store.pool).await.unwrap().iter().map(|r| r.try_get::<String, _>(3).unwrap()).collect()
+    }
+
     /// The next question goes to a hook in one statement: a person's first,
     /// then the oldest bank question; none once the queue is empty, after
     /// which the queue is known empty until a question is queued.
@@ -1000,14 +1000,8 @@ pub(crate) mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::connect(&format!("sqlite:{}", dir.path().join("g.db").display())).await.unwrap();
         store.insert_campaign(&test_campaign("c1")).await.unwrap();
-        let plan: Vec<String> = sqlx::query(&format!("explain query plan {ASKED_BY_BANK_ID}"))
-            .bind("c1")
-            .fetch_all(&store.pool)
-            .await
-            .unwrap()
-            .iter()
-            .map(|r| r.try_get::<String, _>(3).unwrap())
-            .collect();
+        let sql = format!("explain query plan {ASKED_BY_BANK_ID}");
+        let plan = sqlite_plan(&store, sqlx::query(&sql).bind("c1")).await;
         assert!(plan.iter().any(|p| p.contains("COVERING INDEX questions_campaign_bank")), "plan: {plan:?}");
         let bank_a = store.queue_question("c1", "bank", Some("a"), Some("start"), "bank a?").await.unwrap();
         let bank_b = store.queue_question("c1", "bank", Some("b"), Some("plateau"), "bank b?").await.unwrap();
