@@ -718,21 +718,17 @@ impl Store {
         let _turn = self.write_turn().await;
         // SQLite writes one at a time (the write turn); PostgreSQL needs
         // the lock, or two calls pick the same row and one gets nothing.
-        let lock = if self.backend == Backend::Postgres { "for update skip locked" } else { "" };
-        let row = sqlx::query(&format!(
-            "update questions set status = 'delivered', delivered_at = $1, delivered_via = $2,
-                 objective_before = cast($3 as double precision)
-             where id = (select id from questions where campaign_id = $4 and status = 'queued'
-                         order by case when source = 'human' then 0 else 1 end, id limit 1 {lock})
-               and status = 'queued'
-             returning id, campaign_id, source, bank_id, moment, text, status, created_at, delivered_at, delivered_via"
-        ))
-        .bind(now())
-        .bind(via)
-        .bind(num(objective_before))
-        .bind(campaign_id)
-        .fetch_optional(&self.pool)
-        .await?;
+        let sql = match self.backend {
+            Backend::Postgres => claim_next_sql!("for update skip locked"),
+            Backend::Sqlite => claim_next_sql!(""),
+        };
+        let row = sqlx::query(sql)
+            .bind(now())
+            .bind(via)
+            .bind(num(objective_before))
+            .bind(campaign_id)
+            .fetch_optional(&self.pool)
+            .await?;
         match row {
             Some(r) => Ok(Some(QuestionRow::from_row(&r)?)),
             None => {
@@ -798,7 +794,6 @@ impl Store {
 
     /// What learned yield is computed from: every delivered bank question
     /// and every evaluation's objective, over all campaigns.
-
     pub async fn yield_history(
         &self,
     ) -> anyhow::Result<(Vec<crate::bank::learn::Asked>, Vec<crate::bank::learn::EvalPoint>)> {
@@ -848,6 +843,23 @@ impl Store {
         Ok((asked, evals))
     }
 }
+
+/// The statement that takes a campaign's next queued question (see
+/// [`Store::claim_next_question`]), with the backend's row lock, built once.
+macro_rules! claim_next_sql {
+    ($lock:literal) => {
+        concat!(
+            "update questions set status = 'delivered', delivered_at = $1, delivered_via = $2,
+                 objective_before = cast($3 as double precision)
+             where id = (select id from questions where campaign_id = $4 and status = 'queued'
+                         order by case when source = 'human' then 0 else 1 end, id limit 1 ",
+            $lock,
+            ") and status = 'queued'
+             returning id, campaign_id, source, bank_id, moment, text, status, created_at, delivered_at, delivered_via"
+        )
+    };
+}
+use claim_next_sql;
 
 /// How often each bank id (and none: a person's question) was asked in a
 /// campaign, by latest ask; read from the index on (campaign_id, bank_id).
