@@ -110,6 +110,34 @@ impl CpuWindow {
     }
 }
 
+/// One run of an ingestion cell: gadfly's rate and median latency, the
+/// two raw ceilings' rates, and the CPU per event of all three.
+struct IngestRun {
+    gadfly: f64,
+    p50: f64,
+    raw: f64,
+    same: f64,
+    cpu: [CpuPerEvent; 3],
+}
+
+/// The median and range of a few runs' figures.
+struct Spread {
+    median: f64,
+    low: f64,
+    high: f64,
+}
+
+impl Spread {
+    fn of(mut v: Vec<f64>) -> Spread {
+        let median = median(&mut v);
+        Spread { median, low: v[0], high: v[v.len() - 1] }
+    }
+
+    fn show(&self, digits: usize, unit: &str) -> String {
+        format!("{:.digits$}{unit} [{:.digits$} to {:.digits$}]", self.median, self.low, self.high)
+    }
+}
+
 /// The PostgreSQL server the ingestion bench uses (GADFLY_BENCH_PG), when
 /// one answers.
 fn pg_base() -> Option<String> {
@@ -408,6 +436,10 @@ async fn ingestion() {
     let pg = pg_base();
     let only = std::env::var("BENCH_DB").ok();
     let mut cpu_rows: Vec<(String, [CpuPerEvent; 3])> = Vec::new();
+    let mut summary: Vec<String> = Vec::new();
+    // BENCH_REPEATS: runs of each cell (3), each with a fresh daemon and
+    // fresh databases; the table gives their median and range.
+    let repeats: usize = std::env::var("BENCH_REPEATS").ok().and_then(|v| v.parse().ok()).unwrap_or(3).max(1);
     let client = reqwest::Client::builder().no_proxy().build().unwrap();
     for backend in ["sqlite", "postgres"] {
         if only.as_deref().is_some_and(|o| o != backend) {
@@ -425,63 +457,101 @@ async fn ingestion() {
         let total_events: usize = std::env::var("BENCH_EVENTS").ok().and_then(|v| v.parse().ok()).unwrap_or(2000);
         for &sessions in &counts {
             let per = (total_events / sessions).max(20);
-            // BENCH_INGEST_SPEC: TOML added to the campaign's spec (e.g.
-            // `[moments]` `plateau_tool_calls = 0`: no idle-plateau question
-            // every 60 tool calls, to see what the questions cost).
-            let f = common::Fixture::new(&std::env::var("BENCH_INGEST_SPEC").unwrap_or_default());
-            let data = f.data_dir();
-            let d = match backend {
-                "sqlite" => common::Daemon::start_with(&data, None),
-                _ => common::Daemon::start_with(&data, Some(&fresh_pg(pg.as_ref().unwrap(), "ingest"))),
-            };
-            let id = d.create_campaign(&f.spec());
-            let window = CpuWindow::open(Some(d.child.id()));
-            let (gadfly, p50, p99) = ingest(&client, &d.url, &d.token, &id, sessions, per).await;
-            let gadfly_cpu = window.close(sessions * per);
-            let cpu_us = gadfly_cpu.daemon;
-            let raw_url = |name: &str| match backend {
-                "sqlite" => format!("sqlite:{}?mode=rwc", f.dir.path().join(format!("{name}.db")).display()),
-                _ => fresh_pg(pg.as_ref().unwrap(), name),
-            };
-            let tasks = sessions.min(16);
-            let (raw, _, raw_cpu) =
-                raw_ceiling(&raw_url("raw"), RawTable::Minimal, tasks, (sessions * per) / tasks, Duration::ZERO).await;
-            let (same, same_p50, same_cpu) =
-                raw_ceiling(&raw_url("raw_same"), RawTable::Gadfly, tasks, (sessions * per) / tasks, Duration::ZERO)
-                    .await;
-            cpu_rows.push((format!("{backend} {sessions}"), [gadfly_cpu, raw_cpu, same_cpu]));
-            if sessions == 1 {
-                // Where one session's time goes: the HTTP floor, the
-                // daemon's own time, and the same rows inserted with the
-                // connection idle between inserts for as long as that floor.
-                let floor_ms = http_floor(&client, &d.url, 2000).await;
-                let handler_ms = handler_mean_ms(&client, &d.url, &d.token).await;
-                let (_, idle_p50, _) = raw_ceiling(
-                    &raw_url("raw_idle"),
+            let mut runs: Vec<IngestRun> = Vec::with_capacity(repeats);
+            for run in 1..=repeats {
+                // BENCH_INGEST_SPEC: TOML added to the campaign's spec (e.g.
+                // `[moments]` `plateau_tool_calls = 0`: no idle-plateau question
+                // every 60 tool calls, to see what the questions cost).
+                let f = common::Fixture::new(&std::env::var("BENCH_INGEST_SPEC").unwrap_or_default());
+                let data = f.data_dir();
+                let d = match backend {
+                    "sqlite" => common::Daemon::start_with(&data, None),
+                    _ => common::Daemon::start_with(&data, Some(&fresh_pg(pg.as_ref().unwrap(), "ingest"))),
+                };
+                let id = d.create_campaign(&f.spec());
+                let window = CpuWindow::open(Some(d.child.id()));
+                let (gadfly, p50, p99) = ingest(&client, &d.url, &d.token, &id, sessions, per).await;
+                let gadfly_cpu = window.close(sessions * per);
+                let raw_url = |name: &str| match backend {
+                    "sqlite" => format!("sqlite:{}?mode=rwc", f.dir.path().join(format!("{name}.db")).display()),
+                    _ => fresh_pg(pg.as_ref().unwrap(), name),
+                };
+                let tasks = sessions.min(16);
+                let (raw, _, raw_cpu) =
+                    raw_ceiling(&raw_url("raw"), RawTable::Minimal, tasks, (sessions * per) / tasks, Duration::ZERO)
+                        .await;
+                let (same, same_p50, same_cpu) = raw_ceiling(
+                    &raw_url("raw_same"),
                     RawTable::Gadfly,
-                    1,
-                    per,
-                    Duration::from_secs_f64(floor_ms / 1e3),
+                    tasks,
+                    (sessions * per) / tasks,
+                    Duration::ZERO,
                 )
                 .await;
                 println!(
-                    "{backend}: a request the daemon answers without work (GET /api/v1/health), same client: p50 {floor_ms:.3} ms"
+                    "{backend:<10} {sessions:>9} {gadfly:>16.0} {p50:>8.2} {p99:>8.2} {:>17.0} {raw:>14.0} {:>7.2}x {same:>15.0} {:>7.2}x  (run {run} of {repeats})",
+                    gadfly_cpu.daemon,
+                    raw / gadfly,
+                    same / gadfly
                 );
-                println!(
-                    "{backend}: the daemon's own time in a post-tool-use call (its hook_duration_seconds metric), mean {handler_ms:.3} ms"
-                );
-                println!(
-                    "{backend}: one raw insert of gadfly's row, median: {same_p50:.3} ms back to back, {idle_p50:.3} ms after the connection idled {floor_ms:.3} ms"
-                );
+                if sessions == 1 && run == repeats {
+                    // Where one session's time goes: the HTTP floor, the
+                    // daemon's own time, and the same rows inserted with the
+                    // connection idle between inserts for as long as that floor.
+                    let floor_ms = http_floor(&client, &d.url, 2000).await;
+                    let handler_ms = handler_mean_ms(&client, &d.url, &d.token).await;
+                    let (_, idle_p50, _) = raw_ceiling(
+                        &raw_url("raw_idle"),
+                        RawTable::Gadfly,
+                        1,
+                        per,
+                        Duration::from_secs_f64(floor_ms / 1e3),
+                    )
+                    .await;
+                    println!(
+                        "{backend}: a request the daemon answers without work (GET /api/v1/health), same client: p50 {floor_ms:.3} ms"
+                    );
+                    println!(
+                        "{backend}: the daemon's own time in a post-tool-use call (its hook_duration_seconds metric), mean {handler_ms:.3} ms"
+                    );
+                    println!(
+                        "{backend}: one raw insert of gadfly's row, median: {same_p50:.3} ms back to back, {idle_p50:.3} ms after the connection idled {floor_ms:.3} ms"
+                    );
+                }
+                runs.push(IngestRun { gadfly, p50, raw, same, cpu: [gadfly_cpu, raw_cpu, same_cpu] });
             }
-            println!(
-                "{backend:<10} {sessions:>9} {gadfly:>16.0} {p50:>8.2} {p99:>8.2} {cpu_us:>17.0} {raw:>14.0} {:>7.2}x {same:>15.0} {:>7.2}x",
-                raw / gadfly,
-                same / gadfly
-            );
+            let pick = |f: &dyn Fn(&IngestRun) -> f64| Spread::of(runs.iter().map(f).collect());
+            summary.push(format!(
+                "{backend:<10} {sessions:>9} {:>24} {:>14} {:>24} {:>22} {:>24} {:>22}",
+                pick(&|r| r.gadfly).show(0, ""),
+                pick(&|r| r.p50).show(2, ""),
+                pick(&|r| r.raw).show(0, ""),
+                pick(&|r| r.raw / r.gadfly).show(2, "x"),
+                pick(&|r| r.same).show(0, ""),
+                pick(&|r| r.same / r.gadfly).show(2, "x"),
+            ));
+            let cpu_median = |i: usize| {
+                let m =
+                    |f: &dyn Fn(&CpuPerEvent) -> f64| Spread::of(runs.iter().map(|r| f(&r.cpu[i])).collect()).median;
+                CpuPerEvent {
+                    client: m(&|c| c.client),
+                    daemon: m(&|c| c.daemon),
+                    database: m(&|c| c.database),
+                    busy_pct: m(&|c| c.busy_pct),
+                }
+            };
+            cpu_rows.push((format!("{backend} {sessions}"), [cpu_median(0), cpu_median(1), cpu_median(2)]));
         }
     }
-    println!("\nCPU per event, in microseconds (load generator / daemon / database), and the machine's busy share:");
+    println!("\nMedian [lowest to highest] of {repeats} runs of each (gadfly and the raw ceilings measured in turn in each run; each ratio is taken within its run):");
+    println!(
+        "{:<10} {:>9} {:>24} {:>14} {:>24} {:>22} {:>24} {:>22}",
+        "database", "sessions", "gadfly events/s", "p50 ms", "raw minimal/s", "ratio", "raw same rows/s", "ratio"
+    );
+    for line in &summary {
+        println!("{line}");
+    }
+    println!("\nCPU per event, in microseconds (load generator / daemon / database), and the machine's busy share (medians of the runs):");
     println!("{:<14} {:>28} {:>28} {:>28}", "", "gadfly", "raw minimal", "raw same rows");
     for (name, cells) in &cpu_rows {
         let cell = |c: &CpuPerEvent| {

@@ -33,6 +33,10 @@ pub struct Store {
     url: String,
     /// On PostgreSQL, tells the other daemons what this one records.
     announcer: Option<live::Announcer>,
+    /// This store's name in its announcements: a daemon skips the
+    /// questions it announced itself (its own queueing already counted
+    /// them).
+    instance: std::sync::Arc<str>,
     queued_hint: std::sync::Arc<live::QueuedHint>,
     /// How often each bank id was asked, per campaign (see [`asked`]).
     asked: std::sync::Arc<asked::AskedCache>,
@@ -210,6 +214,7 @@ impl Store {
             backend,
             url: url.to_string(),
             announcer,
+            instance: format!("{:016x}", rand::random::<u64>()).into(),
             queued_hint: Default::default(),
             asked: Default::default(),
             write_gate,
@@ -231,7 +236,10 @@ impl Store {
         }
     }
 
+    /// Writes the events handed over, then closes the pool (waiting for
+    /// every connection to come back).
     pub async fn close(&self) {
+        self.events.close().await;
         self.pool.close().await;
     }
 
@@ -384,8 +392,19 @@ impl Store {
         }
     }
 
-    /// Another daemon queued a question for the campaign (it announced so).
-    pub fn question_announced(&self, campaign_id: &str) {
+    /// This store's name in its announcements.
+    pub fn instance(&self) -> &str {
+        &self.instance
+    }
+
+    /// A daemon announced a question queued for the campaign: another
+    /// one's drops what this one knew of the campaign's queue and asks; its
+    /// own (`origin` is this store's instance) changes nothing, since the
+    /// queueing itself updated both.
+    pub fn question_announced(&self, campaign_id: &str, origin: Option<&str>) {
+        if origin == Some(&*self.instance) {
+            return;
+        }
         self.queued_hint.queued(campaign_id);
         self.asked.forget(campaign_id);
     }
@@ -671,7 +690,10 @@ impl Store {
         self.queued_hint.queued(campaign_id);
         self.asked.queued(campaign_id, bank_id, id);
         if let Some(a) = &self.announcer {
-            a.send(live::Announced::Question { campaign_id: campaign_id.to_string() });
+            a.send(live::Announced::Question {
+                campaign_id: campaign_id.to_string(),
+                origin: Some(self.instance.to_string()),
+            });
         }
         Ok(id)
     }
@@ -1037,8 +1059,18 @@ pub(crate) mod tests {
         assert_eq!((ids, total), (crate::bank::select::AskedHere::from_sequence(&["a", "b", "a"]), 4));
         // That came from memory, kept up to date by the queueing; the table says the same.
         assert!(store.asked.get("c1").is_some());
-        store.question_announced("c1");
+        let own = store.instance().to_string();
+        store.question_announced("c1", Some(&own));
+        assert!(store.asked.get("c1").is_some(), "its own announcement changes nothing");
+        let g = store.queued_hint.before_lookup();
+        store.queued_hint.found_none("c1", g);
+        store.question_announced("c1", Some(&own));
+        assert!(store.queued_hint.surely_none("c1"), "its own announcement does not reopen the queue");
+        store.question_announced("c1", Some("another-daemon"));
         assert!(store.asked.get("c1").is_none(), "another daemon's question: read again");
+        assert!(!store.queued_hint.surely_none("c1"), "another daemon's question is looked for");
+        store.question_announced("c1", None);
+        assert!(store.asked.get("c1").is_none(), "an announcement without its origin is another daemon's");
         let (ids, total) = store.asked_bank_ids("c1").await.unwrap();
         assert_eq!((ids, total), (crate::bank::select::AskedHere::from_sequence(&["a", "b", "a"]), 4));
     }

@@ -327,8 +327,8 @@ impl Supervisor {
                                             waiting.push_back((id, tokio::time::Instant::now()));
                                         }
                                     }
-                                    Announced::Question { campaign_id } => {
-                                        sup.inner.store.question_announced(&campaign_id)
+                                    Announced::Question { campaign_id, origin } => {
+                                        sup.inner.store.question_announced(&campaign_id, origin.as_deref())
                                     }
                                 }
                             }

@@ -3,11 +3,9 @@
 //! questions table costs more the longer a campaign runs (every question of
 //! the campaign is read), so it is read once and then kept up to date by
 //! this daemon's own queueing. A question another daemon queues (announced
-//! on PostgreSQL) drops the campaign's entry, and the next pick reads it
-//! again. An announcement does not say which daemon made it, so on
-//! PostgreSQL a daemon's own questions drop the entry too, and there the
-//! counts are read once per question, on the index that covers the read;
-//! on SQLite (one daemon) they are read once per campaign.
+//! on PostgreSQL, with the announcing store's name, so that a daemon skips
+//! its own) drops the campaign's entry, and the next pick reads it again,
+//! on the index that covers the read.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -13,6 +13,7 @@ use anyhow::anyhow;
 use sqlx::pool::PoolConnection;
 use sqlx::{Any, AnyConnection, AnyPool, Row};
 use tokio::sync::{mpsc, oneshot, Mutex};
+use tokio_util::sync::CancellationToken;
 
 use super::live::{Announced, Announcer};
 
@@ -35,6 +36,9 @@ const MAX_BATCH: usize = 256;
 #[derive(Clone)]
 pub struct GroupCommit {
     tx: mpsc::UnboundedSender<(NewEvent, Reply)>,
+    /// Tells the writers to write what is waiting and stop.
+    closing: CancellationToken,
+    writers: Arc<std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>>,
 }
 
 impl GroupCommit {
@@ -50,10 +54,31 @@ impl GroupCommit {
     ) -> GroupCommit {
         let (tx, rx) = mpsc::unbounded_channel();
         let rx = Arc::new(Mutex::new(rx));
-        for _ in 0..writers.max(1) {
-            tokio::spawn(write_batches(pool.clone(), postgres, rx.clone(), gate.clone(), announcer.clone()));
+        let closing = CancellationToken::new();
+        let writers = (0..writers.max(1))
+            .map(|_| {
+                tokio::spawn(write_batches(
+                    pool.clone(),
+                    postgres,
+                    rx.clone(),
+                    gate.clone(),
+                    announcer.clone(),
+                    closing.clone(),
+                ))
+            })
+            .collect();
+        GroupCommit { tx, closing, writers: Arc::new(std::sync::Mutex::new(writers)) }
+    }
+
+    /// Writes the events already handed over, then stops the writers and
+    /// gives their connections back (a pool closes only once every
+    /// connection is back). Events handed over afterwards fail.
+    pub async fn close(&self) {
+        self.closing.cancel();
+        let writers = std::mem::take(&mut *self.writers.lock().expect("writers poisoned"));
+        for w in writers {
+            let _ = w.await;
         }
-        GroupCommit { tx }
     }
 
     /// Writes one event (with a key already stored: records nothing) and
@@ -71,6 +96,7 @@ async fn write_batches(
     rx: Arc<Mutex<mpsc::UnboundedReceiver<(NewEvent, Reply)>>>,
     gate: Option<Arc<Mutex<()>>>,
     announcer: Option<Announcer>,
+    closing: CancellationToken,
 ) {
     // The writer keeps its connection between batches: no pool checkout
     // (and no liveness ping) per batch. It is dropped after a failed
@@ -82,7 +108,13 @@ async fn write_batches(
         let mut batch = Vec::new();
         {
             let mut rx = rx.lock().await;
-            match rx.recv().await {
+            let first = tokio::select! {
+                first = rx.recv() => first,
+                // Closing: what is still waiting is written, then the
+                // writer stops and its connection goes back to the pool.
+                _ = closing.cancelled() => rx.try_recv().ok(),
+            };
+            match first {
                 Some(first) => batch.push(first),
                 None => return,
             }
@@ -191,47 +223,115 @@ async fn stored_id(conn: &mut AnyConnection, e: &NewEvent) -> anyhow::Result<i64
     Ok(row.try_get::<i64, _>(0)?)
 }
 
-/// PostgreSQL: the batch's ids drawn from the sequence first, then every
-/// row in one statement (two round trips for the batch, one commit). The
-/// ids the insert returns say which rows are new; a row skipped for its key
-/// (a retried call) gets the stored event's id.
+/// PostgreSQL: every row of the batch in one statement, one round trip
+/// and one commit. Each row's id is drawn from the sequence inside the
+/// statement, and the statement answers, in the batch's order, each row's
+/// id and whether it was inserted; a row skipped for its key (a retried
+/// call) gets the stored event's id.
 async fn write_postgres(conn: &mut AnyConnection, batch: &[&NewEvent]) -> anyhow::Result<Vec<(i64, bool)>> {
-    let ids: Vec<i64> =
-        sqlx::query("select nextval(pg_get_serial_sequence('events', 'id')) from generate_series(1, $1)")
-            .bind(batch.len() as i64)
-            .fetch_all(&mut *conn)
-            .await?
-            .iter()
-            .map(|r| r.try_get::<i64, _>(0))
-            .collect::<Result<_, _>>()?;
     let mut sql = String::from(
-        "insert into events (id, campaign_id, session_id, kind, idempotency_key, payload, created_at) values ",
+        "with new_rows (campaign_id, session_id, kind, idempotency_key, payload, created_at, ord) as (values ",
     );
     for i in 0..batch.len() {
-        let b = i * 7;
+        let b = i * 6;
         if i > 0 {
             sql.push_str(", ");
         }
-        sql.push_str(&format!("(${}, ${}, ${}, ${}, ${}, ${}, ${})", b + 1, b + 2, b + 3, b + 4, b + 5, b + 6, b + 7));
+        sql.push_str(&format!("(${}, ${}, ${}, ${}, ${}, ${}, {i})", b + 1, b + 2, b + 3, b + 4, b + 5, b + 6));
     }
-    sql.push_str(" on conflict (idempotency_key) do nothing returning id");
+    // `numbered` is read twice and calls a volatile function: PostgreSQL
+    // computes it once, so each row keeps the id it was given.
+    sql.push_str(
+        "), numbered as (
+             select nextval(pg_get_serial_sequence('events', 'id')) as id, * from new_rows
+         ), inserted as (
+             insert into events (id, campaign_id, session_id, kind, idempotency_key, payload, created_at)
+             select id, campaign_id, session_id, kind, idempotency_key, payload, created_at from numbered
+             on conflict (idempotency_key) do nothing
+             returning id
+         )
+         select n.id, (i.id is not null) as fresh from numbered n left join inserted i on i.id = n.id order by n.ord",
+    );
     let mut q = sqlx::query(&sql);
-    for (e, id) in batch.iter().zip(&ids) {
-        q = q
-            .bind(*id)
-            .bind(&e.campaign_id)
-            .bind(&e.session_id)
-            .bind(&e.kind)
-            .bind(&e.key)
-            .bind(&e.payload)
-            .bind(&e.created_at);
+    for e in batch {
+        q = q.bind(&e.campaign_id).bind(&e.session_id).bind(&e.kind).bind(&e.key).bind(&e.payload).bind(&e.created_at);
     }
-    let inserted: std::collections::HashSet<i64> =
-        q.fetch_all(&mut *conn).await?.iter().map(|r| r.try_get::<i64, _>(0)).collect::<Result<_, _>>()?;
+    let rows = q.fetch_all(&mut *conn).await?;
+    if rows.len() != batch.len() {
+        return Err(anyhow!("the batch insert answered {} rows for {} events", rows.len(), batch.len()));
+    }
     let mut out = Vec::with_capacity(batch.len());
-    for (e, id) in batch.iter().zip(ids) {
+    for (e, row) in batch.iter().zip(rows) {
+        let (id, fresh): (i64, bool) = (row.try_get(0)?, row.try_get(1)?);
         // Skipped rows: their key is stored already.
-        out.push(if inserted.contains(&id) { (id, true) } else { (stored_id(conn, e).await?, false) });
+        out.push(if fresh { (id, true) } else { (stored_id(conn, e).await?, false) });
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Store;
+
+    fn event(key: Option<&str>, i: usize) -> NewEvent {
+        NewEvent {
+            campaign_id: "c1".into(),
+            session_id: Some("s".into()),
+            kind: "hook.post_tool_use".into(),
+            key: key.map(str::to_string),
+            payload: format!("{{\"i\": {i}}}"),
+            created_at: crate::store::now(),
+        }
+    }
+
+    /// On PostgreSQL a batch is one statement: it answers every row in the
+    /// batch's order with its id, new ids in that order, and a row whose
+    /// key is already stored (earlier, or by a row before it in the same
+    /// batch) with the stored event's id, marked not new. The store then
+    /// closes, its writers' held connections given back.
+    #[tokio::test]
+    async fn a_postgres_batch_answers_each_row_in_order_new_or_already_stored() {
+        let Some(base) = std::env::var("GADFLY_TEST_DATABASE_URL").ok().filter(|u| u.starts_with("postgres")) else {
+            eprintln!("SKIPPED: needs GADFLY_TEST_DATABASE_URL (PostgreSQL)");
+            return;
+        };
+        use sqlx::Connection;
+        let name = format!(
+            "gadfly_t_gc_{}_{}",
+            std::process::id(),
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
+        );
+        let mut admin = sqlx::PgConnection::connect(&base).await.unwrap();
+        sqlx::query(&format!("create database {name}")).execute(&mut admin).await.unwrap();
+        let url = format!("{}/{name}", &base[..base.rfind('/').unwrap()]);
+        let store = Store::connect(&url).await.unwrap();
+        store.insert_campaign(&crate::store::tests::test_campaign("c1")).await.unwrap();
+        let (stored, fresh) = store
+            .append_event("c1", Some("s"), "hook.post_tool_use", Some("old"), &serde_json::json!({}), "t")
+            .await
+            .unwrap();
+        assert!(fresh);
+        let rows =
+            [event(Some("a"), 0), event(Some("b"), 1), event(Some("a"), 2), event(Some("old"), 3), event(None, 4)];
+        let batch: Vec<&NewEvent> = rows.iter().collect();
+        let mut conn = store.pool.acquire().await.unwrap();
+        let out = write_together(&mut conn, &batch, true).await.unwrap();
+        let fresh: Vec<bool> = out.iter().map(|(_, f)| *f).collect();
+        assert_eq!(fresh, [true, true, false, false, true], "{out:?}");
+        assert_eq!(out[2].0, out[0].0, "a key twice in one batch: the first row's event");
+        assert_eq!(out[3].0, stored, "a key stored before: that event");
+        assert!(
+            stored < out[0].0 && out[0].0 < out[1].0 && out[1].0 < out[4].0,
+            "new ids in the batch's order: {out:?}"
+        );
+        assert_eq!(store.count_events("c1").await.unwrap(), 4);
+        drop(conn);
+        // The event writers hold their connections between batches: a
+        // close that did not stop them first waited for them for ever.
+        tokio::time::timeout(std::time::Duration::from_secs(30), store.close())
+            .await
+            .expect("the store closes once its event writers stop");
+        let _ = sqlx::query(&format!("drop database if exists {name} with (force)")).execute(&mut admin).await;
+    }
 }

@@ -25,15 +25,19 @@ pub const EVENTS_CHANNEL: &str = "gadfly_events";
 pub enum Announced {
     /// `campaign id`
     Event { campaign_id: String, id: i64 },
-    /// `q campaign`
-    Question { campaign_id: String },
+    /// `q campaign origin`: a question queued, by the store instance named
+    /// `origin` (its [`crate::store::Store::instance`]), so that a daemon
+    /// can tell its own questions from another's. Older daemons wrote
+    /// `q campaign`: no origin, read as another daemon's.
+    Question { campaign_id: String, origin: Option<String> },
 }
 
 impl Announced {
     fn line(&self) -> String {
         match self {
             Announced::Event { campaign_id, id } => format!("{campaign_id} {id}"),
-            Announced::Question { campaign_id } => format!("q {campaign_id}"),
+            Announced::Question { campaign_id, origin: Some(o) } => format!("q {campaign_id} {o}"),
+            Announced::Question { campaign_id, origin: None } => format!("q {campaign_id}"),
         }
     }
 
@@ -45,7 +49,11 @@ impl Announced {
             .filter_map(|l| {
                 let (a, b) = l.trim().split_once(' ')?;
                 if a == "q" {
-                    return Some(Announced::Question { campaign_id: b.to_string() });
+                    let (campaign_id, origin) = match b.split_once(' ') {
+                        Some((c, o)) => (c, Some(o.trim().to_string())),
+                        None => (b, None),
+                    };
+                    return Some(Announced::Question { campaign_id: campaign_id.to_string(), origin });
                 }
                 Some(Announced::Event { campaign_id: a.to_string(), id: b.parse().ok()? })
             })
@@ -204,7 +212,10 @@ mod tests {
     fn announcements_round_trip_and_split_under_the_payload_cap() {
         let batch: Vec<Announced> = (0..2000)
             .map(|i| Announced::Event { campaign_id: format!("campaign-{}", i % 7), id: i })
-            .chain([Announced::Question { campaign_id: "campaign-3".into() }])
+            .chain([
+                Announced::Question { campaign_id: "campaign-3".into(), origin: Some("0a1b2c3d4e5f6071".into()) },
+                Announced::Question { campaign_id: "campaign-4".into(), origin: None },
+            ])
             .collect();
         let parts = payloads(&batch);
         assert!(parts.len() > 1, "2000 lines do not fit one notification");
