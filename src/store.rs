@@ -752,7 +752,14 @@ impl Store {
             .fetch_optional(&self.pool)
             .await?;
         match row {
-            Some(r) => Ok(Some(QuestionRow::from_row(&r)?)),
+            Some(r) => {
+                // Nothing else waits: the next hook need not look (a
+                // question queued meanwhile moved the generation on).
+                if r.try_get::<i64, _>("others_waiting")? == 0 {
+                    self.queued_hint.found_none(campaign_id, generation);
+                }
+                Ok(Some(QuestionRow::from_row(&r)?))
+            }
             None => {
                 self.queued_hint.found_none(campaign_id, generation);
                 Ok(None)
@@ -877,7 +884,9 @@ macro_rules! claim_next_sql {
                          order by case when source = 'human' then 0 else 1 end, id limit 1 ",
             $lock,
             ") and status = 'queued'
-             returning id, campaign_id, source, bank_id, moment, text, status, created_at, delivered_at, delivered_via"
+             returning id, campaign_id, source, bank_id, moment, text, status, created_at, delivered_at, delivered_via,
+                 (select count(*) from questions waiting
+                  where waiting.campaign_id = $4 and waiting.status = 'queued' and waiting.id <> questions.id) as others_waiting"
         )
     };
 }
@@ -1045,8 +1054,15 @@ pub(crate) mod tests {
             assert_eq!((q.status.as_str(), q.delivered_via.as_deref()), ("delivered", Some("hook_additional_context")));
             assert!(q.delivered_at.is_some());
             order.push(q.id);
+            assert_eq!(
+                store.queued_hint.surely_none("c1"),
+                order.len() == 3,
+                "the claim of the last one tells the hint"
+            );
         }
         assert_eq!(order, vec![person, bank_a, bank_b]);
+        store.queued_hint.queued("c1");
+        assert!(store.claim_next_question("c1", "hook_additional_context", None).await.unwrap().is_none());
         assert!(store.queued_hint.surely_none("c1"), "an empty claim tells the hint");
         assert!(store.list_questions("c1", true).await.unwrap().is_empty());
         assert!(!store.mark_delivered(bank_a, "again", None).await.unwrap(), "delivered once");
