@@ -42,6 +42,11 @@ pub struct Store {
     asked: std::sync::Arc<asked::AskedCache>,
     /// On SQLite, whose turn it is to write (see [`Store::write_turn`]).
     write_gate: Option<std::sync::Arc<tokio::sync::Mutex<()>>>,
+    /// On PostgreSQL, whose turn it is to claim a waiting question (see
+    /// [`Store::claim_next_question`]).
+    claim_gate: std::sync::Arc<tokio::sync::Mutex<()>>,
+    /// How many claim statements this store sent (read by tests).
+    claims_sent: std::sync::Arc<std::sync::atomic::AtomicU64>,
     /// Single events, written in groups (see [`group_commit`]).
     events: group_commit::GroupCommit,
 }
@@ -218,6 +223,8 @@ impl Store {
             queued_hint: Default::default(),
             asked: Default::default(),
             write_gate,
+            claim_gate: Default::default(),
+            claims_sent: Default::default(),
             events,
         })
     }
@@ -736,14 +743,26 @@ impl Store {
         if self.queued_hint.surely_none(campaign_id) {
             return Ok(None);
         }
+        // One claim at a time in this daemon (on SQLite, its write turn):
+        // a hook call that waited for another's claim looks at the hint
+        // again, and sends nothing when that claim took the last question.
+        // Ten sessions whose calls all saw a question queued sent ten
+        // claims for it; now one, and one more only if others wait.
+        let _turn = match &self.write_gate {
+            Some(gate) => gate.lock().await,
+            None => self.claim_gate.lock().await,
+        };
+        if self.queued_hint.surely_none(campaign_id) {
+            return Ok(None);
+        }
         let generation = self.queued_hint.before_lookup();
-        let _turn = self.write_turn().await;
-        // SQLite writes one at a time (the write turn); PostgreSQL needs
-        // the lock, or two calls pick the same row and one gets nothing.
+        // PostgreSQL needs the row lock as well: another daemon's call may
+        // claim at the same time, and without it one of the two gets nothing.
         let sql = match self.backend {
             Backend::Postgres => claim_next_sql!("for update skip locked"),
             Backend::Sqlite => claim_next_sql!(""),
         };
+        self.claims_sent.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let row = sqlx::query(sql)
             .bind(now())
             .bind(via)
@@ -1089,6 +1108,29 @@ pub(crate) mod tests {
         assert!(store.asked.get("c1").is_none(), "an announcement without its origin is another daemon's");
         let (ids, total) = store.asked_bank_ids("c1").await.unwrap();
         assert_eq!((ids, total), (crate::bank::select::AskedHere::from_sequence(&["a", "b", "a"]), 4));
+    }
+
+    /// Ten hook calls that all see a question waiting send one claim
+    /// between them: the others wait their turn, and the claim that took
+    /// the last question has told the hint that nothing else waits.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_calls_send_one_claim_for_one_waiting_question() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::connect(&format!("sqlite:{}", dir.path().join("g.db").display())).await.unwrap();
+        store.insert_campaign(&test_campaign("c1")).await.unwrap();
+        let q = store.queue_question("c1", "bank", Some("a"), Some("plateau"), "a?").await.unwrap();
+        let calls: Vec<_> = (0..10)
+            .map(|_| {
+                let store = store.clone();
+                tokio::spawn(async move { store.claim_next_question("c1", "hook_additional_context", None).await })
+            })
+            .collect();
+        let mut got = Vec::new();
+        for c in calls {
+            got.extend(c.await.unwrap().unwrap().map(|q| q.id));
+        }
+        assert_eq!(got, vec![q], "the question reaches one call");
+        assert_eq!(store.claims_sent.load(std::sync::atomic::Ordering::Relaxed), 1, "one claim statement for all ten");
     }
 
     /// Events recorded at once are written in groups: each call gets its own
