@@ -202,10 +202,10 @@ impl Store {
         let announcer = (backend == Backend::Postgres).then(|| live::Announcer::start(url.to_string()));
         let write_gate: Option<std::sync::Arc<tokio::sync::Mutex<()>>> =
             (backend == Backend::Sqlite).then(Default::default);
-        // SQLite commits one transaction at a time: one writer. PostgreSQL
-        // commits several at once: a few writers, each with its batch (1, 2,
-        // 4 and 8 were measured with 10 and 100 sessions: 2 is as fast as
-        // 1 and faster than 4 or 8, which only add contention).
+        // SQLite commits one transaction at a time: one batch is written at
+        // a time. PostgreSQL commits several at once: two batches at a time
+        // (1, 2, 4 and 8 were measured with 10 and 100 sessions: 2 is as
+        // fast as 1 and faster than 4 or 8, which only add contention).
         let writers = if backend == Backend::Sqlite { 1 } else { 2 };
         let events = group_commit::GroupCommit::start(
             pool.clone(),
