@@ -80,14 +80,28 @@ struct FinishOnDrop(Option<Pin<Box<dyn Future<Output = ()> + Send>>>);
 impl Drop for FinishOnDrop {
     fn drop(&mut self) {
         if let Some(rest) = self.0.take() {
-            match tokio::runtime::Handle::try_current() {
-                Ok(rt) => {
-                    rt.spawn(rest);
-                }
-                // No runtime left (the process is ending): the batch's
-                // callers are gone with it.
-                Err(_) => drop(rest),
-            }
+            finish_elsewhere(rest);
+        }
+    }
+}
+
+/// Runs `rest` on a task of its own. With no runtime left (the process is
+/// ending) it is dropped: the callers it would answer are gone too.
+fn finish_elsewhere(rest: impl Future<Output = ()> + Send + 'static) {
+    if let Ok(rt) = tokio::runtime::Handle::try_current() {
+        rt.spawn(rest);
+    }
+}
+
+/// A caller whose event is still queued: if it is dropped, a task of its
+/// own waits for a turn and writes what is queued. Nothing is allocated
+/// unless that happens.
+struct TurnOnDrop<'a>(Option<&'a Arc<Inner>>);
+
+impl Drop for TurnOnDrop<'_> {
+    fn drop(&mut self) {
+        if let Some(inner) = self.0.take() {
+            finish_elsewhere(inner.clone().write_queued(None));
         }
     }
 }
@@ -151,7 +165,7 @@ impl GroupCommit {
         }
         // Should this caller be dropped before its event is written (its
         // client gone), a task of its own takes its turn instead.
-        let mut still_queued = FinishOnDrop(Some(Box::pin(self.inner.clone().write_queued(None))));
+        let mut still_queued = TurnOnDrop(Some(&self.inner));
         let turn = tokio::select! {
             biased;
             // Written in another caller's batch.
