@@ -181,11 +181,13 @@ impl Store {
                     if backend == Backend::Sqlite {
                         // Every acknowledged event must survive a crash: FULL, not NORMAL.
                         sqlx::query("pragma synchronous = full").execute(&mut *conn).await?;
-                        sqlx::query("pragma busy_timeout = 10000").execute(&mut *conn).await?;
+                        sqlx::query(&format!("pragma busy_timeout = {}", SQLITE_BUSY_TIMEOUT.as_millis()))
+                            .execute(&mut *conn)
+                            .await?;
                         // 512 KiB of page cache per connection, not SQLite's
                         // 2 MiB: eight connections filled 16 MiB as the file
                         // grew (BENCHMARKS.md, memory); the OS caches the file too.
-                        sqlx::query("pragma cache_size = -512").execute(&mut *conn).await?;
+                        sqlx::query(&format!("pragma cache_size = {SQLITE_CACHE_SIZE}")).execute(&mut *conn).await?;
                         sqlx::query("pragma foreign_keys = on").execute(&mut *conn).await?;
                     }
                     Ok(())
@@ -207,13 +209,11 @@ impl Store {
         // (1, 2, 4 and 8 were measured with 10 and 100 sessions: 2 is as
         // fast as 1 and faster than 4 or 8, which only add contention).
         let writers = if backend == Backend::Sqlite { 1 } else { 2 };
-        let events = group_commit::GroupCommit::start(
-            pool.clone(),
-            backend == Backend::Postgres,
-            writers,
-            write_gate.clone(),
-            announcer.clone(),
-        );
+        let source = match backend {
+            Backend::Postgres => group_commit::WriterSource::Postgres(pool.clone()),
+            Backend::Sqlite => group_commit::WriterSource::Sqlite(sqlite_writer_options(url)?),
+        };
+        let events = group_commit::GroupCommit::start(source, writers, write_gate.clone(), announcer.clone());
         Ok(Store {
             pool,
             backend,
@@ -370,19 +370,21 @@ impl Store {
         let mut tx = self.pool.begin().await?;
         let mut ids = Vec::with_capacity(rows.len());
         for (kind, key, payload) in rows {
-            let row = sqlx::query(
-                "insert into events (campaign_id, session_id, kind, idempotency_key, payload, created_at)
-                 values ($1, $2, $3, $4, $5, $6)
-                 on conflict (idempotency_key) do nothing
-                 returning id",
+            let row = write_returning(
+                sqlx::query(
+                    "insert into events (campaign_id, session_id, kind, idempotency_key, payload, created_at)
+                     values ($1, $2, $3, $4, $5, $6)
+                     on conflict (idempotency_key) do nothing
+                     returning id",
+                )
+                .bind(campaign_id)
+                .bind(session_id)
+                .bind(kind)
+                .bind(key)
+                .bind(payload.to_string())
+                .bind(created_at),
+                &mut *tx,
             )
-            .bind(campaign_id)
-            .bind(session_id)
-            .bind(kind)
-            .bind(key)
-            .bind(payload.to_string())
-            .bind(created_at)
-            .fetch_optional(&mut *tx)
             .await?;
             ids.push(row.map(|r| r.try_get::<i64, _>(0)).transpose()?);
         }
@@ -497,21 +499,23 @@ impl Store {
         let _turn = self.write_turn().await;
         let mut tx = self.pool.begin().await?;
         let body = serde_json::to_string(e)?;
-        let row = sqlx::query(
-            "insert into evaluations (campaign_id, tree, holds, geomean, worst_scenario, worst_speedup, failing_count, body, duration_ms, created_at)
-             values ($1, $2, $3, cast($4 as double precision), $5, cast($6 as double precision), $7, $8, $9, $10) returning id",
-        )
-        .bind(campaign_id)
-        .bind(&e.tree)
-        .bind(e.verdict.holds as i64)
-        .bind(num(e.verdict.geomean_speedup))
-        .bind(e.verdict.worst_scenario.as_deref())
-        .bind(num(e.verdict.worst_speedup))
-        .bind(e.verdict.failing_count as i64)
-        .bind(body)
-        .bind(e.duration_ms as i64)
-        .bind(&e.created_at)
-        .fetch_one(&mut *tx)
+        let row = write_returning_one(
+        sqlx::query(
+                "insert into evaluations (campaign_id, tree, holds, geomean, worst_scenario, worst_speedup, failing_count, body, duration_ms, created_at)
+                 values ($1, $2, $3, cast($4 as double precision), $5, cast($6 as double precision), $7, $8, $9, $10) returning id",
+            )
+            .bind(campaign_id)
+            .bind(&e.tree)
+            .bind(e.verdict.holds as i64)
+            .bind(num(e.verdict.geomean_speedup))
+            .bind(e.verdict.worst_scenario.as_deref())
+            .bind(num(e.verdict.worst_speedup))
+            .bind(e.verdict.failing_count as i64)
+            .bind(body)
+            .bind(e.duration_ms as i64)
+            .bind(&e.created_at),
+        &mut *tx,
+    )
         .await?;
         let id: i64 = row.try_get(0)?;
         for s in &e.verdict.scenarios {
@@ -615,16 +619,18 @@ impl Store {
         let _turn = self.write_turn().await;
         let mut tx = self.pool.begin().await?;
         let attempt = Self::stop_attempt_in(&mut tx, s).await?;
-        let row = sqlx::query(
-            "insert into events (campaign_id, session_id, kind, payload, created_at)
-             values ($1, $2, $3, $4, $5) returning id",
+        let row = write_returning_one(
+            sqlx::query(
+                "insert into events (campaign_id, session_id, kind, payload, created_at)
+                 values ($1, $2, $3, $4, $5) returning id",
+            )
+            .bind(s.campaign_id)
+            .bind(s.session_id)
+            .bind(kind)
+            .bind(payload.to_string())
+            .bind(created_at),
+            &mut *tx,
         )
-        .bind(s.campaign_id)
-        .bind(s.session_id)
-        .bind(kind)
-        .bind(payload.to_string())
-        .bind(created_at)
-        .fetch_one(&mut *tx)
         .await?;
         let event = row.try_get::<i64, _>(0)?;
         tx.commit().await?;
@@ -633,25 +639,27 @@ impl Store {
     }
 
     async fn stop_attempt_in(conn: &mut sqlx::AnyConnection, s: &NewStopAttempt<'_>) -> anyhow::Result<i64> {
-        let row = sqlx::query(
-            "insert into stop_attempts (campaign_id, event_id, session_id, agent, claim, stop_hook_active, evaluation_id, holds, decision, reason, question_id, created_at)
-             values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
-             on conflict (event_id) do update set decision = stop_attempts.decision
-             returning id",
-        )
-        .bind(s.campaign_id)
-        .bind(s.event_id)
-        .bind(s.session_id)
-        .bind(s.agent)
-        .bind(s.claim)
-        .bind(s.stop_hook_active as i64)
-        .bind(s.evaluation_id)
-        .bind(s.holds as i64)
-        .bind(s.decision)
-        .bind(s.reason)
-        .bind(s.question_id)
-        .bind(now())
-        .fetch_one(&mut *conn)
+        let row = write_returning_one(
+        sqlx::query(
+                "insert into stop_attempts (campaign_id, event_id, session_id, agent, claim, stop_hook_active, evaluation_id, holds, decision, reason, question_id, created_at)
+                 values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+                 on conflict (event_id) do update set decision = stop_attempts.decision
+                 returning id",
+            )
+            .bind(s.campaign_id)
+            .bind(s.event_id)
+            .bind(s.session_id)
+            .bind(s.agent)
+            .bind(s.claim)
+            .bind(s.stop_hook_active as i64)
+            .bind(s.evaluation_id)
+            .bind(s.holds as i64)
+            .bind(s.decision)
+            .bind(s.reason)
+            .bind(s.question_id)
+            .bind(now()),
+        &mut *conn,
+    )
         .await?;
         Ok(row.try_get::<i64, _>(0)?)
     }
@@ -681,17 +689,19 @@ impl Store {
         text: &str,
     ) -> anyhow::Result<i64> {
         let _turn = self.write_turn().await;
-        let row = sqlx::query(
-            "insert into questions (campaign_id, source, bank_id, moment, text, status, created_at)
-             values ($1, $2, $3, $4, $5, 'queued', $6) returning id",
+        let row = write_returning_one(
+            sqlx::query(
+                "insert into questions (campaign_id, source, bank_id, moment, text, status, created_at)
+                 values ($1, $2, $3, $4, $5, 'queued', $6) returning id",
+            )
+            .bind(campaign_id)
+            .bind(source)
+            .bind(bank_id)
+            .bind(moment)
+            .bind(text)
+            .bind(now()),
+            &self.pool,
         )
-        .bind(campaign_id)
-        .bind(source)
-        .bind(bank_id)
-        .bind(moment)
-        .bind(text)
-        .bind(now())
-        .fetch_one(&self.pool)
         .await?;
         let id = row.try_get::<i64, _>(0)?;
         self.queued_hint.queued(campaign_id);
@@ -763,13 +773,11 @@ impl Store {
             Backend::Sqlite => claim_next_sql!(""),
         };
         self.claims_sent.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let row = sqlx::query(sql)
-            .bind(now())
-            .bind(via)
-            .bind(num(objective_before))
-            .bind(campaign_id)
-            .fetch_optional(&self.pool)
-            .await?;
+        let row = write_returning(
+            sqlx::query(sql).bind(now()).bind(via).bind(num(objective_before)).bind(campaign_id),
+            &self.pool,
+        )
+        .await?;
         match row {
             Some(r) => {
                 // Nothing else waits: the next hook need not look (a
@@ -916,6 +924,23 @@ use claim_next_sql;
 const ASKED_BY_BANK_ID: &str =
     "select bank_id, count(*), max(id) from questions where campaign_id = $1 group by bank_id order by max(id)";
 
+/// How long a SQLite connection waits for another's write lock.
+const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A SQLite connection's page cache, in SQLite's unit (negative: KiB).
+const SQLITE_CACHE_SIZE: &str = "-512";
+
+/// The options of the event writer's own SQLite connection: the pragmas
+/// the pool's connections get (see `Store::connect`).
+fn sqlite_writer_options(url: &str) -> anyhow::Result<sqlx::sqlite::SqliteConnectOptions> {
+    use sqlx::sqlite::{SqliteConnectOptions, SqliteSynchronous};
+    Ok(SqliteConnectOptions::from_str(url)?
+        .synchronous(SqliteSynchronous::Full)
+        .busy_timeout(SQLITE_BUSY_TIMEOUT)
+        .pragma("cache_size", SQLITE_CACHE_SIZE)
+        .foreign_keys(true))
+}
+
 /// A pooled PostgreSQL connection idle this long is pinged before use.
 const PING_AFTER_IDLE: Duration = Duration::from_secs(5);
 
@@ -927,6 +952,45 @@ pub const YIELD_EVALUATIONS: i64 = 20_000;
 const CAMPAIGN_SELECT: &str =
     "select id, name, mode, status, spec_path, spec_toml, spec_json, protected_json, created_at from campaigns";
 const STOP_SELECT: &str = "select id, campaign_id, event_id, session_id, agent, claim, stop_hook_active, evaluation_id, holds, decision, reason, question_id, created_at from stop_attempts";
+
+/// The row a write's `returning` clause gave (none: no row written),
+/// read to the statement's end.
+///
+/// Writes read `returning` rows with this, never with `fetch_one` or
+/// `fetch_optional`. On SQLite those stop the statement at its first row,
+/// and a write outside a transaction then commits when sqlx resets the
+/// statement, which ignores the outcome: a commit that failed (a deferred
+/// constraint, a full disk) read as stored, and the caller got the id of
+/// a row that was rolled back (`an_event_whose_commit_fails_is_an_error_not_an_id`
+/// shows it). Stepping the statement to its end commits there and reports
+/// the failure. Hook events, the hot path, skip `returning` on SQLite
+/// altogether (see `group_commit`).
+pub(crate) async fn write_returning<'q, 'e, 'c: 'e, E>(
+    query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
+    conn: E,
+) -> anyhow::Result<Option<sqlx::any::AnyRow>>
+where
+    'q: 'e,
+    E: 'e + sqlx::Executor<'c, Database = sqlx::Any>,
+{
+    let mut rows = query.fetch_all(conn).await?;
+    if rows.len() > 1 {
+        bail!("a write meant to return one row returned {}", rows.len());
+    }
+    Ok(rows.pop())
+}
+
+/// `write_returning` for a write that always returns its row.
+pub(crate) async fn write_returning_one<'q, 'e, 'c: 'e, E>(
+    query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
+    conn: E,
+) -> anyhow::Result<sqlx::any::AnyRow>
+where
+    'q: 'e,
+    E: 'e + sqlx::Executor<'c, Database = sqlx::Any>,
+{
+    write_returning(query, conn).await?.context("the write returned no row")
+}
 
 fn event_from_row(r: &sqlx::any::AnyRow) -> anyhow::Result<EventRow> {
     let payload: String = r.try_get("payload")?;
@@ -999,6 +1063,31 @@ pub(crate) mod tests {
     fn redacts_passwords() {
         assert_eq!(redact("postgres://u:secret@h/db"), "postgres://u:***@h/db");
         assert_eq!(redact("sqlite:/x/y.db"), "sqlite:/x/y.db");
+    }
+
+    /// A question whose commit fails (a deferred foreign key, checked only
+    /// at commit) is an error, not an id: `write_returning` steps the
+    /// statement to its end. Read with `fetch_one`, the caller got the id
+    /// of a question that was rolled back.
+    #[tokio::test]
+    async fn a_write_whose_commit_fails_is_an_error_not_an_id() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::connect(&format!("sqlite:{}", dir.path().join("g.db").display())).await.unwrap();
+        store.insert_campaign(&test_campaign("c1")).await.unwrap();
+        for ddl in [
+            "create table commit_parent (id integer primary key)",
+            "create table commit_child (parent integer references commit_parent(id) deferrable initially deferred)",
+            "create trigger doomed_at_commit after insert on questions when new.text = 'doomed'
+             begin insert into commit_child values (999); end",
+        ] {
+            sqlx::query(ddl).execute(&store.pool).await.unwrap();
+        }
+        let answer = store.queue_question("c1", "human", None, None, "doomed").await;
+        assert!(answer.is_err(), "a rolled-back question was answered {answer:?}");
+        assert!(store.list_questions("c1", false).await.unwrap().is_empty(), "the failed question is not stored");
+        store.queue_question("c1", "human", None, None, "fine").await.unwrap();
+        assert_eq!(store.list_questions("c1", false).await.unwrap().len(), 1);
+        store.close().await;
     }
 
     #[tokio::test]
@@ -1197,13 +1286,15 @@ pub struct RunRow {
 impl Store {
     pub async fn insert_run(&self, campaign_id: &str, agent: &str) -> anyhow::Result<i64> {
         let _turn = self.write_turn().await;
-        let row = sqlx::query(
-            "insert into runs (campaign_id, agent, status, turns, started_at) values ($1, $2, 'running', 0, $3) returning id",
-        )
-        .bind(campaign_id)
-        .bind(agent)
-        .bind(now())
-        .fetch_one(&self.pool)
+        let row = write_returning_one(
+        sqlx::query(
+                "insert into runs (campaign_id, agent, status, turns, started_at) values ($1, $2, 'running', 0, $3) returning id",
+            )
+            .bind(campaign_id)
+            .bind(agent)
+            .bind(now()),
+        &self.pool,
+    )
         .await?;
         Ok(row.try_get::<i64, _>(0)?)
     }

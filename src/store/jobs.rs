@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::Context;
 use sqlx::Row;
 
-use super::{now, Backend, Store};
+use super::{now, write_returning, write_returning_one, Backend, Store};
 
 /// A job a worker holds: everything it needs besides the campaign.
 #[derive(Debug, Clone)]
@@ -66,18 +66,20 @@ impl Store {
     ) -> anyhow::Result<i64> {
         let _turn = self.write_turn().await;
         let at = now();
-        let row = sqlx::query(
-            "insert into eval_jobs (campaign_id, tree, seed, tags_json, archive_hex, status, attempts, max_attempts, lost, created_at, updated_at)
-             values ($1, $2, $3, $4, $5, 'queued', 0, $6, 0, $7, $7) returning id",
-        )
-        .bind(campaign_id)
-        .bind(tree)
-        .bind(seed as i64)
-        .bind(serde_json::to_string(tags)?)
-        .bind(hex::encode(archive))
-        .bind(max_attempts)
-        .bind(&at)
-        .fetch_one(&self.pool)
+        let row = write_returning_one(
+        sqlx::query(
+                "insert into eval_jobs (campaign_id, tree, seed, tags_json, archive_hex, status, attempts, max_attempts, lost, created_at, updated_at)
+                 values ($1, $2, $3, $4, $5, 'queued', 0, $6, 0, $7, $7) returning id",
+            )
+            .bind(campaign_id)
+            .bind(tree)
+            .bind(seed as i64)
+            .bind(serde_json::to_string(tags)?)
+            .bind(hex::encode(archive))
+            .bind(max_attempts)
+            .bind(&at),
+        &self.pool,
+    )
         .await?;
         Ok(row.try_get(0)?)
     }
@@ -128,13 +130,11 @@ impl Store {
                         continue;
                     }
                     let id: i64 = r.try_get("id")?;
-                    let row = sqlx::query(&format!("{take}{CLAIMED}"))
-                        .bind(worker)
-                        .bind(after(lease))
-                        .bind(now())
-                        .bind(id)
-                        .fetch_optional(&mut *tx)
-                        .await?;
+                    let row = write_returning(
+                        sqlx::query(&format!("{take}{CLAIMED}")).bind(worker).bind(after(lease)).bind(now()).bind(id),
+                        &mut *tx,
+                    )
+                    .await?;
                     if let Some(row) = row {
                         tx.commit().await?;
                         return Ok(Some(claimed(&row)?));
@@ -159,13 +159,11 @@ impl Store {
                     continue;
                 }
                 let id: i64 = r.try_get("id")?;
-                let row = sqlx::query(&format!("{take}{CLAIMED}"))
-                    .bind(worker)
-                    .bind(after(lease))
-                    .bind(now())
-                    .bind(id)
-                    .fetch_optional(&self.pool)
-                    .await?;
+                let row = write_returning(
+                    sqlx::query(&format!("{take}{CLAIMED}")).bind(worker).bind(after(lease)).bind(now()).bind(id),
+                    &self.pool,
+                )
+                .await?;
                 if let Some(row) = row {
                     return Ok(Some(claimed(&row)?));
                 }
