@@ -1065,6 +1065,22 @@ pub(crate) mod tests {
         assert_eq!(redact("sqlite:/x/y.db"), "sqlite:/x/y.db");
     }
 
+    /// Makes the commit of every row of `table` matching `when` fail: a
+    /// trigger adds a row that breaks a deferred foreign key, which
+    /// SQLite checks only at commit.
+    pub(crate) async fn fail_commits_of(store: &Store, table: &str, when: &str) {
+        for ddl in [
+            "create table if not exists commit_parent (id integer primary key)".to_string(),
+            "create table if not exists commit_child (parent integer references commit_parent(id) deferrable initially deferred)".to_string(),
+            format!(
+                "create trigger doomed_at_commit_{table} after insert on {table} when {when}
+                 begin insert into commit_child values (999); end"
+            ),
+        ] {
+            sqlx::query(&ddl).execute(&store.pool).await.unwrap();
+        }
+    }
+
     /// A question whose commit fails (a deferred foreign key, checked only
     /// at commit) is an error, not an id: `write_returning` steps the
     /// statement to its end. Read with `fetch_one`, the caller got the id
@@ -1074,14 +1090,7 @@ pub(crate) mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::connect(&format!("sqlite:{}", dir.path().join("g.db").display())).await.unwrap();
         store.insert_campaign(&test_campaign("c1")).await.unwrap();
-        for ddl in [
-            "create table commit_parent (id integer primary key)",
-            "create table commit_child (parent integer references commit_parent(id) deferrable initially deferred)",
-            "create trigger doomed_at_commit after insert on questions when new.text = 'doomed'
-             begin insert into commit_child values (999); end",
-        ] {
-            sqlx::query(ddl).execute(&store.pool).await.unwrap();
-        }
+        fail_commits_of(&store, "questions", "new.text = 'doomed'").await;
         let answer = store.queue_question("c1", "human", None, None, "doomed").await;
         assert!(answer.is_err(), "a rolled-back question was answered {answer:?}");
         assert!(store.list_questions("c1", false).await.unwrap().is_empty(), "the failed question is not stored");

@@ -513,14 +513,7 @@ mod tests {
     async fn an_event_whose_commit_fails_is_an_error_not_an_id() {
         let dir = tempfile::tempdir().unwrap();
         let store = sqlite_store(&dir).await;
-        for ddl in [
-            "create table commit_parent (id integer primary key)",
-            "create table commit_child (parent integer references commit_parent(id) deferrable initially deferred)",
-            "create trigger doomed_at_commit after insert on events when new.kind = 'doomed'
-             begin insert into commit_child values (999); end",
-        ] {
-            sqlx::query(ddl).execute(&store.pool).await.unwrap();
-        }
+        crate::store::tests::fail_commits_of(&store, "events", "new.kind = 'doomed'").await;
         let mut doomed = event(Some("doomed"), 0);
         doomed.kind = "doomed".into();
         let answer = store.events.append(doomed).await;
