@@ -211,7 +211,7 @@ impl Store {
         let writers = if backend == Backend::Sqlite { 1 } else { 2 };
         let source = match backend {
             Backend::Postgres => group_commit::WriterSource::Postgres(pool.clone()),
-            Backend::Sqlite => group_commit::WriterSource::Sqlite(sqlite_writer_options(url)?),
+            Backend::Sqlite => group_commit::WriterSource::Sqlite(sqlite_file(url)?),
         };
         let events = group_commit::GroupCommit::start(source, writers, write_gate.clone(), announcer.clone());
         Ok(Store {
@@ -371,18 +371,13 @@ impl Store {
         let mut ids = Vec::with_capacity(rows.len());
         for (kind, key, payload) in rows {
             let row = write_returning(
-                sqlx::query(
-                    "insert into events (campaign_id, session_id, kind, idempotency_key, payload, created_at)
-                     values ($1, $2, $3, $4, $5, $6)
-                     on conflict (idempotency_key) do nothing
-                     returning id",
-                )
-                .bind(campaign_id)
-                .bind(session_id)
-                .bind(kind)
-                .bind(key)
-                .bind(payload.to_string())
-                .bind(created_at),
+                sqlx::query(group_commit::INSERT_EVENT_RETURNING_ID)
+                    .bind(campaign_id)
+                    .bind(session_id)
+                    .bind(kind)
+                    .bind(key)
+                    .bind(payload.to_string())
+                    .bind(created_at),
                 &mut *tx,
             )
             .await?;
@@ -930,15 +925,27 @@ const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// A SQLite connection's page cache, in SQLite's unit (negative: KiB).
 const SQLITE_CACHE_SIZE: &str = "-512";
 
-/// The options of the event writer's own SQLite connection: the pragmas
-/// the pool's connections get (see `Store::connect`).
-fn sqlite_writer_options(url: &str) -> anyhow::Result<sqlx::sqlite::SqliteConnectOptions> {
-    use sqlx::sqlite::{SqliteConnectOptions, SqliteSynchronous};
-    Ok(SqliteConnectOptions::from_str(url)?
-        .synchronous(SqliteSynchronous::Full)
-        .busy_timeout(SQLITE_BUSY_TIMEOUT)
-        .pragma("cache_size", SQLITE_CACHE_SIZE)
-        .foreign_keys(true))
+/// The database file a SQLite URL names.
+fn sqlite_file(url: &str) -> anyhow::Result<std::path::PathBuf> {
+    Ok(sqlx::sqlite::SqliteConnectOptions::from_str(url)?.get_filename().to_path_buf())
+}
+
+/// The event writer's own SQLite connection (`group_commit`), with the
+/// pragmas the pool's connections get (see `Store::connect`). The file
+/// exists and is in WAL mode already.
+pub(crate) fn open_sqlite_writer(path: &std::path::Path) -> anyhow::Result<rusqlite::Connection> {
+    let open = || -> rusqlite::Result<rusqlite::Connection> {
+        let conn = rusqlite::Connection::open_with_flags(
+            path,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        conn.busy_timeout(SQLITE_BUSY_TIMEOUT)?;
+        conn.pragma_update(None, "synchronous", "full")?;
+        conn.pragma_update(None, "cache_size", SQLITE_CACHE_SIZE)?;
+        conn.pragma_update(None, "foreign_keys", "on")?;
+        Ok(conn)
+    };
+    open().with_context(|| format!("opening the event writer's connection to {}", path.display()))
 }
 
 /// A pooled PostgreSQL connection idle this long is pinged before use.
@@ -1097,6 +1104,35 @@ pub(crate) mod tests {
         store.queue_question("c1", "human", None, None, "fine").await.unwrap();
         assert_eq!(store.list_questions("c1", false).await.unwrap().len(), 1);
         store.close().await;
+    }
+
+    /// The event writer's own connection (rusqlite, not the pool) commits
+    /// with the pool's guarantees: FULL sync, foreign keys checked, the
+    /// same busy timeout and page cache, on the WAL file.
+    #[tokio::test]
+    async fn the_event_writers_connection_has_the_stores_pragmas() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("g.db");
+        let store = Store::connect(&format!("sqlite:{}", path.display())).await.unwrap();
+        let conn = open_sqlite_writer(&path).unwrap();
+        let pragma = |name: &str| -> String {
+            conn.query_row(&format!("pragma {name}"), [], |r| r.get::<_, rusqlite::types::Value>(0))
+                .map(|v| match v {
+                    rusqlite::types::Value::Integer(i) => i.to_string(),
+                    rusqlite::types::Value::Text(t) => t,
+                    other => format!("{other:?}"),
+                })
+                .unwrap()
+        };
+        assert_eq!(pragma("journal_mode"), "wal");
+        assert_eq!(pragma("synchronous"), "2", "FULL");
+        assert_eq!(pragma("foreign_keys"), "1");
+        assert_eq!(pragma("busy_timeout"), SQLITE_BUSY_TIMEOUT.as_millis().to_string());
+        assert_eq!(pragma("cache_size"), SQLITE_CACHE_SIZE);
+        drop(conn);
+        store.close().await;
+        let missing = open_sqlite_writer(&dir.path().join("absent").join("g.db")).unwrap_err();
+        assert!(format!("{missing:#}").contains("absent/g.db"), "{missing:#}");
     }
 
     #[tokio::test]

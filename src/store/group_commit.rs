@@ -17,13 +17,14 @@
 //! A batch that fails as a whole (one row refused, say) is written again
 //! row by row, so that one bad row fails only its own call.
 //!
-//! On SQLite the writer keeps a native connection, not one of the store's
-//! `Any` pool: an insert there is one `execute`, stepped to its end (so a
-//! commit that fails is an error, see `write_returning`), and its answer
-//! (rows changed, the new rowid) comes back in one message from sqlx's
-//! SQLite thread. Reading a `returning` row instead takes two or three
-//! wake-ups of the calling task per event, which cost a lone session
-//! about 50 µs of CPU and 10% of its rate (BENCHMARKS.md, ingestion).
+//! On SQLite the writer keeps a connection of its own, opened through
+//! rusqlite on the same SQLite library as sqlx, and writes on the calling
+//! task's own thread (`on_this_thread`): no message to sqlx's SQLite
+//! thread and back, whose two wake-ups per statement cost a lone session
+//! more than a tenth of its rate on two cores (BENCHMARKS.md, ingestion).
+//! Each insert is stepped to its end, so a commit that fails is an error
+//! (see `write_returning`), and gives the rows changed and the new rowid
+//! without a `returning` clause.
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -31,9 +32,10 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use anyhow::anyhow;
+use std::path::PathBuf;
+
 use sqlx::pool::PoolConnection;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
-use sqlx::{Any, AnyConnection, AnyPool, Connection, Row};
+use sqlx::{Any, AnyConnection, AnyPool, Row};
 use tokio::sync::{oneshot, Mutex, OwnedSemaphorePermit, Semaphore};
 
 use super::live::{Announced, Announcer};
@@ -51,6 +53,21 @@ pub struct NewEvent {
 
 type Reply = oneshot::Sender<anyhow::Result<(i64, bool)>>;
 
+/// The insert of one event; a key already stored inserts nothing. Both
+/// databases read `$1` to `$6` as the parameters in order.
+macro_rules! insert_event {
+    () => {
+        "insert into events (campaign_id, session_id, kind, idempotency_key, payload, created_at)
+         values ($1, $2, $3, $4, $5, $6)
+         on conflict (idempotency_key) do nothing"
+    };
+}
+const INSERT_EVENT: &str = insert_event!();
+pub(super) const INSERT_EVENT_RETURNING_ID: &str = concat!(insert_event!(), " returning id");
+
+/// The id of the event stored under a key.
+const STORED_ID: &str = "select id from events where idempotency_key = $1";
+
 /// At most this many events go in one transaction.
 const MAX_BATCH: usize = 256;
 
@@ -64,15 +81,15 @@ pub struct GroupCommit {
 pub enum WriterSource {
     /// PostgreSQL: connections of the store's pool.
     Postgres(AnyPool),
-    /// SQLite: native connections opened with these options (the store's
-    /// pragmas).
-    Sqlite(SqliteConnectOptions),
+    /// SQLite: connections of its own to this database file, opened with
+    /// the store's pragmas (`store::open_sqlite_writer`).
+    Sqlite(PathBuf),
 }
 
 /// A connection an event writer keeps between batches.
 enum WriterConnection {
     Postgres(PoolConnection<Any>),
-    Sqlite(SqliteConnection),
+    Sqlite(rusqlite::Connection),
 }
 
 struct Inner {
@@ -174,9 +191,8 @@ impl GroupCommit {
         let held = std::mem::take(&mut *self.inner.held.lock().expect("held connections poisoned"));
         for c in held {
             if let WriterConnection::Sqlite(c) = c {
-                // Closed, not dropped: the last connection to close
-                // checkpoints the WAL.
-                let _ = c.close().await;
+                // The last connection to close checkpoints the WAL.
+                on_this_thread(|| drop(c.close()));
             }
         }
     }
@@ -295,25 +311,43 @@ async fn write_held(
     held: &mut Option<WriterConnection>,
     batch: &[&NewEvent],
 ) -> anyhow::Result<Vec<(i64, bool)>> {
-    let conn = match held {
-        Some(c) => c,
-        None => held.insert(match source {
-            WriterSource::Postgres(pool) => WriterConnection::Postgres(pool.acquire().await?),
-            WriterSource::Sqlite(options) => WriterConnection::Sqlite(
-                sqlx::ConnectOptions::connect(options)
-                    .await
-                    .map_err(|e| anyhow!("opening the event writer's connection: {e}"))?,
-            ),
+    let out = match source {
+        WriterSource::Postgres(pool) => {
+            let conn = match held {
+                Some(WriterConnection::Postgres(c)) => c,
+                _ => match held.insert(WriterConnection::Postgres(pool.acquire().await?)) {
+                    WriterConnection::Postgres(c) => c,
+                    WriterConnection::Sqlite(_) => unreachable!("just inserted"),
+                },
+            };
+            write_together(conn, batch).await
+        }
+        WriterSource::Sqlite(path) => on_this_thread(|| {
+            let conn = match held {
+                Some(WriterConnection::Sqlite(c)) => c,
+                _ => match held.insert(WriterConnection::Sqlite(super::open_sqlite_writer(path)?)) {
+                    WriterConnection::Sqlite(c) => c,
+                    WriterConnection::Postgres(_) => unreachable!("just inserted"),
+                },
+            };
+            write_sqlite(conn, batch)
         }),
-    };
-    let out = match conn {
-        WriterConnection::Postgres(c) => write_together(c, batch).await,
-        WriterConnection::Sqlite(c) => write_sqlite(c, batch).await,
     };
     if out.is_err() {
         *held = None;
     }
     out
+}
+
+/// Runs SQLite's blocking work on the calling task's thread. On the
+/// multi-thread runtime `block_in_place` first hands this thread's other
+/// tasks to another worker, so nothing waits behind the commit; on a
+/// current-thread runtime (some tests) the runtime simply waits.
+fn on_this_thread<T>(work: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(work),
+        _ => work(),
+    }
 }
 
 /// PostgreSQL: writes the events in one statement (a single event: the
@@ -328,44 +362,38 @@ async fn write_together(conn: &mut AnyConnection, batch: &[&NewEvent]) -> anyhow
 /// SQLite: writes the events in one transaction (a single event: one
 /// statement, committed by itself). Err only when the transaction failed
 /// as a whole.
-async fn write_sqlite(conn: &mut SqliteConnection, batch: &[&NewEvent]) -> anyhow::Result<Vec<(i64, bool)>> {
+fn write_sqlite(conn: &mut rusqlite::Connection, batch: &[&NewEvent]) -> anyhow::Result<Vec<(i64, bool)>> {
     if let [e] = batch {
-        return Ok(vec![insert_sqlite(conn, e).await?]);
+        return Ok(vec![insert_sqlite(conn, e)?]);
     }
-    let mut tx = conn.begin().await?;
+    let tx = conn.transaction()?;
     let mut out = Vec::with_capacity(batch.len());
     for e in batch {
-        out.push(insert_sqlite(&mut tx, e).await?);
+        out.push(insert_sqlite(&tx, e)?);
     }
-    tx.commit().await?;
+    tx.commit()?;
     Ok(out)
 }
 
 /// One event on SQLite: its id and whether it is new. The statement has no
-/// `returning` clause: the id is the connection's last rowid, read from
-/// the one answer of an `execute`; a row skipped for its key (a retried
-/// call, perhaps an earlier row of the same batch) gets the stored
-/// event's id.
-async fn insert_sqlite(conn: &mut SqliteConnection, e: &NewEvent) -> anyhow::Result<(i64, bool)> {
-    let done = sqlx::query(
-        "insert into events (campaign_id, session_id, kind, idempotency_key, payload, created_at)
-         values ($1, $2, $3, $4, $5, $6)
-         on conflict (idempotency_key) do nothing",
-    )
-    .bind(&e.campaign_id)
-    .bind(&e.session_id)
-    .bind(&e.kind)
-    .bind(&e.key)
-    .bind(&e.payload)
-    .bind(&e.created_at)
-    .execute(&mut *conn)
-    .await?;
-    if done.rows_affected() == 1 {
-        return Ok((done.last_insert_rowid(), true));
+/// `returning` clause: the id is the connection's last rowid; a row
+/// skipped for its key (a retried call, perhaps an earlier row of the
+/// same batch) gets the stored event's id. `execute` steps the statement
+/// to its end, where a statement outside a transaction commits.
+fn insert_sqlite(conn: &rusqlite::Connection, e: &NewEvent) -> anyhow::Result<(i64, bool)> {
+    let changed = conn.prepare_cached(INSERT_EVENT)?.execute(rusqlite::params![
+        e.campaign_id,
+        e.session_id,
+        e.kind,
+        e.key,
+        e.payload,
+        e.created_at
+    ])?;
+    if changed == 1 {
+        return Ok((conn.last_insert_rowid(), true));
     }
-    let row =
-        sqlx::query("select id from events where idempotency_key = $1").bind(&e.key).fetch_one(&mut *conn).await?;
-    Ok((row.try_get::<i64, _>(0)?, false))
+    let id = conn.prepare_cached(STORED_ID)?.query_row([&e.key], |row| row.get(0))?;
+    Ok((id, false))
 }
 
 /// One insert per event, on `conn` (a transaction or not).
@@ -373,18 +401,13 @@ async fn insert_each(conn: &mut AnyConnection, batch: &[&NewEvent]) -> anyhow::R
     let mut out = Vec::with_capacity(batch.len());
     for e in batch {
         let row = write_returning(
-            sqlx::query(
-                "insert into events (campaign_id, session_id, kind, idempotency_key, payload, created_at)
-                 values ($1, $2, $3, $4, $5, $6)
-                 on conflict (idempotency_key) do nothing
-                 returning id",
-            )
-            .bind(&e.campaign_id)
-            .bind(&e.session_id)
-            .bind(&e.kind)
-            .bind(&e.key)
-            .bind(&e.payload)
-            .bind(&e.created_at),
+            sqlx::query(INSERT_EVENT_RETURNING_ID)
+                .bind(&e.campaign_id)
+                .bind(&e.session_id)
+                .bind(&e.kind)
+                .bind(&e.key)
+                .bind(&e.payload)
+                .bind(&e.created_at),
             &mut *conn,
         )
         .await?;
@@ -399,8 +422,7 @@ async fn insert_each(conn: &mut AnyConnection, batch: &[&NewEvent]) -> anyhow::R
 /// The id of the event already stored under `e`'s key (a retried call,
 /// perhaps an earlier row of the same batch).
 async fn stored_id(conn: &mut AnyConnection, e: &NewEvent) -> anyhow::Result<i64> {
-    let row =
-        sqlx::query("select id from events where idempotency_key = $1").bind(&e.key).fetch_one(&mut *conn).await?;
+    let row = sqlx::query(STORED_ID).bind(&e.key).fetch_one(&mut *conn).await?;
     Ok(row.try_get::<i64, _>(0)?)
 }
 
