@@ -6,6 +6,8 @@
 
 #[path = "../tests/common/mod.rs"]
 mod common;
+#[path = "support/goals.rs"]
+mod goals;
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -132,10 +134,12 @@ fn main() {
             medians.push(med);
             println!("{:<22} {:>10.2} {:>10.2} {:>10.2} {:>10.2}", names[k], med, p99, min, iqr);
         }
-        println!(
-            "python/gadfly median ratio: {:.1}x; curl/gadfly: {:.1}x",
-            medians[1] / medians[0],
-            medians[2] / medians[0]
+        let faster = medians[1] / medians[0];
+        println!("python/gadfly median ratio: {faster:.1}x; curl/gadfly: {:.1}x", medians[2] / medians[0]);
+        goals::verdict(
+            &format!("{event} hook round trip at least 10x faster than a Python hook and under 5 ms median"),
+            &format!("{:.2} ms median, {faster:.1}x faster than the Python hook", medians[0]),
+            Some(faster >= 10.0 && medians[0] < 5.0),
         );
         // The daemon's own share: its mean time per call of this event
         // over the timed calls (all three hooks), from its metrics.
@@ -148,5 +152,4 @@ fn main() {
             );
         }
     }
-    println!("goal: >= 10x faster than the Python hook and < 5 ms median");
 }

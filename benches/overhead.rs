@@ -8,6 +8,8 @@
 
 #[path = "../tests/common/mod.rs"]
 mod common;
+#[path = "support/goals.rs"]
+mod goals;
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -443,6 +445,11 @@ async fn ingestion() {
     // (database, sessions, median gadfly events/s, median raw minimal/s,
     // median raw same rows/s): each database's best, against its ceiling.
     let mut medians: Vec<(&str, usize, f64, f64, f64)> = Vec::new();
+    // (database, sessions, median ratio of raw minimal to gadfly, of raw
+    // same rows to gadfly), each ratio taken within its run.
+    let mut ratios: Vec<(&str, usize, f64, f64)> = Vec::new();
+    // (database, the one-session floor against the minimal row's insert).
+    let mut floors: Vec<(&str, f64)> = Vec::new();
     // BENCH_REPEATS: runs of each cell (3), each with a fresh daemon and
     // fresh databases; the table gives their median and range.
     let repeats: usize = std::env::var("BENCH_REPEATS").ok().and_then(|v| v.parse().ok()).unwrap_or(3).max(1);
@@ -535,6 +542,7 @@ async fn ingestion() {
                         floor_ms + minimal_p50,
                         (floor_ms + minimal_p50) / minimal_p50
                     );
+                    floors.push((backend, (floor_ms + minimal_p50) / minimal_p50));
                 }
                 runs.push(IngestRun { gadfly, p50, raw, same, cpu: [gadfly_cpu, raw_cpu, same_cpu] });
             }
@@ -546,6 +554,7 @@ async fn ingestion() {
                 pick(&|r| r.raw).median,
                 pick(&|r| r.same).median,
             ));
+            ratios.push((backend, sessions, pick(&|r| r.raw / r.gadfly).median, pick(&|r| r.same / r.gadfly).median));
             summary.push(format!(
                 "{backend:<10} {sessions:>9} {:>24} {:>14} {:>24} {:>22} {:>24} {:>22}",
                 pick(&|r| r.gadfly).show(0, ""),
@@ -599,6 +608,37 @@ async fn ingestion() {
             same.0,
             same.1.min(16),
             same.0 / g.0
+        );
+        goals::verdict(
+            &format!("{backend} ingestion within 2x of the database's raw insert ceiling"),
+            &format!(
+                "gadfly's best {:.0} events/s ({} sessions) against a ceiling of {:.0} rows/s ({} connections): {:.2}x ({:.2}x with gadfly's own rows)",
+                g.0,
+                g.1,
+                raw.0,
+                raw.1.min(16),
+                raw.0 / g.0,
+                same.0 / g.0
+            ),
+            Some(raw.0 / g.0 <= 2.0),
+        );
+        // A stricter reading than the issue's: at each session count,
+        // against the raw rate at the same count.
+        let cells: Vec<_> = ratios.iter().filter(|r| r.0 == backend).collect();
+        let floor = floors.iter().find(|f| f.0 == backend).map_or(String::new(), |f| {
+            format!(
+                "; with one session no ingester answering each call over HTTP after a durable insert beats {:.2}x",
+                f.1
+            )
+        });
+        goals::verdict(
+            &format!("{backend} ingestion within 2x of the raw minimal row's rate at each session count (stricter)"),
+            &format!(
+                "{} (same rows: {}){floor}",
+                cells.iter().map(|c| format!("{} sessions {:.2}x", c.1, c.2)).collect::<Vec<_>>().join(", "),
+                cells.iter().map(|c| format!("{:.2}x", c.3)).collect::<Vec<_>>().join(", ")
+            ),
+            Some(cells.iter().all(|c| c.2 <= 2.0)),
         );
     }
     println!("\nCPU per event, in microseconds (load generator / daemon / database), and the machine's busy share (medians of the runs):");
@@ -669,10 +709,14 @@ async fn evaluation() {
         for _ in 0..15 {
             settled.push(eval(false).await.0);
         }
-        println!(
-            "{files:>8} {first:>16.1} {harness_ms:>18.1} {:>20.2} {:>18.2}",
-            median(&mut git_path),
-            median(&mut settled)
+        let (git_ms, settled_ms) = (median(&mut git_path), median(&mut settled));
+        println!("{files:>8} {first:>16.1} {harness_ms:>18.1} {git_ms:>20.2} {settled_ms:>18.2}");
+        goals::verdict(
+            &format!("a cached re-evaluation of a workspace of {files} files, against the harness's own time"),
+            &format!(
+                "{settled_ms:.2} ms settled, {git_ms:.2} ms through git, against {harness_ms:.1} ms for the harness"
+            ),
+            None,
         );
     }
 }
@@ -687,20 +731,36 @@ async fn memory() {
         let d = common::Daemon::start_with(&f.data_dir(), None);
         let id = d.create_campaign(&f.spec());
         tokio::time::sleep(Duration::from_millis(500)).await;
-        let total: usize = std::env::var("BENCH_MEMORY_EVENTS").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
+        let total: usize = std::env::var("BENCH_MEMORY_EVENTS").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000);
         let step = (total / 10).max(1000);
         println!("{:>12} {:>10} {:>10} {:>10} {:>10} {:>12}", "events", "RSS MiB", "anon", "file", "shmem", "events/s");
         let row = |done: usize, rate: String| {
             let [rss, anon, file, shmem] = rss_split_mib(d.child.id());
             println!("{done:>12} {rss:>10.1} {anon:>10.1} {file:>10.1} {shmem:>10.1} {rate:>12}");
+            rss
         };
-        row(0, "-".into());
+        let idle = row(0, "-".into());
         let mut done = 0;
+        // The resident memory after the first tenth of the events (the
+        // daemon's caches and pools warmed up), and at the end.
+        let (mut tenth, mut last) = (0.0, 0.0);
         while done < total {
             let (rate, _, _) = ingest(&client, &d.url, &d.token, &id, 10, step / 10).await;
             done += step;
-            row(done, format!("{rate:.0}"));
+            last = row(done, format!("{rate:.0}"));
+            if tenth == 0.0 {
+                tenth = last;
+            }
         }
+        // Flat: at most 10% more at the end than after the first tenth.
+        goals::verdict(
+            "resident memory flat in the number of recorded events (at most 10% growth after the first tenth)",
+            &format!(
+                "{idle:.1} MiB idle, {tenth:.1} MiB after {step} events, {last:.1} MiB after {done} events ({:+.1}%)",
+                (last / tenth - 1.0) * 100.0
+            ),
+            Some(last <= tenth * 1.10),
+        );
     }
 
     println!("\n== Resident memory of the daemon, and a stop's time, against recorded events ==");
@@ -773,5 +833,14 @@ async fn memory() {
     println!(
         "a stop on a cached evaluation (POST .../hooks/claude-code/stop, 20 calls), median: {stop_before:.2} ms with a few events, {stop_after:.2} ms with {} events",
         1_000_001
+    );
+    goals::verdict(
+        "the daemon's resident memory idle on a million recorded events",
+        &format!(
+            "{:.1} MiB idle after a restart, {:.1} MiB after reading them",
+            idle as f64 / 1024.0,
+            busy as f64 / 1024.0
+        ),
+        None,
     );
 }
