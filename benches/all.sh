@@ -42,11 +42,15 @@ verdict = {True: "met", False: "**NOT MET**", None: "(no goal set)"}
 lines = [head, "", "| bench | goal | measured | verdict |", "|---|---|---|---|"]
 for r in rows:
     cell = lambda s: str(s).replace("|", "\\|")
-    lines.append(f"| {cell(r.get('bench'))} | {cell(r['goal'])} | {cell(r['measured'])} | {verdict[r.get('met')]} |")
-judged = [r for r in rows if r.get("met") is not None]
+    goal = cell(r["goal"]) + (" (a stricter reading than the goal's)" if r.get("stricter") else "")
+    lines.append(f"| {cell(r.get('bench'))} | {goal} | {cell(r['measured'])} | {verdict[r.get('met')]} |")
+judged = [r for r in rows if r.get("met") is not None and not r.get("stricter")]
 missed = [r for r in judged if not r["met"]]
+strict = [r for r in rows if r.get("stricter")]
 lines.append("")
 lines.append(f"{len(judged) - len(missed)} of {len(judged)} goals met" + (f"; not met: {'; '.join(r['goal'] for r in missed)}" if missed else ""))
+if strict:
+    lines.append(f"stricter readings: {sum(1 for r in strict if r['met'])} of {len(strict)} met")
 text = "\n".join(lines)
 print("\n" + text)
 if out:
