@@ -4,7 +4,7 @@
 # whether it is met. The verdicts are the benches' own (benches/support/
 # goals.rs), computed from what they measured; nothing here is asserted.
 #
-#   benches/all.sh                     # everything (about 40 minutes on 2 cores)
+#   benches/all.sh                     # everything (13 minutes on a 2-core VM)
 #   benches/all.sh --bench overhead    # one bench, its goals only
 #   BENCH_GOALS_OUT=goals.md benches/all.sh   # also keep the table
 set -euo pipefail
