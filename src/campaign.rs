@@ -100,11 +100,34 @@ struct RawPredicate {
     min_speedup: Spanned<f64>,
     #[serde(default)]
     min_geomean_speedup: Option<Spanned<f64>>,
+    #[serde(default)]
+    min_compare_speedup: Option<Spanned<f64>>,
+    #[serde(default)]
+    min_compare_geomean: Option<Spanned<f64>>,
+    /// `[predicate.scenarios.NAME]`: thresholds for one scenario.
+    #[serde(default)]
+    scenarios: BTreeMap<String, Spanned<RawScenarioPredicate>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawScenarioPredicate {
+    #[serde(default)]
+    min_speedup: Option<Spanned<f64>>,
+    #[serde(default)]
+    min_compare_speedup: Option<Spanned<f64>>,
 }
 
 impl Default for RawPredicate {
     fn default() -> Self {
-        RawPredicate { correct: true, min_speedup: one(), min_geomean_speedup: None }
+        RawPredicate {
+            correct: true,
+            min_speedup: one(),
+            min_geomean_speedup: None,
+            min_compare_speedup: None,
+            min_compare_geomean: None,
+            scenarios: BTreeMap::new(),
+        }
     }
 }
 
@@ -240,11 +263,68 @@ pub struct ConstraintsSpec {
     pub banned_symbols: Vec<String>,
 }
 
+/// `[predicate]`: what must hold on every scenario before a stop is
+/// allowed. Speed is judged against the initial kernel (`baseline_us`)
+/// and, when asked for, against the comparison implementation the harness
+/// times (`compare_us`, e.g. the vendor library or FlashAttention).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct PredicateSpec {
     pub correct: bool,
+    /// Each scenario: `baseline_us / time_us >= min_speedup`.
     pub min_speedup: f64,
+    /// The geometric mean of those, in addition (never instead).
     pub min_geomean_speedup: Option<f64>,
+    /// Each scenario: `compare_us / time_us >= min_compare_speedup`; a
+    /// scenario the harness reports no `compare_us` for fails.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_compare_speedup: Option<f64>,
+    /// The geometric mean of the comparison ratios, in addition.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_compare_geomean: Option<f64>,
+    /// Per-scenario thresholds that replace the campaign-wide ones.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub scenarios: BTreeMap<String, ScenarioThresholds>,
+}
+
+/// `[predicate.scenarios.NAME]`: one scenario's own thresholds.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct ScenarioThresholds {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_speedup: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_compare_speedup: Option<f64>,
+}
+
+impl Default for PredicateSpec {
+    fn default() -> Self {
+        PredicateSpec {
+            correct: true,
+            min_speedup: 1.0,
+            min_geomean_speedup: None,
+            min_compare_speedup: None,
+            min_compare_geomean: None,
+            scenarios: BTreeMap::new(),
+        }
+    }
+}
+
+impl PredicateSpec {
+    /// The speedup over the initial kernel `scenario` must reach.
+    pub fn min_speedup_for(&self, scenario: &str) -> f64 {
+        self.scenarios.get(scenario).and_then(|t| t.min_speedup).unwrap_or(self.min_speedup)
+    }
+
+    /// The speedup over the comparison `scenario` must reach, if any.
+    pub fn min_compare_speedup_for(&self, scenario: &str) -> Option<f64> {
+        self.scenarios.get(scenario).and_then(|t| t.min_compare_speedup).or(self.min_compare_speedup)
+    }
+
+    /// True when any scenario is held to the comparison.
+    pub fn uses_comparison(&self) -> bool {
+        self.min_compare_speedup.is_some()
+            || self.min_compare_geomean.is_some()
+            || self.scenarios.values().any(|t| t.min_compare_speedup.is_some())
+    }
 }
 
 /// A spec error located in its file: `file:line:column: field: message`.
@@ -451,10 +531,41 @@ pub fn parse(text: &str, file: &str, base: &Path) -> Result<CampaignSpec, SpecEr
     if !(min_speedup.is_finite() && min_speedup > 0.0) {
         loc.push(raw.predicate.min_speedup.span(), "predicate.min_speedup", "must be a positive number");
     }
-    if let Some(g) = &raw.predicate.min_geomean_speedup {
-        if !(g.get_ref().is_finite() && *g.get_ref() > 0.0) {
-            loc.push(g.span(), "predicate.min_geomean_speedup", "must be a positive number");
+    for (field, v) in [
+        ("predicate.min_geomean_speedup", &raw.predicate.min_geomean_speedup),
+        ("predicate.min_compare_speedup", &raw.predicate.min_compare_speedup),
+        ("predicate.min_compare_geomean", &raw.predicate.min_compare_geomean),
+    ] {
+        if let Some(g) = v {
+            if !(g.get_ref().is_finite() && *g.get_ref() > 0.0) {
+                loc.push(g.span(), field, "must be a positive number");
+            }
         }
+    }
+    let mut scenario_thresholds = BTreeMap::new();
+    for (name, t) in &raw.predicate.scenarios {
+        if !raw.harness.scenarios.get_ref().iter().any(|s| s.get_ref() == name) {
+            loc.push(
+                t.span(),
+                &format!("predicate.scenarios.{name}"),
+                format!("`{name}` is not one of the scenarios listed in [harness] scenarios"),
+            );
+        }
+        let inner = t.get_ref();
+        for (key, v) in [("min_speedup", &inner.min_speedup), ("min_compare_speedup", &inner.min_compare_speedup)] {
+            if let Some(v) = v {
+                if !(v.get_ref().is_finite() && *v.get_ref() > 0.0) {
+                    loc.push(v.span(), &format!("predicate.scenarios.{name}.{key}"), "must be a positive number");
+                }
+            }
+        }
+        scenario_thresholds.insert(
+            name.clone(),
+            ScenarioThresholds {
+                min_speedup: inner.min_speedup.as_ref().map(|v| *v.get_ref()),
+                min_compare_speedup: inner.min_compare_speedup.as_ref().map(|v| *v.get_ref()),
+            },
+        );
     }
     let sandbox = match &raw.harness.sandbox {
         None => SandboxMode::None,
@@ -553,6 +664,9 @@ pub fn parse(text: &str, file: &str, base: &Path) -> Result<CampaignSpec, SpecEr
             correct: raw.predicate.correct,
             min_speedup,
             min_geomean_speedup: raw.predicate.min_geomean_speedup.map(Spanned::into_inner),
+            min_compare_speedup: raw.predicate.min_compare_speedup.map(Spanned::into_inner),
+            min_compare_geomean: raw.predicate.min_compare_geomean.map(Spanned::into_inner),
+            scenarios: scenario_thresholds,
         },
         mode,
         gate,
@@ -691,6 +805,44 @@ mode = "audit"
         assert_eq!(spec.predicate.min_geomean_speedup, Some(1.2));
         assert_eq!(spec.harness.timeout_s, 600);
         assert!(spec.workspace.is_absolute());
+    }
+
+    #[test]
+    fn the_comparison_goal_and_per_scenario_thresholds_are_parsed_and_located() {
+        let dir = git_dir();
+        let with = GOOD.replace(
+            "[questions]",
+            "min_compare_speedup = 1.0\nmin_compare_geomean = 1.13\n[predicate.scenarios.b]\nmin_speedup = 0.9\n\
+             min_compare_speedup = 0.8\n[questions]",
+        );
+        let spec = parse(&with, "c.toml", dir.path()).unwrap();
+        let p = &spec.predicate;
+        assert_eq!((p.min_compare_speedup, p.min_compare_geomean), (Some(1.0), Some(1.13)));
+        assert_eq!((p.min_speedup_for("a"), p.min_speedup_for("b")), (1.1, 0.9));
+        assert_eq!((p.min_compare_speedup_for("a"), p.min_compare_speedup_for("b")), (Some(1.0), Some(0.8)));
+        assert!(p.uses_comparison());
+        // A stored spec from before these keys still loads, without them.
+        let old = serde_json::json!({"correct": true, "min_speedup": 1.0, "min_geomean_speedup": null});
+        let old: PredicateSpec = serde_json::from_value(old).unwrap();
+        assert!(!old.uses_comparison() && old.scenarios.is_empty());
+        // An unknown scenario, a bad number and an unknown key are located.
+        let bad = GOOD.replace(
+            "[questions]",
+            "min_compare_speedup = 0\n[predicate.scenarios.zz]\nmin_speedup = 2.0\n[predicate.scenarios.a]\n\
+             min_compare = 1.0\n[questions]",
+        );
+        let err = parse(&bad, "c.toml", dir.path()).unwrap_err();
+        let fields: Vec<(usize, &str)> = err.0.iter().map(|e| (e.line, e.field.as_str())).collect();
+        assert!(fields.contains(&(18, "predicate.scenarios.a.min_compare")), "{err}");
+        let bad = GOOD.replace(
+            "[questions]",
+            "min_compare_speedup = 0\n[predicate.scenarios.zz]\nmin_speedup = 2.0\n[questions]",
+        );
+        let err = parse(&bad, "c.toml", dir.path()).unwrap_err();
+        let fields: Vec<(usize, &str)> = err.0.iter().map(|e| (e.line, e.field.as_str())).collect();
+        assert!(fields.contains(&(14, "predicate.min_compare_speedup")), "{err}");
+        assert!(fields.iter().any(|f| f.1 == "predicate.scenarios.zz"), "{err}");
+        assert!(err.to_string().contains("`zz` is not one of the scenarios"), "{err}");
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::campaign::Mode;
+use crate::campaign::{Mode, PredicateSpec};
 use crate::harness::Evaluation;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -50,12 +50,9 @@ pub fn decide(mode: Mode, holds: bool, human_question_waiting: bool) -> Decision
 /// The reason shown to the agent when a stop is blocked: every failing
 /// scenario in a compact table, the aggregate, evaluation-level failures
 /// and one question.
-pub fn block_reason(
-    eval: &Evaluation,
-    min_speedup: f64,
-    min_geomean: Option<f64>,
-    question: Option<&Question>,
-) -> String {
+pub fn block_reason(eval: &Evaluation, predicate: &PredicateSpec, question: Option<&Question>) -> String {
+    let (min_speedup, min_geomean) = (predicate.min_speedup, predicate.min_geomean_speedup);
+    let compared = predicate.uses_comparison();
     let v = &eval.verdict;
     let mut out = String::new();
     let short_tree: String = eval.tree.chars().take(10).collect();
@@ -73,7 +70,11 @@ pub fn block_reason(
         let failing: Vec<_> = v.scenarios.iter().filter(|s| !s.passes).collect();
         if !failing.is_empty() {
             let width = failing.iter().map(|s| s.scenario.len()).max().unwrap_or(8).max(8);
-            out.push_str(&format!("{:<width$}  correct  speedup  reason\n", "scenario"));
+            if compared {
+                out.push_str(&format!("{:<width$}  correct  speedup  vs comparison  reason\n", "scenario"));
+            } else {
+                out.push_str(&format!("{:<width$}  correct  speedup  reason\n", "scenario"));
+            }
             for s in failing {
                 let correct = if !s.present {
                     "-"
@@ -83,13 +84,25 @@ pub fn block_reason(
                     "NO"
                 };
                 let speedup = s.speedup.map_or("-".to_string(), |x| format!("{x:.2}x"));
-                out.push_str(&format!(
-                    "{:<width$}  {:<7}  {:>7}  {}\n",
-                    s.scenario,
-                    correct,
-                    speedup,
-                    s.reasons.join("; ")
-                ));
+                if compared {
+                    let vs = s.compare_speedup.map_or("-".to_string(), |x| format!("{x:.2}x"));
+                    out.push_str(&format!(
+                        "{:<width$}  {:<7}  {:>7}  {:>13}  {}\n",
+                        s.scenario,
+                        correct,
+                        speedup,
+                        vs,
+                        s.reasons.join("; ")
+                    ));
+                } else {
+                    out.push_str(&format!(
+                        "{:<width$}  {:<7}  {:>7}  {}\n",
+                        s.scenario,
+                        correct,
+                        speedup,
+                        s.reasons.join("; ")
+                    ));
+                }
             }
         }
         for f in &v.failures {
@@ -105,6 +118,16 @@ pub fn block_reason(
     out.push_str(&format!(
         "Geometric mean speedup {geo}{bar}{worst}. Every scenario must be correct and at least {min_speedup:.2}x; the mean never stands in for a scenario.\n"
     ));
+    if compared {
+        let geo_c = v.geomean_compare_speedup.map_or("unknown".to_string(), |g| format!("{g:.2}x"));
+        let each = predicate
+            .min_compare_speedup
+            .map_or(String::new(), |c| format!(" Every scenario must reach at least {c:.2}x the comparison."));
+        let bar = predicate.min_compare_geomean.map_or(String::new(), |g| format!(" (must reach {g:.2}x)"));
+        out.push_str(&format!(
+            "Against the comparison implementation (its time / yours): geometric mean {geo_c}{bar}.{each}\n"
+        ));
+    }
     if let Some(q) = question {
         let label = if q.source == "human" {
             "Question from the person supervising".to_string()
@@ -137,7 +160,8 @@ mod tests {
     use crate::results::ScenarioResult;
 
     fn eval(results: &[(&str, bool, f64)]) -> Evaluation {
-        let spec = PredicateSpec { correct: true, min_speedup: 1.0, min_geomean_speedup: Some(1.1) };
+        let spec =
+            PredicateSpec { correct: true, min_speedup: 1.0, min_geomean_speedup: Some(1.1), ..Default::default() };
         let names: Vec<String> = results.iter().map(|r| r.0.to_string()).chain(["gone".to_string()]).collect();
         let measured: Vec<ScenarioResult> = results
             .iter()
@@ -149,6 +173,8 @@ mod tests {
                 max_abs_err_ref: None,
                 max_abs_err_hi: None,
                 tolerance: None,
+                rtol: None,
+                max_tol_ratio: None,
                 compare_us: None,
                 bound_us: None,
                 samples: None,
@@ -186,7 +212,8 @@ mod tests {
             moment: "completion_claim".into(),
             text: "Why?".into(),
         };
-        let r = block_reason(&e, 1.0, Some(1.1), Some(&q));
+        let spec = PredicateSpec { min_geomean_speedup: Some(1.1), ..Default::default() };
+        let r = block_reason(&e, &spec, Some(&q));
         assert!(r.contains("fails on 3 of 4 scenarios"), "{r}");
         for name in ["wrong", "slow", "gone"] {
             assert!(r.lines().any(|l| l.starts_with(name)), "{name} missing in {r}");

@@ -15,8 +15,20 @@ pub struct ScenarioResult {
     pub max_abs_err_ref: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_abs_err_hi: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The absolute tolerance `atol`. Alone (no `rtol`), a bound on the
+    /// largest absolute error; with `rtol`, the absolute part of the
+    /// elementwise test `|out - ref| <= atol + rtol * |ref|`.
+    #[serde(default, alias = "atol", skip_serializing_if = "Option::is_none")]
     pub tolerance: Option<f64>,
+    /// The relative part of an elementwise tolerance, when the harness
+    /// judges `|out - ref| <= atol + rtol * |ref|`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rtol: Option<f64>,
+    /// The largest `|out - ref| / (atol + rtol * |ref|)` the harness saw
+    /// over every element it compared: at most 1 when every element is
+    /// within tolerance. The cross-check of an elementwise harness.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tol_ratio: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compare_us: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -91,6 +103,18 @@ fn check_numbers(r: &ScenarioResult) -> Option<String> {
             return Some(format!("{name} must be a positive number, got {v}"));
         }
     }
+    if let Some(v) = r.compare_us {
+        if !v.is_finite() || v <= 0.0 {
+            return Some(format!("compare_us must be a positive number when given, got {v}"));
+        }
+    }
+    for (name, v) in [("tolerance", r.tolerance), ("rtol", r.rtol), ("max_tol_ratio", r.max_tol_ratio)] {
+        if let Some(v) = v {
+            if !v.is_finite() || v < 0.0 {
+                return Some(format!("{name} must be a number >= 0 when given, got {v}"));
+            }
+        }
+    }
     None
 }
 
@@ -109,6 +133,9 @@ fn wrong_field(object: &serde_json::Value) -> Option<String> {
         .or_else(|| check::<Option<f64>>(object, "max_abs_err_ref"))
         .or_else(|| check::<Option<f64>>(object, "max_abs_err_hi"))
         .or_else(|| check::<Option<f64>>(object, "tolerance"))
+        .or_else(|| check::<Option<f64>>(object, "atol"))
+        .or_else(|| check::<Option<f64>>(object, "rtol"))
+        .or_else(|| check::<Option<f64>>(object, "max_tol_ratio"))
         .or_else(|| check::<Option<f64>>(object, "compare_us"))
         .or_else(|| check::<Option<f64>>(object, "bound_us"))
         .or_else(|| check::<Option<u64>>(object, "samples"))
@@ -172,5 +199,19 @@ not json
             format!("{{\"scenario\":\"{}\n\",\"correct\":true,\"time_us\":-1,\"baseline_us\":2}}", "x".repeat(5000));
         let p = parse(&long);
         assert!(p.problems[0].chars().count() < 200 && !p.problems[0].contains('\n'), "{}", p.problems[0]);
+    }
+
+    #[test]
+    fn the_tolerance_model_is_read_and_checked() {
+        let p = parse(
+            "{\"scenario\":\"a\",\"correct\":true,\"time_us\":1,\"baseline_us\":2,\"atol\":0.01,\"rtol\":0.01,\"max_tol_ratio\":0.7}\n\
+             {\"scenario\":\"b\",\"correct\":true,\"time_us\":1,\"baseline_us\":2,\"tolerance\":0.01,\"rtol\":-1}\n\
+             {\"scenario\":\"c\",\"correct\":true,\"time_us\":1,\"baseline_us\":2,\"compare_us\":0}",
+        );
+        assert_eq!(p.scenarios.len(), 1, "{:?}", p.problems);
+        let a = &p.scenarios[0];
+        assert_eq!((a.tolerance, a.rtol, a.max_tol_ratio), (Some(0.01), Some(0.01), Some(0.7)));
+        assert_eq!(p.problems[0], "results line 2 (scenario `b`): rtol must be a number >= 0 when given, got -1");
+        assert!(p.problems[1].contains("compare_us must be a positive number"), "{:?}", p.problems);
     }
 }

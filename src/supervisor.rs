@@ -1206,14 +1206,8 @@ impl Supervisor {
                         asked_claim = None;
                     }
                 }
-                let reason = (decision == Decision::Block).then(|| {
-                    gate::block_reason(
-                        &eval,
-                        spec.predicate.min_speedup,
-                        spec.predicate.min_geomean_speedup,
-                        question.as_ref(),
-                    )
-                });
+                let reason = (decision == Decision::Block)
+                    .then(|| gate::block_reason(&eval, &spec.predicate, question.as_ref()));
                 let mut question_id = None;
                 if let Some(q) = &question {
                     let id = match q.queued_id {

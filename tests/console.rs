@@ -112,6 +112,29 @@ fn the_console_in_headless_chromium() {
     let e: serde_json::Value = res.json().unwrap();
     assert_eq!(e["holds"], false, "{e}");
     assert_eq!(d.api_get(&format!("/campaigns/{id}/evaluations")).as_array().unwrap().len(), 3);
+    // A second campaign on the same workspace, held to the comparison
+    // implementation, with a harness that judges tolerance elementwise.
+    let compare_spec = f.dir.path().join("compare.toml");
+    std::fs::write(
+        &compare_spec,
+        std::fs::read_to_string(f.spec()).unwrap().replacen(&format!("name = {quoted}"), "name = \"compared\"", 1)
+            + "min_compare_speedup = 1.0\nmin_compare_geomean = 1.1\n",
+    )
+    .unwrap();
+    let compare = d.create_campaign(&compare_spec);
+    let tol =
+        "\"max_abs_err_ref\":3.125e-2,\"max_abs_err_hi\":3e-2,\"tolerance\":1e-2,\"rtol\":1e-2,\"max_tol_ratio\":0.71";
+    f.set_candidate(&format!(
+        "a true 10 100 \"compare_us\":4,{tol}\nb true 50 100 \"compare_us\":45,{tol}\nc true 20 100 \"compare_us\":12,{tol}\n"
+    ));
+    let res = reqwest::blocking::Client::new()
+        .post(format!("{}/api/v1/campaigns/{compare}/evaluate", d.url))
+        .bearer_auth(&d.token)
+        .send()
+        .unwrap();
+    let e: serde_json::Value = res.json().unwrap();
+    assert_eq!(e["holds"], false, "{e}");
+    f.set_candidate("a true 50 100\nb true 40 100\nc true 120 100\n");
 
     let shots = std::env::var("SCREENSHOT_DIR").unwrap_or_else(|_| std::env::temp_dir().display().to_string());
     let mut child = Command::new("node")
@@ -121,6 +144,7 @@ fn the_console_in_headless_chromium() {
         .env("GADFLY_TOKEN", &d.token)
         .env("CAMPAIGN", &id)
         .env("CAMPAIGN_NAME", NAME)
+        .env("COMPARE_CAMPAIGN", &compare)
         .env("BLOCKED_CLAIM", CLAIM)
         .env("CHROMIUM", &chromium)
         .env("SCREENSHOT_DIR", &shots)

@@ -420,3 +420,86 @@ fn waiting_questions_reach_concurrent_hook_calls_once_each_a_persons_first() {
     );
     assert_eq!(context(&after), None, "nothing waits any more: {after}");
 }
+
+/// The study's goal: at least the comparison implementation on every
+/// scenario. A kernel far faster than the initial one but slower than the
+/// comparison is allowed under the initial-kernel goal and blocked under
+/// the comparison goal, the block naming each scenario with both ratios.
+#[test]
+fn the_comparison_goal_is_enforced_with_both_ratios() {
+    let f = Fixture::new("");
+    let vs_initial = f.spec();
+    let vs_compare = f.dir.path().join("compare.toml");
+    let text = std::fs::read_to_string(&vs_initial).unwrap();
+    std::fs::write(
+        &vs_compare,
+        text.replace("name = \"fixture\"", "name = \"fixture-compare\"")
+            + "min_compare_speedup = 1.0\nmin_compare_geomean = 1.1\n[predicate.scenarios.c]\nmin_compare_speedup = 0.5\n",
+    )
+    .unwrap();
+    let d = Daemon::start(&f.data_dir());
+    let initial = d.create_campaign(&vs_initial);
+    let compare = d.create_campaign(&vs_compare);
+    // 2x to 10x the initial kernel; a and b slower than the comparison, c
+    // at 0.6x of it (its own bar is 0.5x).
+    f.set_candidate(
+        "a true 10 100 \"compare_us\":4\nb true 50 100 \"compare_us\":45\nc true 20 100 \"compare_us\":12\n",
+    );
+    assert_eq!(d.stop(&initial, "Done: 2x to 10x everywhere."), None, "allowed under the initial-kernel goal");
+    let r = reason(&d.stop(&compare, "Done: 2x to 10x everywhere."));
+    assert!(r.contains("fails on 2 of 3 scenarios"), "{r}");
+    assert!(r.contains("vs comparison"), "the table has the comparison column: {r}");
+    let a = r.lines().find(|l| l.starts_with("a ")).unwrap_or_else(|| panic!("no row for a in {r}"));
+    assert!(a.contains("10.00x") && a.contains("0.40x"), "{a}");
+    assert!(a.contains("vs comparison 0.40x < 1.00x (10.0 us vs comparison 4.0 us)"), "{a}");
+    let b = r.lines().find(|l| l.starts_with("b ")).unwrap();
+    assert!(b.contains("2.00x") && b.contains("0.90x"), "{b}");
+    assert!(!r.lines().any(|l| l.starts_with("c ")), "c clears its own bar: {r}");
+    assert!(r.contains("Against the comparison implementation (its time / yours): geometric mean 0.60x"), "{r}");
+    let e: Value = serde_json::from_slice(&d.run(&["eval", &compare, "--json"]).stdout).unwrap();
+    assert_eq!(e["holds"], false);
+    assert!((e["geomean_compare_speedup"].as_f64().unwrap() - (0.4f64 * 0.9 * 0.6).cbrt()).abs() < 1e-9, "{e}");
+    assert!(e["failures"][0].as_str().unwrap().starts_with("geometric mean vs comparison 0.60x < 1.10x"), "{e}");
+    let sc = |n: &str| e["scenarios"].as_array().unwrap().iter().find(|s| s["scenario"] == n).unwrap().clone();
+    assert_eq!((sc("a")["speedup"].as_f64(), sc("a")["compare_speedup"].as_f64()), (Some(10.0), Some(0.4)));
+    // A harness that times no comparison cannot meet the comparison goal.
+    f.set_candidate("a true 10 100\nb true 10 100\nc true 10 100\n");
+    let r = reason(&d.stop(&compare, "Done."));
+    assert!(r.contains("no comparison time (compare_us) reported"), "{r}");
+    // Faster than the comparison everywhere: allowed under both goals.
+    f.set_candidate("a true 4 100 \"compare_us\":5\nb true 4 100 \"compare_us\":5\nc true 4 100 \"compare_us\":5\n");
+    assert_eq!(d.stop(&compare, "Done, faster than the comparison."), None);
+    // The audit shows both ratios for the blocked attempts.
+    let audit: Value = serde_json::from_slice(&d.run(&["audit", "campaign", &compare, "--json"]).stdout).unwrap();
+    let first = &audit["records"][0];
+    assert!((first["geomean_compare_speedup"].as_f64().unwrap() - 0.6).abs() < 1e-9, "{first}");
+    assert_eq!(first["failing"][0]["compare_speedup"].as_f64(), Some(0.4), "{first}");
+}
+
+/// One tolerance contract: a harness that judges elementwise
+/// (`|diff| <= atol + rtol*|ref|`) and reports atol as `tolerance` with
+/// `rtol` beside it is not contradicted by an absolute error above atol
+/// (this blocked every kernel on the GPU); its own largest
+/// error-to-tolerance ratio is the cross-check. A harness that reports
+/// only an absolute bound is held to it as before.
+#[test]
+fn the_tolerance_contract_follows_the_harness_model() {
+    let f = Fixture::new("");
+    let d = Daemon::start(&f.data_dir());
+    let id = d.create_campaign(&f.spec());
+    let elementwise = "\"max_abs_err_ref\":3.125e-2,\"max_abs_err_hi\":3.1e-2,\"tolerance\":1e-2,\"rtol\":1e-2";
+    f.set_candidate(&format!(
+        "a true 50 100 {elementwise},\"max_tol_ratio\":0.71\nb true 40 100 {elementwise}\nc true 80 100 {elementwise},\"max_tol_ratio\":0.99\n"
+    ));
+    assert_eq!(d.stop(&id, "Done."), None, "within the elementwise tolerance: allowed");
+    f.set_candidate(&format!(
+        "a true 50 100 {elementwise},\"max_tol_ratio\":1.8\nb true 40 100 {elementwise}\nc true 80 100 {elementwise}\n"
+    ));
+    let r = reason(&d.stop(&id, "Done."));
+    let a = r.lines().find(|l| l.starts_with("a ")).unwrap_or_else(|| panic!("no row for a in {r}"));
+    assert!(a.contains("NO") && a.contains("error-to-tolerance ratio 1.800 the harness reported exceeds 1"), "{a}");
+    let absolute = "\"max_abs_err_ref\":3.125e-2,\"max_abs_err_hi\":3.1e-2,\"tolerance\":1e-2";
+    f.set_candidate(&format!("a true 50 100 {absolute}\nb true 40 100\nc true 80 100\n"));
+    let r = reason(&d.stop(&id, "Done."));
+    assert!(r.contains("error vs reference 3.125e-2 exceeds the tolerance 1.000e-2 the harness reported"), "{r}");
+}

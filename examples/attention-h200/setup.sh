@@ -17,7 +17,7 @@ dest=${1:-$here}
 mkdir -p "$dest"
 dest=$(cd "$dest" && pwd)
 if [ "$dest" != "$here" ]; then
-  cp "$here/campaign.toml" "$dest/campaign.toml"
+  cp "$here/campaign.toml" "$here/campaign-initial.toml" "$dest/"
   if [ ! -d "$dest/workspace/.git" ]; then
     rm -rf "$dest/workspace"
     mkdir -p "$dest/workspace"

@@ -105,7 +105,7 @@ impl AgentSpec {
             return p.clone();
         }
         format!(
-            "{goal}\n\nThis is an optimization campaign supervised by gadfly. The harness runs `{run}` on a snapshot of your work and checks {n} scenarios: {list}. You may stop only when every scenario is correct and at least {min:.2}x faster than the initial kernel{geo}. Do not edit the protected files ({protected}). To measure your work at any time, run `\"$GADFLY_BIN\" eval` (gadfly records the evaluation). When you try to stop, gadfly evaluates your work and tells you what still fails.",
+            "{goal}\n\nThis is an optimization campaign supervised by gadfly. The harness runs `{run}` on a snapshot of your work and checks {n} scenarios: {list}. You may stop only when every scenario is correct and at least {min:.2}x faster than the initial kernel{geo}{compare}. Do not edit the protected files ({protected}). To measure your work at any time, run `\"$GADFLY_BIN\" eval` (gadfly records the evaluation). When you try to stop, gadfly evaluates your work and tells you what still fails.",
             goal = if spec.goal.is_empty() { "Make the kernel faster." } else { spec.goal.as_str() },
             run = spec.harness.run,
             n = spec.harness.scenarios.len(),
@@ -116,6 +116,16 @@ impl AgentSpec {
                 .min_geomean_speedup
                 .map(|g| format!(", with a geometric-mean speedup of at least {g:.2}x"))
                 .unwrap_or_default(),
+            compare = match (spec.predicate.min_compare_speedup, spec.predicate.min_compare_geomean) {
+                (None, None) => String::new(),
+                (each, mean) => format!(
+                    ", and held against the comparison implementation{} the harness times: {}{}",
+                    spec.comparison.as_deref().map(|c| format!(" ({c})")).unwrap_or_default(),
+                    each.map(|c| format!("at least {c:.2}x its speed on every scenario")).unwrap_or_default(),
+                    mean.map(|g| format!("{}a geometric mean of at least {g:.2}x of it", if each.is_some() { ", and " } else { "" }))
+                        .unwrap_or_default()
+                ),
+            },
             protected = if spec.harness.protected.is_empty() { "none".into() } else { spec.harness.protected.join(", ") },
         )
     }

@@ -20,6 +20,11 @@ use crate::store::{StopAttemptRow, Store};
 pub struct FailingScenario {
     pub scenario: String,
     pub reasons: Vec<String>,
+    /// Against the initial kernel and against the comparison, when measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speedup: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compare_speedup: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -32,6 +37,9 @@ pub struct ClaimRecord {
     pub evaluation_id: Option<i64>,
     pub holds: bool,
     pub geomean_speedup: Option<f64>,
+    /// The geometric mean against the comparison implementation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub geomean_compare_speedup: Option<f64>,
     pub failing: Vec<FailingScenario>,
     pub decision: String,
     /// Blocked while the predicate failed.
@@ -109,13 +117,19 @@ pub async fn campaign(store: &Store, campaign_id: &str) -> anyhow::Result<Campai
                 evaluation_id: s.evaluation_id,
                 holds: s.holds,
                 geomean_speedup: e.and_then(|e| e.verdict.geomean_speedup),
+                geomean_compare_speedup: e.and_then(|e| e.verdict.geomean_compare_speedup),
                 failing: e
                     .map(|e| {
                         e.verdict
                             .scenarios
                             .iter()
                             .filter(|sc| !sc.passes)
-                            .map(|sc| FailingScenario { scenario: sc.scenario.clone(), reasons: sc.reasons.clone() })
+                            .map(|sc| FailingScenario {
+                                scenario: sc.scenario.clone(),
+                                reasons: sc.reasons.clone(),
+                                speedup: sc.speedup,
+                                compare_speedup: sc.compare_speedup,
+                            })
                             .collect()
                     })
                     .unwrap_or_default(),
@@ -271,7 +285,10 @@ pub fn campaign_markdown(a: &CampaignAudit) -> String {
             r.created_at,
             md_cell(r.session_id.as_deref().unwrap_or("-")),
             r.decision,
-            r.geomean_speedup.map_or("-".into(), |g| format!("{g:.2}x")),
+            match (r.geomean_speedup, r.geomean_compare_speedup) {
+                (Some(g), Some(c)) => format!("{g:.2}x ({c:.2}x vs comparison)"),
+                (g, _) => g.map_or("-".into(), |g| format!("{g:.2}x")),
+            },
             md_cell(
                 &r.failing
                     .iter()

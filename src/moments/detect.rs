@@ -300,7 +300,7 @@ mod tests {
 
     #[allow(clippy::type_complexity)]
     fn ev_full(id: i64, rows: &[(&str, bool, f64, f64, f64, f64, Option<f64>)]) -> Evaluation {
-        let spec = PredicateSpec { correct: true, min_speedup: 1.0, min_geomean_speedup: None };
+        let spec = PredicateSpec { correct: true, min_speedup: 1.0, min_geomean_speedup: None, ..Default::default() };
         let names: Vec<String> = rows.iter().map(|r| r.0.to_string()).collect();
         let measured: Vec<ScenarioResult> = rows
             .iter()
@@ -312,6 +312,8 @@ mod tests {
                 max_abs_err_ref: Some(*er),
                 max_abs_err_hi: Some(*eh),
                 tolerance: Some(1e-9),
+                rtol: None,
+                max_tol_ratio: None,
                 compare_us: None,
                 bound_us: *b,
                 samples: Some(10),

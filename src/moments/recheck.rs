@@ -105,7 +105,7 @@ mod tests {
     use crate::results::ScenarioResult;
 
     fn ev(rows: &[(&str, bool, f64)]) -> Evaluation {
-        let spec = PredicateSpec { correct: true, min_speedup: 1.0, min_geomean_speedup: None };
+        let spec = PredicateSpec { correct: true, min_speedup: 1.0, min_geomean_speedup: None, ..Default::default() };
         let names: Vec<String> = rows.iter().map(|r| r.0.to_string()).collect();
         let m: Vec<ScenarioResult> = rows
             .iter()
@@ -117,6 +117,8 @@ mod tests {
                 max_abs_err_ref: None,
                 max_abs_err_hi: None,
                 tolerance: None,
+                rtol: None,
+                max_tol_ratio: None,
                 compare_us: None,
                 bound_us: None,
                 samples: None,

@@ -404,6 +404,28 @@ try {
     await page.screenshot({ path: join(SHOTS, 'console-campaign-dark.png') });
   });
 
+  if (process.env.COMPARE_CAMPAIGN) {
+    await check('a campaign held to the comparison shows both ratios per scenario and both means', async () => {
+      const compare = encodeURIComponent(process.env.COMPARE_CAMPAIGN);
+      await page.goto(`${BASE}/campaigns/${compare}`);
+      await page.locator('table.predicate tr.scen').first().waitFor();
+      const heads = (await page.locator('table.predicate thead th').allInnerTexts()).map((t) => t.trim());
+      assert(heads.includes('Speedup') && heads.includes('vs comparison'), `both ratio columns: ${heads.join(' | ')}`);
+      const a = page.locator('table.predicate tr.scen[data-scenario="a"]');
+      eq((await a.locator('td.speed').first().innerText()).trim(), '10.0×', 'a against the initial kernel');
+      eq((await a.locator('td.speed.compare').innerText()).trim(), '0.40×', 'a against the comparison');
+      assert((await a.locator('td.speed.compare').getAttribute('class')).includes('bad'), 'below its bar: red');
+      eq((await a.locator('td.result').innerText()).trim(), 'fail', 'a fails on the comparison alone');
+      const foot = await page.locator('table.predicate tfoot').innerText();
+      assert(foot.includes('vs comparison: must reach 1.10×') && foot.includes('0.60×'), `the comparison mean and its bar: ${foot}`);
+      assert((await page.locator('table.predicate tr.reasons').first().innerText()).includes('vs comparison 0.40x < 1.00x'), 'the reason names the comparison');
+      // An elementwise tolerance is shown as such, with the share of its bound used.
+      const tol = (await a.locator('td').nth(4).innerText()).trim();
+      assert(tol.includes('|ref|') && tol.includes('0.71'), `the elementwise tolerance: ${tol}`);
+      eq(await a.locator('td').nth(2).getAttribute('class').then((c) => c.includes('bad')), false, 'an error above atol is not red under rtol');
+    });
+  }
+
   await check('no script error, no request leaves the daemon, only expected HTTP errors', async () => {
     eq(pageErrors, [], 'page errors');
     eq(foreign, [], 'requests to other hosts');

@@ -351,35 +351,55 @@ export function mount(root, ctx, id) {
     const min = pred.min_speedup ?? 1;
     fill(predicateHead, e
       ? [h('span', { class: 'num' }, `#${e.id}`), ' · ', h('span', { title: full(e.created_at) }, when(e.created_at)), ' · tree ', h('span', { class: 'num' }, shortTree(e.tree)), ` · ${millis(e.duration_ms)}`,
-        h('span', { class: 'muted' }, ` · each scenario ${pred.correct === false ? '' : 'correct and '}≥ ${speedup(min)}${isNum(pred.min_geomean_speedup) ? `, geomean ≥ ${speedup(pred.min_geomean_speedup)}` : ''}`)]
+        h('span', { class: 'muted' }, ` · each scenario ${pred.correct === false ? '' : 'correct and '}≥ ${speedup(min)}${isNum(pred.min_geomean_speedup) ? `, geomean ≥ ${speedup(pred.min_geomean_speedup)}` : ''}${isNum(pred.min_compare_speedup) ? ` · ≥ ${speedup(pred.min_compare_speedup)} the comparison` : ''}${isNum(pred.min_compare_geomean) ? `, geomean ≥ ${speedup(pred.min_compare_geomean)} of it` : ''}`)]
       : []);
     if (!e) {
       const names = d.spec?.harness?.scenarios || [];
       fill(predicateBody, h('div', { class: 'empty' }, `No evaluation yet. ${names.length} scenario${names.length === 1 ? '' : 's'} will be measured: `, h('span', { class: 'num' }, names.join(', '))));
       return;
     }
+    // The comparison column (compare_us / time_us) when the goal uses it or
+    // the harness timed a comparison.
+    const compared = isNum(pred.min_compare_speedup) || isNum(pred.min_compare_geomean)
+      || Object.values(pred.scenarios || {}).some((t) => isNum(t?.min_compare_speedup))
+      || (e.scenarios || []).some((sc) => isNum(sc.compare_speedup));
+    const cols = compared ? 10 : 9;
     const rows = [];
     for (const sc of e.scenarios || []) {
       const m = sc.measured || {};
-      const tol = isNum(m.tolerance) ? m.tolerance : null;
+      const own = (pred.scenarios || {})[sc.scenario] || {};
+      const minHere = own.min_speedup ?? min;
+      const minCompare = own.min_compare_speedup ?? pred.min_compare_speedup;
+      // Elementwise tolerance (rtol > 0): an absolute error above atol is not
+      // a failure by itself; the harness's largest error-to-tolerance ratio is.
+      const relative = isNum(m.rtol) && m.rtol > 0;
+      const tol = isNum(m.tolerance) && !relative ? m.tolerance : null;
       const errCell = (v) => h('td', { class: `num right ${tol !== null && typeof v === 'number' && !(v <= tol) ? 'bad' : ''}` }, sci(v));
-      const fast = isNum(sc.speedup) && sc.speedup >= min;
+      const ratioBad = isNum(m.max_tol_ratio) && m.max_tol_ratio > 1;
+      const tolCell = relative
+        ? h('td', { class: `num right nowrap ${ratioBad ? 'bad' : 'muted'}`, title: `elementwise |out - ref| ≤ atol + rtol·|ref|${isNum(m.max_tol_ratio) ? `; the largest error used ${(m.max_tol_ratio * 100).toFixed(0)}% of its bound` : ''}` },
+          `${sci(m.tolerance)} + ${sci(m.rtol)}·|ref|`, isNum(m.max_tol_ratio) ? ` (${m.max_tol_ratio.toFixed(2)})` : null)
+        : h('td', { class: 'num right muted' }, sci(m.tolerance));
+      const fast = isNum(sc.speedup) && sc.speedup >= minHere;
+      const fastVsCompare = isNum(sc.compare_speedup) && (!isNum(minCompare) || sc.compare_speedup >= minCompare);
       const hasReasons = !sc.passes && (sc.reasons || []).length > 0;
       rows.push(h('tr', { class: `scen ${sc.passes ? 'pass' : 'fail'}${hasReasons ? ' has-reasons' : ''}`, dataset: { scenario: sc.scenario } },
         h('td', { class: 'num scen-name' }, h('span', { class: 'mark', 'aria-hidden': 'true' }), sc.scenario),
         h('td', { class: sc.present ? (sc.correct ? 'ok' : 'bad') : 'muted' }, !sc.present ? 'missing' : sc.correct ? 'correct' : 'wrong'),
         errCell(m.max_abs_err_ref),
         errCell(m.max_abs_err_hi),
-        h('td', { class: 'num right muted' }, sci(m.tolerance)),
+        tolCell,
         h('td', { class: 'num right nowrap' }, micros(m.time_us), isNum(m.cv) ? h('span', { class: `cv ${m.cv > 0.1 ? 'noisy' : 'muted'}`, title: `coefficient of variation over ${m.samples ?? '?'} samples${m.cv > 0.1 ? ': noisy' : ''}` }, ` ±${m.cv >= 0.1 ? (m.cv * 100).toFixed(0) : (m.cv * 100).toFixed(1)}%`) : null),
         h('td', { class: 'num right muted' }, micros(m.baseline_us)),
         h('td', { class: `num right speed ${isNum(sc.speedup) ? (fast ? 'ok' : 'bad') : ''}` }, speedup(sc.speedup)),
+        compared ? h('td', { class: `num right speed compare ${isNum(minCompare) ? (fastVsCompare ? 'ok' : 'bad') : 'muted'}`, title: isNum(m.compare_us) ? `comparison ${micros(m.compare_us)}` : 'no comparison time reported' }, speedup(sc.compare_speedup)) : null,
         h('td', { class: 'result' }, pill(sc.passes ? 'pass' : 'fail', sc.passes ? 'pass' : 'fail'))));
       if (hasReasons) {
-        rows.push(h('tr', { class: 'reasons' }, h('td', { colspan: 9 }, sc.reasons.join('; '))));
+        rows.push(h('tr', { class: 'reasons' }, h('td', { colspan: cols }, sc.reasons.join('; '))));
       }
     }
     const geoOk = isNum(e.geomean_speedup) && (!isNum(pred.min_geomean_speedup) || e.geomean_speedup >= pred.min_geomean_speedup);
+    const geoCompareOk = isNum(e.geomean_compare_speedup) && (!isNum(pred.min_compare_geomean) || e.geomean_compare_speedup >= pred.min_compare_geomean);
     const failures = e.failures || [];
     fill(predicateBody,
       h('div', { class: 'table-wrap' }, h('table', { class: 'table predicate' },
@@ -388,12 +408,17 @@ export function mount(root, ctx, id) {
           h('th', { class: 'right', title: 'max |error| against the reference implementation' }, 'Err vs ref'),
           h('th', { class: 'right', title: 'max |error| against the high-precision reference' }, 'Err vs hi-prec'),
           h('th', { class: 'right' }, 'Tolerance'),
-          h('th', { class: 'right' }, 'Time'), h('th', { class: 'right' }, 'Baseline'), h('th', { class: 'right' }, 'Speedup'), h('th', null, 'Result'))),
+          h('th', { class: 'right' }, 'Time'), h('th', { class: 'right' }, 'Baseline'), h('th', { class: 'right', title: 'initial kernel time / this time' }, 'Speedup'),
+          compared ? h('th', { class: 'right', title: 'comparison implementation time (compare_us) / this time' }, 'vs comparison') : null,
+          h('th', null, 'Result'))),
         h('tbody', null, rows),
-        h('tfoot', null, h('tr', { class: geoOk ? 'pass' : 'fail' },
-          h('td', { colspan: 7 }, 'geometric mean', isNum(pred.min_geomean_speedup) ? h('span', { class: 'muted' }, ` (must reach ${speedup(pred.min_geomean_speedup)})`) : null),
+        h('tfoot', null, h('tr', { class: geoOk && (!compared || !isNum(pred.min_compare_geomean) || geoCompareOk) ? 'pass' : 'fail' },
+          h('td', { colspan: 7 }, 'geometric mean',
+            isNum(pred.min_geomean_speedup) ? h('span', { class: 'muted' }, ` (must reach ${speedup(pred.min_geomean_speedup)})`) : null,
+            compared && isNum(pred.min_compare_geomean) ? h('span', { class: 'muted' }, ` (vs comparison: must reach ${speedup(pred.min_compare_geomean)})`) : null),
           h('td', { class: `num right speed ${geoOk ? 'ok' : 'bad'}` }, speedup(e.geomean_speedup)),
-          h('td', null, isNum(pred.min_geomean_speedup) ? pill(geoOk ? 'pass' : 'fail', geoOk ? 'pass' : 'fail') : null))))),
+          compared ? h('td', { class: `num right speed compare ${isNum(pred.min_compare_geomean) ? (geoCompareOk ? 'ok' : 'bad') : 'muted'}` }, speedup(e.geomean_compare_speedup)) : null,
+          h('td', null, isNum(pred.min_geomean_speedup) || (compared && isNum(pred.min_compare_geomean)) ? pill(geoOk && (!isNum(pred.min_compare_geomean) || geoCompareOk) ? 'pass' : 'fail', geoOk && (!isNum(pred.min_compare_geomean) || geoCompareOk) ? 'pass' : 'fail') : null))))),
       failures.length ? h('div', { class: 'notice fail' }, h('b', null, 'The evaluation itself failed: '), h('ul', null, failures.map((f) => h('li', null, f)))) : null);
   }
 

@@ -242,6 +242,11 @@ class Exchange:
         self.raw.clear()
 
 
+def _ratios(r):
+    """The error-to-tolerance ratios of one checked call (both references)."""
+    return [st["max_ratio"] for st in (r.get("vs_ref"), r.get("vs_hi")) if st and st.get("max_ratio") is not None]
+
+
 class _CAI:
     def __init__(self, ptr, nbytes):
         self.__cuda_array_interface__ = {"shape": (nbytes,), "typestr": "|u1", "data": (ptr, False),
@@ -266,12 +271,16 @@ def compare_tensors(torch, out, ref, where, dtype):
     nonfin = fin_r & ~fin_o
     both = fin_r & fin_o
     diff = torch.where(both, (o - r).abs(), torch.zeros_like(o))
-    excess = diff - (atol + rtol * r.abs())
+    allowed = atol + rtol * r.abs()
+    excess = diff - allowed
     excess = torch.where(nonfin, torch.full_like(excess, math.inf), excess)
     n_nonfinite = int(nonfin.sum())
     idx = int(torch.argmax(excess))
+    # the largest |diff| / (atol + rtol*|ref|): at most 1 when every element
+    # is within tolerance; the core cross-checks "correct" against it
+    ratio = float((diff / allowed).max()) if n_nonfinite == 0 else math.inf
     st = {"numel": o.numel(), "n_nonfinite": n_nonfinite, "n_bad": int((excess > 0).sum()),
-          "max_abs": float(diff.max()) if n_nonfinite == 0 else math.inf,
+          "max_abs": float(diff.max()) if n_nonfinite == 0 else math.inf, "max_ratio": ratio,
           "where": where(idx), "got": float(o[idx]), "expected": float(r[idx])}
     if n_nonfinite:
         st["where_nonfinite"] = where(int(torch.nonzero(nonfin)[0]))
@@ -407,7 +416,7 @@ class Grader:
         c_samples, b_samples = [], []
         c_calls, b_calls = [], []
         kernel_ms = 0.0
-        err_ref, err_hi = [], []
+        err_ref, err_hi, tol_ratio = [], [], []
         variant_name = None
         trial_ms = []
         gap_null = None
@@ -460,6 +469,7 @@ class Grader:
                 c_calls.append(r)
                 err_ref.append(r["vs_ref"]["max_abs"])
                 err_hi.append(r["vs_hi"]["max_abs"])
+                tol_ratio.extend(_ratios(r))
                 fail = self.judge_call(r, base_err_hi, f"trial {t + 1}")
                 if fail:
                     break
@@ -500,6 +510,7 @@ class Grader:
                                           check=True, timeout=call_timeout)
                             c_calls.append(r)
                             err_ref.append(r["vs_ref"]["max_abs"])
+                            tol_ratio.extend(_ratios(r))
                             f = self.judge_call(r, None, f"timed call {i}" if i > warm else f"warm-up call {i}")
                             if f:
                                 fail = f
@@ -617,7 +628,7 @@ class Grader:
             max_abs_err_hi=max(err_hi) if err_hi else None,
             tolerance=atol, compare_us=compare_us, bound_us=bound, samples=cs_.n,
             cv=cs_.cv if cs_.n > 1 else None,
-            rtol=rtol,
+            rtol=rtol, max_tol_ratio=max(tol_ratio) if tol_ratio else None,
             speedup=(base_us / time_us) if time_us else None,
             baseline_samples=bs_.n, baseline_cv=bs_.cv if bs_.n > 1 else None,
             rel_sem=cs_.rel_sem if cs_.n > 1 else None, baseline_rel_sem=bs_.rel_sem if bs_.n > 1 else None,

@@ -18,6 +18,8 @@ OPTIONAL = (
     "max_abs_err_ref",
     "max_abs_err_hi",
     "tolerance",
+    "rtol",
+    "max_tol_ratio",
     "compare_us",
     "bound_us",
     "samples",

@@ -17,6 +17,8 @@ class CampaignTest(unittest.TestCase):
     def setUpClass(cls):
         with open(os.path.join(_paths.EXAMPLE, "campaign.toml"), "rb") as f:
             cls.spec = tomllib.load(f)
+        with open(os.path.join(_paths.EXAMPLE, "campaign-initial.toml"), "rb") as f:
+            cls.initial = tomllib.load(f)
         cls.P = _paths.load_attention()
 
     def test_keys_the_core_reads(self):
@@ -26,13 +28,29 @@ class CampaignTest(unittest.TestCase):
         self.assertEqual(set(s) - {"name", "workspace", "goal", "architecture", "domains", "comparison", "harness",
                                    "constraints", "predicate", "questions", "moments", "agent", "beam"}, set())
         h = s["harness"]
-        self.assertEqual(set(h) - {"build", "run", "timeout_s", "scenarios", "protected"}, set())
+        self.assertEqual(set(h) - {"build", "run", "timeout_s", "scenarios", "protected", "candidate", "sandbox",
+                                   "tags"}, set())
         self.assertIn("{results}", h["run"])
         self.assertIn("harness/**", h["protected"])
         self.assertLessEqual(h["timeout_s"], 3600)
         self.assertEqual(s["predicate"]["correct"], True)
         self.assertGreaterEqual(s["predicate"]["min_speedup"], 1.0)
         self.assertIn(s["questions"]["mode"], ("autonomous", "human", "audit"))
+
+    def test_the_study_goal_and_the_easier_one(self):
+        # campaign.toml: at least the comparison (the flash backend the harness
+        # times as compare_us) on every scenario; campaign-initial.toml: the
+        # same campaign held only to the initial kernel.
+        p = self.spec["predicate"]
+        self.assertGreaterEqual(p["min_compare_speedup"], 1.0)
+        self.assertEqual(set(p) - {"correct", "min_speedup", "min_geomean_speedup", "min_compare_speedup",
+                                   "min_compare_geomean", "scenarios"}, set())
+        q = self.initial["predicate"]
+        self.assertNotIn("min_compare_speedup", q)
+        self.assertNotIn("min_compare_geomean", q)
+        self.assertNotEqual(self.initial["name"], self.spec["name"])
+        self.assertEqual(self.initial["harness"], self.spec["harness"])
+        self.assertEqual(self.initial["constraints"], self.spec["constraints"])
 
     def test_scenarios_are_the_problems(self):
         self.assertEqual(self.spec["harness"]["scenarios"], self.P.SCENARIOS)
