@@ -105,6 +105,9 @@ impl Daemon {
         supervisor.spawn_lease_keeper(shutdown.clone());
         // Other daemons' events, for this one's live views (PostgreSQL).
         supervisor.spawn_event_relay(shutdown.clone());
+        // Turns that end with no Stop hook call, seen in the agents' own
+        // transcripts (hooks switched off): recorded as ungated stops.
+        crate::agent::escapes::spawn(supervisor.clone(), shutdown.clone());
         let app = server::router(self.state);
         axum::serve(self.listener, app)
             .with_graceful_shutdown(shutdown.cancelled_owned())

@@ -321,3 +321,97 @@ fn http_hooks_record_tool_calls_and_deliver_a_question_while_the_gate_stays_a_co
         run.explain(&mock)
     );
 }
+
+/// Issue 29, row 21 of THREATS.md: an agent that switches every hook off
+/// (`disableAllHooks` in its user-level settings) stops without the Stop
+/// gate, and no hook is left to say so. The daemon reads the session's
+/// transcript on its own: the turn that ended with no Stop hook call is
+/// recorded as an ungated stop and a violation.
+#[test]
+fn a_turn_that_ends_with_hooks_disabled_is_recorded_as_ungated() {
+    let Some(bin) = claude_bin("a_turn_that_ends_with_hooks_disabled_is_recorded_as_ungated") else { return };
+    let f = Fixture::new("");
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("claude-config");
+    std::fs::create_dir_all(&config).unwrap();
+    // The agent's own user settings switch every hook off.
+    std::fs::write(config.join("settings.json"), r#"{"disableAllHooks": true}"#).unwrap();
+    let data = f.data_dir();
+    let mut serve = common::gadfly();
+    serve.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"]).arg(&data);
+    if let Some(url) = common::postgres_for(&data) {
+        serve.args(["--database-url", &url]);
+    }
+    serve.env("GADFLY_CLAUDE_CONFIG_DIRS", &config).env("GADFLY_ESCAPE_GRACE_S", "1");
+    let d = Daemon::start_cmd(&data, serve);
+    let id = d.create_campaign(&f.spec());
+
+    let mock = MockModel::start(vec![
+        Step::shell(&write_candidate("a true 50 100\nb false 40 100\nc true 80 100\n"))
+            .described("Write the new candidate"),
+        Step::text("All scenarios pass now. Done."),
+    ]);
+    let run = run_agent(claude(&bin, home.path(), &mock, &d, &id, &f.ws(), "Make every scenario pass"), TIMEOUT);
+    assert_success(&run, &mock);
+    assert_eq!(mock.steps_served(), 2, "{}", run.explain(&mock));
+    // The hooks really were off: the daemon heard nothing from them.
+    let kinds = log_kinds(&d, &id);
+    assert!(!kinds.iter().any(|k| k.starts_with("hook.")), "hooks fired although disabled: {kinds:?}");
+
+    let session = run.events().into_iter().find(|e| e["type"] == "system" && e["subtype"] == "init").unwrap()
+        ["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let stops = loop {
+        let stops = d.api_get(&format!("/campaigns/{id}/stops"));
+        if !stops.as_array().unwrap().is_empty() || std::time::Instant::now() > deadline {
+            break stops;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let stops = stops.as_array().unwrap();
+    assert_eq!(stops.len(), 1, "the ungated turn end was not recorded: {stops:?}\n{kinds:?}");
+    assert_eq!(stops[0]["decision"], "ungated", "{stops:?}");
+    assert_eq!(stops[0]["session_id"], session.as_str(), "{stops:?}");
+    assert_eq!(stops[0]["claim"], "All scenarios pass now. Done.", "{stops:?}");
+    assert!(stops[0]["reason"].as_str().unwrap().contains("no Stop hook call"), "{stops:?}");
+    let kinds = log_kinds(&d, &id);
+    for k in ["violation", "stop.ungated"] {
+        assert!(kinds.iter().any(|x| x == k), "{k} not in the log: {kinds:?}");
+    }
+    // Judged once: the next rounds of the watch add nothing.
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(d.api_get(&format!("/campaigns/{id}/stops")).as_array().unwrap().len(), 1);
+}
+
+/// The same watch leaves a gated session alone: every turn end there had
+/// its Stop hook call.
+#[test]
+fn a_gated_session_is_not_reported_by_the_transcript_watch() {
+    let Some(bin) = claude_bin("a_gated_session_is_not_reported_by_the_transcript_watch") else { return };
+    let f = Fixture::new("");
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("claude-config");
+    std::fs::create_dir_all(&config).unwrap();
+    let data = f.data_dir();
+    let mut serve = common::gadfly();
+    serve.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"]).arg(&data);
+    if let Some(url) = common::postgres_for(&data) {
+        serve.args(["--database-url", &url]);
+    }
+    serve.env("GADFLY_CLAUDE_CONFIG_DIRS", &config).env("GADFLY_ESCAPE_GRACE_S", "1");
+    let d = Daemon::start_cmd(&data, serve);
+    let id = d.create_campaign(&f.spec());
+    let mock = MockModel::start(vec![
+        Step::shell(&write_candidate(ALL_PASS)).described("Write the candidate"),
+        Step::text("All scenarios pass now. Done."),
+    ]);
+    let run = run_agent(claude(&bin, home.path(), &mock, &d, &id, &f.ws(), "Make every scenario pass"), TIMEOUT);
+    assert_success(&run, &mock);
+    std::thread::sleep(Duration::from_secs(5));
+    let stops = d.api_get(&format!("/campaigns/{id}/stops"));
+    let decisions: Vec<&str> = stops.as_array().unwrap().iter().map(|s| s["decision"].as_str().unwrap()).collect();
+    assert_eq!(decisions, ["allow"], "{stops}");
+}

@@ -808,3 +808,69 @@ fn a_run_whose_daemon_is_killed_is_taken_over_and_completes() {
     assert_eq!(stops.last().unwrap()["decision"], "allow", "{stops:?}");
     assert_eq!(std::fs::read_to_string(s.f.ws().join("candidate.txt")).unwrap(), ALL_PASS);
 }
+
+/// Issue 29, privilege separation: with `[agent] sandbox = "bwrap"` the real
+/// Claude Code CLI, driven by the mock model, runs the attacks of THREATS.md
+/// rows 4, 5 and 12 through its Bash tool (read the master token, reach the
+/// database, kill the daemon) and gets nowhere: the data dir is an empty
+/// folder but for the spool and its own hook settings, the daemon is not in
+/// its PID namespace, and the stop is still judged by the daemon, which is
+/// still running.
+#[test]
+fn a_sandboxed_claude_cannot_reach_the_daemon_that_judges_it() {
+    let Some(bin) = claude_bin("a_sandboxed_claude_cannot_reach_the_daemon_that_judges_it") else { return };
+    if !gadfly::harness::bwrap_works() {
+        assert!(std::env::var_os("GADFLY_REQUIRE_SANDBOX").is_none(), "bubblewrap does not work on this host");
+        eprintln!("SKIPPED: a_sandboxed_claude_cannot_reach_the_daemon_that_judges_it needs bubblewrap");
+        return;
+    }
+    // The daemon's pid is known only once it runs: the script reads it from
+    // a file the test writes, as an agent would find it with pgrep.
+    let seen = tempfile::tempdir().unwrap();
+    let pid_file = seen.path().join("daemon-pid");
+    let report = seen.path().join("attack.txt");
+    let attack = format!(
+        "D=$(dirname \"$GADFLY_SPOOL_DIR\"); P=$(cat '{pid}'); R='{report}'; \
+         echo \"token: $(cat \"$D/token\" 2>&1 | head -c 200)\" > \"$R\"; \
+         echo \"data: $(ls -A \"$D\" 2>&1 | tr '\\n' ' ')\" >> \"$R\"; \
+         echo \"db: $(ls \"$D/gadfly.db\" 2>&1)\" >> \"$R\"; \
+         echo \"signal: $(kill -0 \"$P\" 2>/dev/null && echo reached || echo refused)\" >> \"$R\"; \
+         echo \"pid1: $(cat /proc/1/comm 2>&1)\" >> \"$R\"; \
+         kill -9 \"$P\" 2>/dev/null; {}",
+        write_candidate(WRONG),
+        pid = pid_file.display(),
+        report = report.display(),
+    );
+    let mock = MockModel::start(vec![
+        Step::shell(&attack).described("Look around"),
+        Step::text("All scenarios pass now. Done."),
+        Step::shell(&write_candidate(ALL_PASS))
+            .described("Fix b")
+            .when_last_user_contains("gadfly: you may not stop yet"),
+        Step::text("Fixed b. Done."),
+    ]);
+    let s = Setup::new(&bin, &mock, "sandbox = \"bwrap\"");
+    let daemon_pid = s.d.child.id();
+    std::fs::write(&pid_file, daemon_pid.to_string()).unwrap();
+    let end = s.start_run().finish(TIMEOUT);
+    let seen_by_agent = std::fs::read_to_string(&report)
+        .unwrap_or_else(|e| panic!("the attack step did not run ({e}): {}", s.explain(&mock)));
+    eprintln!("what the sandboxed agent saw:\n{seen_by_agent}");
+    end.assert_completed(&s, &mock);
+
+    let line = |k: &str| seen_by_agent.lines().find(|l| l.starts_with(k)).unwrap_or_default().to_string();
+    assert!(line("token:").contains("No such file"), "the master token was readable: {seen_by_agent}");
+    assert!(!seen_by_agent.contains(&s.d.token), "{seen_by_agent}");
+    assert!(line("db:").contains("No such file"), "the database was visible: {seen_by_agent}");
+    let data_line = line("data:");
+    let data: Vec<&str> = data_line.trim_start_matches("data:").split_whitespace().collect();
+    assert!(data.iter().all(|e| ["runs", "spool"].contains(e)), "the data dir shows only runs and spool: {data:?}");
+    assert_eq!(line("signal:"), "signal: refused", "{seen_by_agent}");
+    // Its own PID namespace: process 1 is the sandbox's, not the host's init.
+    assert_eq!(line("pid1:"), "pid1: bwrap", "{seen_by_agent}");
+    // The daemon is the same process, still answering, and it judged both stops.
+    assert!(std::path::Path::new(&format!("/proc/{daemon_pid}")).exists(), "the daemon was killed");
+    let stops = s.stops();
+    let decisions: Vec<&str> = stops.iter().map(|x| x["decision"].as_str().unwrap()).collect();
+    assert_eq!(decisions, ["block", "allow"], "{}", s.explain(&mock));
+}

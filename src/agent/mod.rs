@@ -4,6 +4,8 @@
 //! ([`transcript`]).
 
 pub mod attach;
+pub mod escapes;
+pub mod jail;
 pub mod run;
 pub mod transcript;
 
@@ -78,6 +80,15 @@ pub struct AgentSpec {
     /// How many times a crashed agent is resumed before the run fails.
     #[serde(default = "default_restarts")]
     pub max_restarts: u32,
+    /// Where a spawned agent runs: `none` (the default: as the daemon's
+    /// user, with nothing hidden) or `bwrap` (a bubblewrap sandbox that
+    /// hides the daemon's data dir and processes; see [`jail`]).
+    #[serde(default)]
+    pub sandbox: Option<String>,
+    /// Folders a sandboxed agent may write besides its workspace, its home
+    /// and /tmp.
+    #[serde(default)]
+    pub writable: Vec<String>,
 }
 
 fn default_blocks() -> u32 {
@@ -95,8 +106,20 @@ impl AgentSpec {
                 max_restarts: default_restarts(),
                 ..Default::default()
             }),
-            Some(v) => serde_json::from_value(v.clone()).map_err(|e| anyhow::anyhow!("campaign spec [agent]: {e}")),
+            Some(v) => {
+                let a: AgentSpec =
+                    serde_json::from_value(v.clone()).map_err(|e| anyhow::anyhow!("campaign spec [agent]: {e}"))?;
+                if let Some(s) = a.sandbox.as_deref().filter(|s| !matches!(*s, "none" | "bwrap")) {
+                    anyhow::bail!("campaign spec [agent] sandbox: unknown sandbox `{s}`; expected none or bwrap");
+                }
+                Ok(a)
+            }
         }
+    }
+
+    /// True when the agent is to run in the bubblewrap sandbox.
+    pub fn sandboxed(&self) -> bool {
+        self.sandbox.as_deref() == Some("bwrap")
     }
 
     /// The first message: the campaign's goal and the rule of the game.

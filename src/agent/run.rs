@@ -345,18 +345,57 @@ fn binary(configured: &Option<String>, env_var: &str, default: &str) -> String {
 }
 
 fn spawn(program: &str, args: &[String], ctx: &RunCtx, kind: AgentKind, stdin: bool) -> anyhow::Result<Child> {
-    let mut cmd = Command::new(program);
-    cmd.args(args)
+    let env = ctx.env(kind);
+    let (program, args) = if ctx.agent.sandboxed() {
+        jail_for(ctx, &env)?.wrap(program, args)
+    } else {
+        (program.to_string(), args.to_vec())
+    };
+    let mut cmd = Command::new(&program);
+    cmd.args(&args)
         .current_dir(&ctx.spec.workspace)
         .stdin(if stdin { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-    for (k, v) in ctx.env(kind) {
+    for (k, v) in env {
         cmd.env(k, v);
     }
     cmd.spawn().with_context(|| format!("starting {program}"))
+}
+
+/// The sandbox of `[agent] sandbox = "bwrap"`: the data dir hidden but for
+/// this campaign's run folder (read-only) and the spool, the agent's own
+/// PID namespace (see [`super::jail`]).
+fn jail_for(ctx: &RunCtx, env: &[(String, String)]) -> anyhow::Result<super::jail::Jail> {
+    if !crate::harness::bwrap_works() {
+        anyhow::bail!(
+            "the campaign asks for `[agent] sandbox = \"bwrap\"` but bubblewrap (bwrap) does not work on this host"
+        );
+    }
+    let data = ctx.sup.data_dir().to_path_buf();
+    if super::jail::overlaps(&ctx.spec.workspace, &data) {
+        anyhow::bail!(
+            "the workspace {} and the daemon's data dir {} overlap: the sandbox cannot hide one from the other",
+            ctx.spec.workspace.display(),
+            data.display()
+        );
+    }
+    let spool = data.join("spool");
+    std::fs::create_dir_all(&spool).with_context(|| format!("creating {}", spool.display()))?;
+    let var = |name: &str| env.iter().rev().find(|(k, _)| k == name).map(|(_, v)| PathBuf::from(v));
+    let mut writable: Vec<PathBuf> = ctx.agent.writable.iter().map(|w| ctx.spec.workspace.join(w)).collect();
+    writable.extend(var("HOME").or_else(|| std::env::var_os("HOME").map(PathBuf::from)));
+    writable.extend(var("CLAUDE_CONFIG_DIR"));
+    writable.extend(var("CODEX_HOME"));
+    Ok(super::jail::Jail {
+        workspace: ctx.spec.workspace.clone(),
+        data_dir: data.clone(),
+        readable: vec![data.join("runs").join(&ctx.campaign)],
+        writable_in_data: vec![spool],
+        writable,
+    })
 }
 
 /// Ends the agent's whole process group: `first` (SIGTERM or SIGINT), then SIGKILL.
