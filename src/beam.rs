@@ -8,7 +8,6 @@
 //! decision recorded with its reason.
 
 use std::path::Path;
-use std::process::Command;
 
 use anyhow::{anyhow, bail, Context};
 use serde::{Deserialize, Serialize};
@@ -49,7 +48,11 @@ pub const NEW_FAMILY_QUESTIONS: &[&str] = &["algo-001", "process-001"];
 pub const REVISIT_QUESTIONS: &[&str] = &["process-002"];
 
 fn git(ws: &Path, args: &[&str]) -> anyhow::Result<String> {
-    let out = Command::new("git").arg("-C").arg(ws).args(args).output().context("running git")?;
+    // The workspace's repository is the agent's: no hooks (update-ref would
+    // run its reference-transaction hook in the daemon), no fsmonitor, no
+    // replace refs, no global or system config.
+    let home = std::env::temp_dir().join("gadfly-no-home");
+    let out = crate::snapshot::hardened_git(&home).arg("-C").arg(ws).args(args).output().context("running git")?;
     if !out.status.success() {
         bail!("git {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim());
     }
@@ -325,6 +328,7 @@ async fn revisit_questions(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::process::Command;
 
     #[test]
     fn tags_and_trailers_declare_candidates() {

@@ -70,6 +70,11 @@ struct RawHarness {
     scenarios: Spanned<Vec<Spanned<String>>>,
     #[serde(default)]
     protected: Vec<Spanned<String>>,
+    /// The files of the workspace that make up the candidate (globs like
+    /// `protected`): when given, nothing else of the workspace reaches the
+    /// evaluation.
+    #[serde(default)]
+    candidate: Option<Spanned<Vec<Spanned<String>>>>,
     /// What the evaluation hosts must offer (`{ gpu = "h200" }`): with any
     /// tag, the daemon never runs the harness; `gadfly worker`s do.
     #[serde(default)]
@@ -201,6 +206,14 @@ pub struct HarnessSpec {
     pub timeout_s: u64,
     pub scenarios: Vec<String>,
     pub protected: Vec<String>,
+    /// `[harness] candidate`: globs naming the workspace files that make up
+    /// the candidate. When not empty, an evaluation folder holds gadfly's
+    /// pristine protected files plus only the snapshot's files matching
+    /// these (regular files with safe names); nothing else of the
+    /// workspace reaches the build or the run. Empty (a spec without it):
+    /// the whole workspace tree is evaluated, and [`warnings`] says so.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub candidate: Vec<String>,
     /// Tags a worker must have to evaluate this campaign (`gpu = "h200"`);
     /// empty: the daemon runs the harness itself.
     #[serde(default)]
@@ -489,6 +502,22 @@ pub fn parse(text: &str, file: &str, base: &Path) -> Result<CampaignSpec, SpecEr
             loc.push(g.span(), "harness.protected", format!("invalid glob `{}`: {e}", g.get_ref()));
         }
     }
+    if let Some(c) = &raw.harness.candidate {
+        if c.get_ref().is_empty() {
+            loc.push(
+                c.span(),
+                "harness.candidate",
+                "must list at least one glob (the candidate's files, e.g. `[\"kernel/**\"]`); leave it out to evaluate the whole workspace",
+            );
+        }
+        for g in c.get_ref() {
+            if g.get_ref().trim().is_empty() {
+                loc.push(g.span(), "harness.candidate", "globs must not be empty");
+            } else if let Err(e) = globset::Glob::new(g.get_ref()) {
+                loc.push(g.span(), "harness.candidate", format!("invalid glob `{}`: {e}", g.get_ref()));
+            }
+        }
+    }
     let mut tags = BTreeMap::new();
     if let Some(t) = &raw.harness.tags {
         for (key, value) in t.get_ref() {
@@ -653,6 +682,11 @@ pub fn parse(text: &str, file: &str, base: &Path) -> Result<CampaignSpec, SpecEr
             timeout_s: timeout as u64,
             scenarios,
             protected: raw.harness.protected.into_iter().map(Spanned::into_inner).collect(),
+            candidate: raw
+                .harness
+                .candidate
+                .map(|c| c.into_inner().into_iter().map(Spanned::into_inner).collect())
+                .unwrap_or_default(),
             tags,
             sandbox,
         },
@@ -758,7 +792,9 @@ fn field_from_message(message: &str) -> Option<String> {
 }
 
 fn is_git_work_tree(dir: &Path) -> bool {
-    std::process::Command::new("git")
+    // The workspace's repository is the agent's: hardened like every git
+    // call of the daemon on it (no hooks, fsmonitor or global config).
+    crate::snapshot::hardened_git(&std::env::temp_dir().join("gadfly-no-home"))
         .arg("-C")
         .arg(dir)
         .args(["rev-parse", "--is-inside-work-tree"])
@@ -767,9 +803,47 @@ fn is_git_work_tree(dir: &Path) -> bool {
         .unwrap_or(false)
 }
 
+/// What is weak in a valid spec, one sentence each: printed at `gadfly
+/// campaign create` (on stderr) and meant for `gadfly doctor`.
+pub fn warnings(spec: &CampaignSpec) -> Vec<String> {
+    let mut out = Vec::new();
+    if spec.harness.candidate.is_empty() {
+        out.push(
+            "[harness] declares no `candidate`: the whole workspace tree is evaluated, so any file the agent adds \
+             (a GNUmakefile, a conftest.py, a wrapper script) reaches the build and the run; declare the candidate's \
+             files, e.g. `candidate = [\"kernel/**\"]`"
+                .to_string(),
+        );
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn candidate_globs_are_checked_and_a_missing_candidate_warns() {
+        let dir = git_dir();
+        let spec = parse(GOOD, "c.toml", dir.path()).unwrap();
+        assert!(spec.harness.candidate.is_empty());
+        assert!(warnings(&spec).iter().any(|w| w.contains("candidate")), "{:?}", warnings(&spec));
+        let with = GOOD.replace("protected = [", "candidate = [\"kernel/**\", \"*.cu\"]\nprotected = [");
+        let spec = parse(&with, "c.toml", dir.path()).unwrap();
+        assert_eq!(spec.harness.candidate, vec!["kernel/**", "*.cu"]);
+        assert!(warnings(&spec).is_empty());
+        // A spec stored before `candidate` existed still loads.
+        let mut v = serde_json::to_value(&spec).unwrap();
+        v["harness"].as_object_mut().unwrap().remove("candidate");
+        let old: CampaignSpec = serde_json::from_value(v).unwrap();
+        assert!(old.harness.candidate.is_empty());
+        let bad = GOOD.replace("protected = [", "candidate = [\"a/[\"]\nprotected = [");
+        let e = parse(&bad, "c.toml", dir.path()).unwrap_err().to_string();
+        assert!(e.contains("c.toml:") && e.contains("harness.candidate") && e.contains("invalid glob"), "{e}");
+        let empty = GOOD.replace("protected = [", "candidate = []\nprotected = [");
+        let e = parse(&empty, "c.toml", dir.path()).unwrap_err().to_string();
+        assert!(e.contains("harness.candidate"), "{e}");
+    }
 
     fn git_dir() -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();

@@ -19,6 +19,10 @@ use crate::config::{self, ClientConfig, DaemonConfig};
     about = "Supervises coding agents through optimization campaigns: no stop until every scenario holds"
 )]
 pub struct Cli {
+    /// The daemon's public key for `gadfly hook` (see its --daemon-key), given before the
+    /// subcommand as `gadfly attach` writes it: `gadfly --daemon-key KEY hook claude-code stop ...`.
+    #[arg(long, value_name = "BASE64")]
+    pub daemon_key: Option<String>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -55,8 +59,36 @@ pub enum Command {
         fail: FailMode,
         #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1000))]
         unavailable_blocks: u32,
+        /// The daemon's public key (base64; `gadfly doctor` prints it): only
+        /// answers the daemon signed for this call are taken; any other
+        /// answer (a server an agent put on the daemon's port, a replayed
+        /// answer) counts as "daemon unavailable". `gadfly attach` writes it.
+        #[arg(long, env = "GADFLY_DAEMON_KEY", value_name = "BASE64")]
+        daemon_key: Option<String>,
+        /// Seconds within which the hook answers, whatever the daemon does
+        /// (default: 540 for a stop, 2 for the other events). Keep it below
+        /// the agent's timeout for the hook: a hook the agent kills answers
+        /// nothing and records nothing.
+        #[arg(long, value_name = "SECONDS", value_parser = parse_deadline)]
+        deadline: Option<f64>,
         #[arg(long)]
         campaign: String,
+    },
+    /// Whether the gate is tamper-proof as deployed: the data dir's and its files' permissions, the
+    /// daemon's user against the agent's, the Stop hook's pinned key, the campaign spec's warnings.
+    /// Exit 0 when nothing is wrong, 1 when a problem is found.
+    Doctor {
+        /// The campaign to check (its workspace, hooks and spec).
+        id: Option<String>,
+        /// The daemon's data dir (default: $GADFLY_DATA_DIR, else the platform data dir).
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+    },
+    /// Print the daemon's public key (the hook's --daemon-key), from the data dir or the daemon.
+    Key {
+        /// The daemon's data dir (default: $GADFLY_DATA_DIR, else the platform data dir).
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
     },
     /// Queue a question for the agent; it is delivered at its next stop.
     Ask { id: String, text: String },
@@ -314,6 +346,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 }
 
 async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
+    let top_daemon_key = cli.daemon_key;
     match cli.command {
         Command::Serve(args) => {
             let config = DaemonConfig {
@@ -330,10 +363,11 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             daemon.run_until_stopped().await?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Hook { agent: _, event, fail, unavailable_blocks, campaign } => {
+        Command::Hook { agent: _, event, fail, unavailable_blocks, daemon_key, deadline, campaign } => {
             let input = crate::hook::read_stdin().context("reading the hook payload from stdin")?;
             let gate = crate::campaign::GateSpec { fail_closed: fail == FailMode::Closed, unavailable_blocks };
-            let out = crate::hook::run("claude-code", &event, &campaign, &input, gate).await;
+            let key = daemon_key.as_deref().or(top_daemon_key.as_deref()).filter(|k| !k.is_empty());
+            let out = crate::hook::run_within("claude-code", &event, &campaign, &input, gate, key, deadline).await;
             if let Some(s) = &out.stdout {
                 println!("{s}");
             }
@@ -341,6 +375,15 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
                 eprintln!("{e}");
             }
             Ok(ExitCode::from(out.code))
+        }
+        Command::Doctor { id, data_dir } => doctor(id, data_dir).await,
+        Command::Key { data_dir } => {
+            let key = match crate::signing::read_public(&data_dir.unwrap_or_else(config::default_data_dir)) {
+                Some(k) => k,
+                None => daemon_public_key(&client(Duration::from_secs(10))?).await?,
+            };
+            println!("{key}");
+            Ok(ExitCode::SUCCESS)
         }
         Command::Demo(args) => crate::demo::run(args).await,
         Command::Worker(args) => {
@@ -408,7 +451,16 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             let http = hooks
                 .http
                 .then(|| crate::agent::attach::HttpHooks { url: c.base_url().to_string(), token: hook_token.clone() });
-            let path = crate::agent::attach::attach(&dir, &exe.display().to_string(), &id, gate, http.as_ref())?;
+            // The daemon's key, pinned in every hook command (THREATS row 5).
+            let daemon_key = daemon_public_key(&c).await?;
+            let path = crate::agent::attach::attach_pinned(
+                &dir,
+                &exe.display().to_string(),
+                &id,
+                gate,
+                http.as_ref(),
+                Some(&daemon_key),
+            )?;
             // The daemon keeps what was written, to catch a change to it.
             let installed = crate::agent::attach::Installed::new("attach", &path, &dir, &exe, &id)?;
             c.post(&format!("/campaigns/{id}/hook-installs"), &json!({"installed": installed})).await?;
@@ -420,6 +472,12 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             println!("  export GADFLY_URL={}", c.base_url());
             println!("  export GADFLY_TOKEN={hook_token}");
             println!("`gadfly detach {id}` removes the hooks");
+            println!("the hooks take only answers signed by the daemon's key {daemon_key} (--daemon-key)");
+            if let Some(w) =
+                crate::doctor::same_user_warning(Some(&dir), &config::default_data_dir(), Some(c.base_url()))
+            {
+                eprintln!("warning: {w} (`gadfly doctor {id}` checks the deployment)");
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Detach { id, dir } => {
@@ -487,6 +545,76 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// The public key of the daemon at GADFLY_URL (from /health), checked
+/// against the data dir's `daemon-key.pub` when this user can read it.
+async fn daemon_public_key(c: &Client) -> anyhow::Result<String> {
+    let health = c.get("/health").await.context("asking the daemon for its key")?;
+    let Some(announced) = health["daemon_key"].as_str().map(str::to_string) else {
+        anyhow::bail!(
+            "the daemon at {} announces no key: it is older than this gadfly; restart it with this binary",
+            c.base_url()
+        );
+    };
+    crate::signing::parse_public(&announced).map_err(|e| anyhow::anyhow!("the daemon at {}: {e}", c.base_url()))?;
+    // Checked against this user's data dir when that dir says its daemon
+    // serves at GADFLY_URL (a data dir left from another daemon is not).
+    let data_dir = config::default_data_dir();
+    let serves_here = std::fs::read_to_string(data_dir.join("daemon.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .is_some_and(|v| v["url"].as_str() == Some(c.base_url()));
+    if let Some(local) = crate::signing::read_public(&data_dir).filter(|_| serves_here) {
+        if local != announced {
+            anyhow::bail!(
+                "the daemon at {} announces the key {announced}, but {} holds {local}: another server holds the daemon's port, or GADFLY_URL and GADFLY_DATA_DIR name different daemons",
+                c.base_url(),
+                data_dir.join(crate::signing::PUB_FILE).display()
+            );
+        }
+    }
+    Ok(announced)
+}
+
+/// `gadfly doctor [ID]`.
+async fn doctor(id: Option<String>, data_dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
+    let data_dir = data_dir.unwrap_or_else(config::default_data_dir);
+    let c = client(Duration::from_secs(10))?;
+    let daemon_key = c.get("/health").await.ok().and_then(|h| h["daemon_key"].as_str().map(str::to_string));
+    let mut unread = None;
+    let facts = match &id {
+        Some(id) => match c.get(&format!("/campaigns/{id}")).await {
+            Ok(campaign) => Some(crate::doctor::CampaignFacts {
+                id: id.clone(),
+                workspace: campaign["spec"]["workspace"].as_str().map(PathBuf::from),
+                spec: serde_json::from_value(campaign["spec"].clone()).ok(),
+            }),
+            Err(e) => {
+                unread = Some(format!(
+                    "PROBLEM: cannot read campaign {id} from the daemon at {} (its workspace, hooks and spec are not checked): {e:#}",
+                    c.base_url()
+                ));
+                None
+            }
+        },
+        None => None,
+    };
+    let mut report = crate::doctor::check(&data_dir, Some(c.base_url()), daemon_key.as_deref(), facts.as_ref());
+    if let Some(line) = unread {
+        report.lines.push(line);
+        report.problems += 1;
+    }
+    for line in &report.lines {
+        println!("{line}");
+    }
+    if report.problems == 0 {
+        println!("no problem found");
+        Ok(ExitCode::SUCCESS)
+    } else {
+        println!("{} problem(s) found", report.problems);
+        Ok(ExitCode::from(1))
+    }
+}
+
 fn client(timeout: Duration) -> anyhow::Result<Client> {
     Client::new(&ClientConfig::from_env(), timeout)
 }
@@ -503,6 +631,9 @@ async fn campaign(c: CampaignCommand) -> anyhow::Result<ExitCode> {
                 .await?;
             let id = created["id"].as_str().context("the daemon returned no campaign id")?;
             eprintln!("created campaign {id} ({}, workspace {})", spec.name, spec.workspace.display());
+            for w in crate::campaign::warnings(&spec) {
+                eprintln!("warning: {w}");
+            }
             println!("{id}");
         }
         CampaignCommand::List { json } => {
@@ -799,4 +930,12 @@ async fn beam(cmd: BeamCommand) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--deadline`: a positive number of seconds.
+fn parse_deadline(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(d) if d.is_finite() && d > 0.0 => Ok(d),
+        _ => Err(format!("`{s}` is not a positive number of seconds")),
+    }
 }

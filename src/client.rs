@@ -15,6 +15,32 @@ pub struct Client {
     token: Option<String>,
 }
 
+/// An answer to a hook call as it came, before its signature is checked.
+#[derive(Debug)]
+pub struct RawAnswer {
+    pub status: u16,
+    pub signature: Option<String>,
+    pub body: Vec<u8>,
+}
+
+impl RawAnswer {
+    /// The body as JSON (null when it is not), or the API's failure.
+    pub fn into_result(self) -> Result<Value, ApiFailure> {
+        let body: Value = serde_json::from_slice(&self.body).unwrap_or(Value::Null);
+        if (200..300).contains(&self.status) {
+            return Ok(body);
+        }
+        Err(ApiFailure {
+            status: self.status,
+            code: body["code"].as_str().unwrap_or("error").to_string(),
+            message: body["message"]
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| String::from_utf8_lossy(&self.body).into_owned()),
+        })
+    }
+}
+
 /// An answer of the API that is not a success, with its code and message.
 #[derive(Debug, thiserror::Error)]
 #[error("{message} (HTTP {status}, {code})")]
@@ -78,6 +104,38 @@ impl Client {
 
     pub async fn post(&self, path: &str, body: &Value) -> anyhow::Result<Value> {
         self.send(self.request(reqwest::Method::POST, path).json(body)).await
+    }
+
+    /// Posts a hook payload with the hook's nonce and returns the answer
+    /// as it came (status, signature header, body bytes), for the hook to
+    /// check that the daemon signed it before it reads it. A connection
+    /// error is an error, as in [`Client::post_raw`].
+    pub async fn post_hook(&self, path: &str, body: Vec<u8>, call_id: &str, nonce: &str) -> anyhow::Result<RawAnswer> {
+        let resp = self
+            .request(reqwest::Method::POST, path)
+            .header("content-type", "application/json")
+            .header(crate::server::CALL_ID_HEADER, call_id)
+            .header(crate::signing::NONCE_HEADER, nonce)
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| self.unreachable(e))?;
+        let status = resp.status().as_u16();
+        let signature =
+            resp.headers().get(crate::signing::SIGNATURE_HEADER).and_then(|v| v.to_str().ok()).map(str::to_string);
+        let body = resp.bytes().await.context("reading the daemon's answer")?.to_vec();
+        Ok(RawAnswer { status, signature, body })
+    }
+
+    fn unreachable(&self, e: reqwest::Error) -> anyhow::Error {
+        if e.is_connect() {
+            anyhow::Error::new(e).context(format!(
+                "cannot reach the gadfly daemon at {} (is `gadfly serve` running? set GADFLY_URL)",
+                self.base
+            ))
+        } else {
+            anyhow!(e)
+        }
     }
 
     /// Posts raw bytes (a hook payload is forwarded as it came).

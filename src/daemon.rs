@@ -27,8 +27,11 @@ impl Daemon {
     /// Binds the listener (port 0 is allowed), connects and migrates the
     /// store and writes the token file, without serving yet.
     pub async fn build(config: DaemonConfig, shutdown: CancellationToken) -> anyhow::Result<Daemon> {
-        std::fs::create_dir_all(&config.data_dir)
-            .with_context(|| format!("creating data dir {}", config.data_dir.display()))?;
+        // The daemon's data (verdicts, tokens, its key) is its own: the
+        // folder 0700, the files 0600, fixed at every start (THREATS 4, 22).
+        for problem in crate::signing::secure_data_dir(&config.data_dir)? {
+            tracing::warn!("data dir permissions: {problem}");
+        }
         let lock_path = config.data_dir.join("daemon.lock");
         let lock = std::fs::OpenOptions::new()
             .create(true)
@@ -44,7 +47,13 @@ impl Daemon {
             );
         }
         let token = config::ensure_token(&config.data_dir)?;
+        // Signs every answer to a hook call (THREATS row 5).
+        let key = Arc::new(crate::signing::DaemonKey::load_or_create(&config.data_dir)?);
         let store = Store::connect(&config.database_url()).await?;
+        // SQLite made the database (and its -wal/-shm) with the umask's mode.
+        for problem in crate::signing::secure_data_dir(&config.data_dir)? {
+            tracing::warn!("data dir permissions: {problem}");
+        }
         let listener = tokio::net::TcpListener::bind(&config.listen)
             .await
             .with_context(|| format!("listening on {}", config.listen))?;
@@ -60,7 +69,12 @@ impl Daemon {
         });
         bank.spawn_watcher(shutdown.child_token()).context("watching the question bank folder")?;
         let supervisor = Supervisor::new(store, &config.data_dir, bank, (format!("http://{addr}"), token.clone()));
-        // Left over from a run that was killed mid-evaluation.
+        // Left over from a run that was killed mid-evaluation: its harness
+        // processes first (they would hold the CPU or GPU), then its folders.
+        let leftovers = crate::process::kill_leftovers(&config.data_dir.join("evaluations"));
+        if leftovers > 0 {
+            tracing::warn!(processes = leftovers, "killed harness processes left running by an earlier daemon");
+        }
         let _ = std::fs::remove_dir_all(config.data_dir.join("evaluations"));
         // The text classifier trains at first use: do it now, not in a hook.
         tokio::task::spawn_blocking(|| {
@@ -71,7 +85,7 @@ impl Daemon {
         if imported + left > 0 {
             tracing::info!(imported, left, "spooled hook calls replayed into the store");
         }
-        let state = AppState { supervisor, token, shutdown, allow_remote: config.allow_remote };
+        let state = AppState { supervisor, token, shutdown, allow_remote: config.allow_remote, key };
         Ok(Daemon { listener, state, addr, config, _lock: lock })
     }
 

@@ -90,9 +90,15 @@ pub async fn stop_through_hook(
     client: &ClientConfig,
     campaign: &str,
     payload: &Value,
+    daemon_key: Option<&str>,
 ) -> anyhow::Result<(Option<Value>, String)> {
+    let mut args = vec!["hook", "claude-code", "stop"];
+    if let Some(k) = daemon_key {
+        args.extend(["--daemon-key", k]);
+    }
+    args.extend(["--campaign", campaign]);
     let mut child = tokio::process::Command::new(exe)
-        .args(["hook", "claude-code", "stop", "--campaign", campaign])
+        .args(&args)
         .env("GADFLY_URL", &client.url)
         .env("GADFLY_TOKEN", client.token.clone().unwrap_or_default())
         .stdin(Stdio::piped())
@@ -161,6 +167,8 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     );
 
     let exe = std::env::current_exe().context("locating the gadfly binary")?;
+    // The hook pins the daemon's key, as `gadfly attach` writes it.
+    let daemon_key = crate::signing::read_public(&data_dir);
     let versions = replay_versions(&example)?;
     let session = format!("demo-replay-{:08x}", rand::random::<u32>());
     let mut attempts: Vec<Attempt> = Vec::new();
@@ -182,7 +190,8 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
             "stop_hook_active": attempts.last().is_some_and(|a| a.blocked),
             "last_assistant_message": format!("I replaced kernel/qr.c with {name}. It is faster and correct, so the work is done."),
         });
-        let (output, _stderr) = stop_through_hook(&exe, &client_config, &campaign, &payload).await?;
+        let (output, _stderr) =
+            stop_through_hook(&exe, &client_config, &campaign, &payload, daemon_key.as_deref()).await?;
         spinner.finish_and_clear();
         let blocked = output.as_ref().is_some_and(|o| o["decision"] == "block");
         let reason = output.as_ref().and_then(|o| o["reason"].as_str().map(str::to_string));

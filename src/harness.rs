@@ -52,17 +52,21 @@ pub struct LastSnapshot {
     pub tree: String,
 }
 
-/// Snapshots `spec.workspace` now, through gadfly's own persistent index
-/// at `index`. When the workspace's stat fingerprint is settled and equal
-/// to `last`'s, the tree is known without running git. Returns the tree
-/// and what to remember for next time.
+/// Snapshots `spec.workspace` now into gadfly's private git store `store`
+/// (see [`snapshot::store_path`]), through gadfly's own persistent index
+/// at `index`. With `[harness] candidate`, the tree returned holds only
+/// the candidate's files (so it names exactly what is evaluated). When
+/// the workspace's stat fingerprint is settled and equal to `last`'s, the
+/// tree is known without running git. Returns the tree and what to
+/// remember for next time.
 pub async fn snapshot_tree(
     spec: &CampaignSpec,
+    store: &Path,
     index: &Path,
     last: Option<LastSnapshot>,
 ) -> anyhow::Result<(String, Option<LastSnapshot>)> {
     let ws = spec.workspace.clone();
-    let index = index.to_path_buf();
+    let (store, index, candidate) = (store.to_path_buf(), index.to_path_buf(), spec.harness.candidate.clone());
     tokio::task::spawn_blocking(move || {
         // Taken before git runs: an edit made meanwhile changes it.
         let fp = snapshot::fingerprint(&ws)?;
@@ -72,7 +76,10 @@ pub async fn snapshot_tree(
         if let Some(parent) = index.parent() {
             std::fs::create_dir_all(parent)?;
         }
-        let tree = snapshot::tree_hash_with_index(&ws, &index)?;
+        let mut tree = snapshot::tree_hash_with_index(&store, &ws, &index)?;
+        if !candidate.is_empty() {
+            tree = snapshot::candidate_tree(&store, &tree, &candidate)?;
+        }
         let remember = fp.settled.then(|| LastSnapshot { fingerprint: fp.hash, tree: tree.clone() });
         Ok((tree, remember))
     })
@@ -90,27 +97,31 @@ pub async fn evaluate_tree(
     tree: &str,
     protected: &BTreeMap<String, String>,
     pristine: &[snapshot::PristineFile],
+    store: &Path,
     scratch: &Path,
 ) -> anyhow::Result<Evaluation> {
-    evaluate_tree_seeded(spec, campaign_id, tree, protected, pristine, scratch, DEFAULT_SEED).await
+    evaluate_tree_seeded(spec, campaign_id, tree, protected, pristine, store, scratch, DEFAULT_SEED).await
 }
 
 /// The seed of ordinary evaluations; a re-check of a suspicious gain uses
 /// another, so inputs (and memory contents) differ from what the candidate
 /// may have been tuned or cached for. Harnesses read it from `{seed}` in
-/// the run command or from `$GADFLY_SEED`.
+/// the run command or from `$GADFLY_SEED` (the run step's only; the build
+/// never sees it, and a harness must not pass it on to the candidate).
 pub const DEFAULT_SEED: u64 = 1;
 
+#[allow(clippy::too_many_arguments)]
 pub async fn evaluate_tree_seeded(
     spec: &CampaignSpec,
     campaign_id: &str,
     tree: &str,
     protected: &BTreeMap<String, String>,
     pristine: &[snapshot::PristineFile],
+    store: &Path,
     scratch: &Path,
     seed: u64,
 ) -> anyhow::Result<Evaluation> {
-    let inputs = Inputs { spec, campaign_id, tree, protected, pristine, seed };
+    let inputs = Inputs { spec, campaign_id, tree, protected, pristine, seed, store };
     evaluate_inputs(&inputs, scratch).await
 }
 
@@ -125,18 +136,52 @@ pub struct Inputs<'a> {
     /// gadfly's own copies of the protected files.
     pub pristine: &'a [snapshot::PristineFile],
     pub seed: u64,
+    /// gadfly's private git store that holds `tree` (see
+    /// [`snapshot::store_path`]); a worker, which gets the files unpacked,
+    /// does not read it.
+    pub store: &'a Path,
 }
 
-/// Exports the tree from the campaign's workspace into a fresh folder
-/// under `scratch` and evaluates it there (the daemon's way).
+/// Exports the tree from gadfly's private store into a fresh folder under
+/// `scratch` and evaluates it there (the daemon's way).
 pub async fn evaluate_inputs(inputs: &Inputs<'_>, scratch: &Path) -> anyhow::Result<Evaluation> {
     let started = Instant::now();
+    if let Some(refused) = refused_candidate(inputs, started).await? {
+        return Ok(refused);
+    }
     let sandbox = snapshot::Sandbox::new(scratch)?;
     {
-        let (ws, t, d) = (inputs.spec.workspace.clone(), inputs.tree.to_string(), sandbox.tree());
-        tokio::task::spawn_blocking(move || snapshot::export(&ws, &t, &d)).await??;
+        let (store, t, d) = (inputs.store.to_path_buf(), inputs.tree.to_string(), sandbox.tree());
+        tokio::task::spawn_blocking(move || snapshot::export(&store, &t, &d)).await??;
     }
     evaluate_unpacked(inputs, &sandbox, None, started).await
+}
+
+/// With `[harness] candidate`, a failing evaluation (nothing built or run)
+/// when the candidate tree holds a file gadfly does not hand to a build:
+/// a link, a submodule, or a name outside the safe set, each named.
+pub async fn refused_candidate(inputs: &Inputs<'_>, started: Instant) -> anyhow::Result<Option<Evaluation>> {
+    if inputs.spec.harness.candidate.is_empty() {
+        return Ok(None);
+    }
+    let (store, t) = (inputs.store.to_path_buf(), inputs.tree.to_string());
+    let problems = tokio::task::spawn_blocking(move || snapshot::candidate_problems(&store, &t)).await??;
+    if problems.is_empty() {
+        return Ok(None);
+    }
+    let spec = inputs.spec;
+    let verdict = predicate::judge(&spec.predicate, &spec.harness.scenarios, &[], problems.clone());
+    Ok(Some(Evaluation {
+        id: None,
+        tree: inputs.tree.to_string(),
+        verdict,
+        build: None,
+        run: None,
+        violations: problems,
+        duration_ms: started.elapsed().as_millis() as u64,
+        created_at: crate::store::now(),
+        cached: false,
+    }))
 }
 
 /// Evaluates the tree whose files are already in `sandbox.tree()` (exported
@@ -151,7 +196,7 @@ pub async fn evaluate_unpacked(
     launch: Option<&str>,
     started: Instant,
 ) -> anyhow::Result<Evaluation> {
-    let Inputs { spec, campaign_id, tree, protected, pristine, seed } = *inputs;
+    let Inputs { spec, campaign_id, tree, protected, pristine, seed, .. } = *inputs;
     let tree_dir = sandbox.tree();
     let mut failures = Vec::new();
     let mut violations = Vec::new();
@@ -159,7 +204,11 @@ pub async fn evaluate_unpacked(
     let globs = spec.harness.protected.clone();
     let d = tree_dir.clone();
     let actual = tokio::task::spawn_blocking(move || snapshot::hash_matching(&d, &globs)).await??;
-    violations.extend(snapshot::protected_violations(protected, &actual));
+    // With `[harness] candidate`, the tree holds only the candidate's files:
+    // only protected files among them are compared (the others never reach
+    // the evaluation, gadfly's copies stand in for them).
+    let expected = snapshot::protected_within(protected, &spec.harness.candidate)?;
+    violations.extend(snapshot::protected_violations(&expected, &actual));
     // Whatever the agent did to them, the harness and reference that run
     // are gadfly's own copies.
     {
@@ -168,15 +217,10 @@ pub async fn evaluate_unpacked(
     }
 
     let timeout = Duration::from_secs(spec.harness.timeout_s);
-    // A fresh, unguessable path made after the build, so nothing the
-    // candidate built or wrote before the run can stand in for results.
-    let results_path = sandbox.results();
-    let env = vec![
-        ("GADFLY_CAMPAIGN", campaign_id.to_string()),
-        ("GADFLY_TREE", tree.to_string()),
-        ("GADFLY_RESULTS", results_path.display().to_string()),
-        ("GADFLY_SEED", seed.to_string()),
-    ];
+    // The build compiles candidate code (and, through a hostile file name
+    // or build rule, may run it): it gets neither the results path nor the
+    // seed (a re-check's seed must not be visible to what it judges).
+    let build_env = vec![("GADFLY_CAMPAIGN", campaign_id.to_string()), ("GADFLY_TREE", tree.to_string())];
     // The sandbox, if the campaign asks for one and the host has it.
     let jail = match spec.harness.sandbox {
         SandboxMode::None => None,
@@ -191,8 +235,8 @@ pub async fn evaluate_unpacked(
         }
         _ => Some(sandbox.dir.path().to_path_buf()),
     };
-    let run = |command: String, what: &'static str| {
-        let (tree_dir, env) = (tree_dir.clone(), env.clone());
+    let run = |command: String, what: &'static str, env: Vec<(&'static str, String)>| {
+        let tree_dir = tree_dir.clone();
         let command = match &jail {
             Some(dir) => bwrap_command(&command, dir, &tree_dir),
             None => command,
@@ -220,7 +264,7 @@ pub async fn evaluate_unpacked(
     let mut build_step = None;
     let mut built = true;
     if let Some(build) = &spec.harness.build {
-        let outcome = run(build.clone(), "build").await?;
+        let outcome = run(build.clone(), "build", build_env.clone()).await?;
         built = outcome.exit.success();
         if !built {
             failures.push(with_tail(outcome.exit.describe("build", timeout), &outcome));
@@ -231,23 +275,47 @@ pub async fn evaluate_unpacked(
     let mut run_step = None;
     let mut measured = Vec::new();
     if built {
+        // A fresh, unguessable path drawn after the build, given to the run
+        // step only. The harness contract: the process that writes it never
+        // loads candidate code, and the candidate gets neither this path nor
+        // the seed (harness/cpu/README.md, "Processes").
+        let results_path = sandbox.results();
+        let mut run_env = build_env.clone();
+        run_env.push(("GADFLY_RESULTS", results_path.display().to_string()));
+        run_env.push(("GADFLY_SEED", seed.to_string()));
         let command = spec
             .harness
             .run
             .replace("{results}", &shell_quote(&results_path.display().to_string()))
             .replace("{seed}", &seed.to_string());
-        let outcome = run(command.clone(), "run").await?;
+        let outcome = run(command.clone(), "run", run_env).await?;
         if !outcome.exit.success() {
             failures.push(with_tail(outcome.exit.describe("harness run", timeout), &outcome));
         }
-        match std::fs::read(&results_path) {
-            Ok(bytes) => {
+        // Never on an async worker: whatever sits at the path (a FIFO with
+        // no writer, a file on a hung mount) cannot stall the daemon.
+        let path = results_path.clone();
+        let read = tokio::time::timeout(
+            RESULTS_READ_TIMEOUT,
+            tokio::task::spawn_blocking(move || read_results_file(&path, RESULTS_MAX_BYTES)),
+        )
+        .await;
+        match read {
+            Ok(Ok(Ok(bytes))) => {
                 let parsed = results::parse(&String::from_utf8_lossy(&bytes));
                 failures.extend(parsed.problems);
                 measured = parsed.scenarios;
             }
-            Err(_) if outcome.exit.success() => failures.push("the harness wrote no results file".into()),
-            Err(_) => {}
+            Ok(Ok(Err(ResultsReadError::Missing))) if outcome.exit.success() => {
+                failures.push("the harness wrote no results file".into())
+            }
+            Ok(Ok(Err(ResultsReadError::Missing))) => {}
+            Ok(Ok(Err(ResultsReadError::Refused(why)))) => failures.push(why),
+            Ok(Err(e)) => failures.push(format!("reading the results file failed: {e}")),
+            Err(_) => failures.push(format!(
+                "reading the results file did not finish within {} s: refused",
+                RESULTS_READ_TIMEOUT.as_secs()
+            )),
         }
         run_step = Some(step(&command, &outcome, timeout));
 
@@ -276,6 +344,84 @@ pub async fn evaluate_unpacked(
         created_at: crate::store::now(),
         cached: false,
     })
+}
+
+/// The largest results file the daemon reads.
+pub const RESULTS_MAX_BYTES: u64 = 16 << 20;
+/// How long reading the results file may take.
+const RESULTS_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Why the results file could not be read.
+#[derive(Debug, PartialEq)]
+pub enum ResultsReadError {
+    /// Nothing at the path.
+    Missing,
+    /// Something is there but it is not a results file to trust; the
+    /// sentence says what.
+    Refused(String),
+}
+
+/// Reads the results file without trusting what is at `path`: a symbolic
+/// link is not followed (`O_NOFOLLOW`), opening never waits for a writer
+/// (`O_NONBLOCK`, so a FIFO cannot block), only a regular file is read
+/// (checked on the open descriptor) and at most `limit` bytes. Blocking:
+/// call it off the async workers.
+pub fn read_results_file(path: &Path, limit: u64) -> Result<Vec<u8>, ResultsReadError> {
+    use std::io::Read;
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let shown = path.display();
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK | nix::libc::O_CLOEXEC)
+        .open(path);
+    let file = match file {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(ResultsReadError::Missing),
+        Err(e) if e.raw_os_error() == Some(nix::libc::ELOOP) => {
+            return Err(ResultsReadError::Refused(format!(
+                "the results file {shown} is a symbolic link, not a regular file: refused (the harness must write a regular file)"
+            )))
+        }
+        Err(e) => return Err(ResultsReadError::Refused(format!("the results file {shown} could not be opened: {e}"))),
+    };
+    let meta = file
+        .metadata()
+        .map_err(|e| ResultsReadError::Refused(format!("the results file {shown} could not be examined: {e}")))?;
+    let ft = meta.file_type();
+    if !ft.is_file() {
+        let what = if ft.is_fifo() {
+            "a FIFO (named pipe)"
+        } else if ft.is_dir() {
+            "a folder"
+        } else if ft.is_socket() {
+            "a socket"
+        } else if ft.is_char_device() || ft.is_block_device() {
+            "a device"
+        } else {
+            "not a regular file"
+        };
+        return Err(ResultsReadError::Refused(format!(
+            "the results file {shown} is {what}, not a regular file: refused (the harness must write a regular file)"
+        )));
+    }
+    if meta.len() > limit {
+        return Err(ResultsReadError::Refused(format!(
+            "the results file {shown} is {} bytes, over the limit of {} MiB: refused",
+            meta.len(),
+            limit >> 20
+        )));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| ResultsReadError::Refused(format!("the results file {shown} could not be read: {e}")))?;
+    if bytes.len() as u64 > limit {
+        return Err(ResultsReadError::Refused(format!(
+            "the results file {shown} grew past the limit of {} MiB while it was read: refused",
+            limit >> 20
+        )));
+    }
+    Ok(bytes)
 }
 
 /// A harness command wrapped in a launch template (`srun --gres=gpu:1
@@ -401,5 +547,31 @@ mod tests {
             ": > '/s/m' && export GADFLY_SEED='1' && cd '/s/it'\\''s/tree' && sh harness/run.sh '/r/x y'"
         );
         assert_eq!(fill("{a}{b}", &[("{a}", "{b}"), ("{b}", "x")]), "{b}x");
+    }
+
+    #[test]
+    fn results_file_read_refuses_fifos_links_and_huge_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let ok = dir.path().join("ok.jsonl");
+        std::fs::write(&ok, "{}\n").unwrap();
+        assert_eq!(read_results_file(&ok, 1 << 20).unwrap(), b"{}\n");
+        assert_eq!(read_results_file(&dir.path().join("none"), 1 << 20), Err(ResultsReadError::Missing));
+        // A FIFO with no writer: refused at once, never waited on.
+        let fifo = dir.path().join("fifo.jsonl");
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        let started = Instant::now();
+        let why = format!("{:?}", read_results_file(&fifo, 1 << 20));
+        assert!(why.contains("FIFO"), "{why}");
+        assert!(started.elapsed() < Duration::from_secs(2));
+        let link = dir.path().join("link.jsonl");
+        std::os::unix::fs::symlink(&ok, &link).unwrap();
+        let why = format!("{:?}", read_results_file(&link, 1 << 20));
+        assert!(why.contains("symbolic link"), "{why}");
+        let big = dir.path().join("big.jsonl");
+        std::fs::write(&big, vec![b' '; 2048]).unwrap();
+        let why = format!("{:?}", read_results_file(&big, 1024));
+        assert!(why.contains("over the limit"), "{why}");
+        let why = format!("{:?}", read_results_file(dir.path(), 1024));
+        assert!(why.contains("folder"), "{why}");
     }
 }

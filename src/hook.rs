@@ -6,6 +6,11 @@
 //! prints something invalid, so the Stop gate fails closed here: if the
 //! daemon cannot be reached before the deadline, a stop is blocked with a
 //! reason that says so. A campaign the daemon does not know never blocks.
+//!
+//! With `--daemon-key` the hook takes only answers the daemon signed for
+//! this very call (see `signing`); any other answer is treated like a daemon
+//! that cannot be reached, since a server an agent started on the daemon's
+//! port could otherwise let every stop through.
 
 use std::io::Read;
 use std::time::{Duration, Instant};
@@ -76,9 +81,74 @@ const CONNECT_WAIT: Duration = Duration::from_secs(20);
 /// At most this long is spent replaying spooled calls in one hook run.
 const REPLAY_BUDGET: Duration = Duration::from_secs(3);
 
+/// The events whose answer decides whether the agent may stop.
+const GATE_EVENTS: &[&str] = &["stop", "subagent-stop"];
+
 /// Runs the hook for `agent`/`event` on `input`. `gate` is the campaign's
-/// policy for a stop the daemon cannot judge.
-pub async fn run(agent: &str, event: &str, campaign: &str, input: &[u8], gate: GateSpec) -> HookExit {
+/// policy for a stop the daemon cannot judge. `daemon_key` is the daemon's
+/// public key pinned in the hook's command line (`--daemon-key`): with it,
+/// an answer the daemon did not sign for this call (a fake server on its
+/// port, a replayed answer) counts as "daemon unavailable": the stop fails
+/// closed per `gate` and the call is spooled. Without it the hook cannot
+/// tell the daemon from another server, and says so on stderr at a stop.
+pub async fn run(
+    agent: &str,
+    event: &str,
+    campaign: &str,
+    input: &[u8],
+    gate: GateSpec,
+    daemon_key: Option<&str>,
+) -> HookExit {
+    run_within(agent, event, campaign, input, gate, daemon_key, None).await
+}
+
+/// [`run`] answering within `deadline` seconds (`--deadline`), else within
+/// `GADFLY_HOOK_DEADLINE_S`, else 540 s for a stop and 2 s for the rest.
+pub async fn run_within(
+    agent: &str,
+    event: &str,
+    campaign: &str,
+    input: &[u8],
+    gate: GateSpec,
+    daemon_key: Option<&str>,
+    deadline: Option<f64>,
+) -> HookExit {
+    let mut exit = call(agent, event, campaign, input, gate, daemon_key, deadline, &Where::from_env()).await;
+    if daemon_key.is_none() && exit.code == 0 && GATE_EVENTS.contains(&event) {
+        let note = "gadfly hook: no --daemon-key pinned, so this hook cannot tell the gadfly daemon from another server on its port; `gadfly attach` writes hooks that pin it (`gadfly doctor` prints the key)";
+        exit.stderr = Some(match exit.stderr {
+            Some(s) => format!("{s}\n{note}"),
+            None => note.to_string(),
+        });
+    }
+    exit
+}
+
+/// Where a hook finds its daemon and its spool (from the environment:
+/// `GADFLY_URL`, `GADFLY_TOKEN`, `GADFLY_SPOOL_DIR`).
+#[derive(Debug, Clone)]
+pub struct Where {
+    pub config: ClientConfig,
+    pub spool: std::path::PathBuf,
+}
+
+impl Where {
+    pub fn from_env() -> Where {
+        Where { config: ClientConfig::from_env(), spool: crate::spool::dir() }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn call(
+    agent: &str,
+    event: &str,
+    campaign: &str,
+    input: &[u8],
+    gate: GateSpec,
+    daemon_key: Option<&str>,
+    deadline: Option<f64>,
+    at: &Where,
+) -> HookExit {
     if agent == "claude-code" && !CLAUDE_CODE_EVENTS.contains(&event) {
         return HookExit {
             stdout: None,
@@ -97,12 +167,14 @@ pub async fn run(agent: &str, event: &str, campaign: &str, input: &[u8], gate: G
     // The stop gate may wait for a whole evaluation (the deadline stays
     // below the 600 s timeout gadfly writes for it); other events must not
     // slow the agent down: they fail open fast.
+    // `--deadline` (or GADFLY_HOOK_DEADLINE_S): the hook answers within it
+    // whatever happens, so set it below the agent's own timeout for the
+    // hook (a hook the agent kills answers nothing and spools nothing).
     let deadline = Duration::from_secs_f64(
-        std::env::var("GADFLY_HOOK_DEADLINE_S").ok().and_then(|v| v.parse::<f64>().ok()).unwrap_or(if is_stop {
-            540.0
-        } else {
-            2.0
-        }),
+        deadline
+            .or_else(|| std::env::var("GADFLY_HOOK_DEADLINE_S").ok().and_then(|v| v.parse::<f64>().ok()))
+            .filter(|d| d.is_finite() && *d > 0.0)
+            .unwrap_or(if is_stop { 540.0 } else { 2.0 }),
     );
     let connect_wait = CONNECT_WAIT.min(deadline);
     let call_id: String = (0..16).map(|_| format!("{:02x}", rand::random::<u8>())).collect();
@@ -114,13 +186,20 @@ pub async fn run(agent: &str, event: &str, campaign: &str, input: &[u8], gate: G
         payload: payload.clone(),
         why,
         gate,
+        spool: at.spool.clone(),
     };
-    let config = ClientConfig::from_env();
+    let pin = match daemon_key.map(crate::signing::parse_public) {
+        None => None,
+        Some(Ok(key)) => Some(key),
+        // Nothing could be trusted: answer as if the daemon were down.
+        Some(Err(e)) => return unreachable(format!("--daemon-key: {e}")).answer(),
+    };
+    let config = at.config.clone();
     let client = match Client::new(&config, deadline) {
         Ok(c) => c,
         Err(e) => return unreachable(format!("cannot build an HTTP client: {e}")).answer(),
     };
-    let spool_dir = crate::spool::dir();
+    let spool_dir = at.spool.clone();
     let path = format!("/campaigns/{campaign}/hooks/{agent}/{event}");
     let body = serde_json::to_vec(&payload).unwrap_or_default();
     let started = Instant::now();
@@ -129,10 +208,26 @@ pub async fn run(agent: &str, event: &str, campaign: &str, input: &[u8], gate: G
     loop {
         // What an earlier hook could not deliver goes first, in order.
         if !replayed {
-            replayed = replay(&client, &spool_dir).await;
+            replayed = replay(&client, &spool_dir, pin.as_ref()).await;
         }
-        match client.post_raw(&path, body.clone(), &call_id).await {
+        let nonce = crate::signing::nonce();
+        let answer = client.post_hook(&path, body.clone(), &call_id, &nonce).await.and_then(|raw| {
+            if let Some(key) = &pin {
+                let signature = raw.signature.as_deref();
+                if let Err(why) =
+                    crate::signing::verify_answer(key, signature, &nonce, campaign, agent, event, raw.status, &raw.body)
+                {
+                    return Err(anyhow::Error::new(NotTheDaemon(why)));
+                }
+            }
+            raw.into_result().map_err(anyhow::Error::from)
+        });
+        match answer {
             Ok(reply) => {
+                if is_stop {
+                    let session = payload.get("session_id").and_then(Value::as_str);
+                    unspooled_blocks::clear(campaign, session);
+                }
                 let stdout = match &reply["output"] {
                     Value::Null => None,
                     v => Some(v.to_string()),
@@ -140,6 +235,11 @@ pub async fn run(agent: &str, event: &str, campaign: &str, input: &[u8], gate: G
                 return HookExit { stdout, stderr: None, code: 0 };
             }
             Err(e) => {
+                // Whoever answered is not the daemon this hook pins: waiting
+                // will not change that (it holds the port).
+                if let Some(NotTheDaemon(why)) = e.downcast_ref::<NotTheDaemon>() {
+                    return unreachable(why.clone()).answer();
+                }
                 if let Some(api) = e.downcast_ref::<ApiFailure>() {
                     if api.status == 404 {
                         // Never block a session gadfly cannot tie to a campaign.
@@ -155,6 +255,11 @@ pub async fn run(agent: &str, event: &str, campaign: &str, input: &[u8], gate: G
                 }
                 let no_connection =
                     e.chain().any(|c| c.downcast_ref::<reqwest::Error>().is_some_and(|r| r.is_connect()));
+                // A campaign that fails open lets a stop through at once when
+                // nothing answers: waiting would only hold the agent up.
+                if no_connection && is_stop && !gate.fail_closed {
+                    return unreachable(format!("{e:#}")).answer();
+                }
                 let limit = if no_connection { connect_wait } else { deadline };
                 if started.elapsed() + backoff >= limit {
                     return unreachable(format!("{e:#}")).answer();
@@ -166,9 +271,16 @@ pub async fn run(agent: &str, event: &str, campaign: &str, input: &[u8], gate: G
     }
 }
 
+/// An answer that the daemon whose key the hook pins did not sign.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct NotTheDaemon(String);
+
 /// Sends the spooled calls to the daemon, oldest first, within
-/// [`REPLAY_BUDGET`]; true when the spool was emptied (or was empty).
-async fn replay(client: &Client, dir: &std::path::Path) -> bool {
+/// [`REPLAY_BUDGET`]; true when the spool was emptied (or was empty). With
+/// a pinned key, a file is removed only when the daemon signed its answer:
+/// a fake server cannot make the hook drop what it spooled.
+async fn replay(client: &Client, dir: &std::path::Path, pin: Option<&ed25519_dalek::VerifyingKey>) -> bool {
     let (pending, _damaged) = crate::spool::pending(dir);
     let started = Instant::now();
     for (path, call) in pending {
@@ -186,7 +298,25 @@ async fn replay(client: &Client, dir: &std::path::Path) -> bool {
             urlencode(&call.why)
         );
         let body = serde_json::to_vec(&call.payload).unwrap_or_default();
-        match client.post_raw(&replay_path, body, &call.call_id).await {
+        let nonce = crate::signing::nonce();
+        let answer = client.post_hook(&replay_path, body, &call.call_id, &nonce).await.and_then(|raw| {
+            if let Some(key) = pin {
+                let signature = raw.signature.as_deref();
+                crate::signing::verify_answer(
+                    key,
+                    signature,
+                    &nonce,
+                    &call.campaign,
+                    &call.agent,
+                    &call.event,
+                    raw.status,
+                    &raw.body,
+                )
+                .map_err(|why| anyhow::Error::new(NotTheDaemon(why)))?;
+            }
+            raw.into_result().map_err(anyhow::Error::from)
+        });
+        match answer {
             Ok(_) => crate::spool::done(&claimed),
             // A campaign the daemon does not know, or a call it refuses:
             // replaying again will not help; keep the file aside.
@@ -225,6 +355,7 @@ struct Unreachable<'a> {
     payload: Value,
     why: String,
     gate: GateSpec,
+    spool: std::path::PathBuf,
 }
 
 impl Unreachable<'_> {
@@ -233,12 +364,13 @@ impl Unreachable<'_> {
     /// `unavailable_blocks` times in a row for a session, then let through;
     /// with `fail open` it is let through at once; other events pass.
     fn answer(self) -> HookExit {
-        let dir = crate::spool::dir();
+        let dir = self.spool.clone();
         let session = self.payload.get("session_id").and_then(Value::as_str).map(str::to_string);
         let (outcome, exit) = if self.event != "stop" {
             ("passed", HookExit { stdout: None, stderr: Some(format!("gadfly hook: {}", self.why)), code: 0 })
         } else {
-            let blocked = crate::spool::blocked_stops(&dir, self.campaign, session.as_deref());
+            let blocked = crate::spool::blocked_stops(&dir, self.campaign, session.as_deref())
+                + unspooled_blocks::count(self.campaign, session.as_deref());
             let limit = self.gate.unavailable_blocks as usize;
             if self.gate.fail_closed && blocked < limit {
                 let reason = format!(
@@ -276,9 +408,16 @@ impl Unreachable<'_> {
             outcome: outcome.to_string(),
             why: self.why,
         };
+        let blocked = outcome == "blocked";
+        let (campaign, session) = (call.campaign.clone(), session);
         match crate::spool::write(&dir, &call) {
             Ok(_) => exit,
             Err(e) => {
+                // The block still counts towards `unavailable_blocks`, or an
+                // unwritable spool would block the agent for ever.
+                if blocked {
+                    unspooled_blocks::add(&campaign, session.as_deref());
+                }
                 // Nothing durable holds this call: say so where a person looks.
                 let mut exit = exit;
                 let note = format!("gadfly hook: could not spool this call to {}: {e:#}", dir.display());
@@ -289,6 +428,35 @@ impl Unreachable<'_> {
                 exit
             }
         }
+    }
+}
+
+/// Stops blocked "supervisor unavailable" that could not be spooled (a full
+/// or unwritable spool): counted in a small file of the system's temporary
+/// folder, per campaign and session, so that `unavailable_blocks` still
+/// bounds the blocks. Cleared when the daemon answers a stop again.
+mod unspooled_blocks {
+    use sha2::Digest;
+
+    fn path(campaign: &str, session: Option<&str>) -> std::path::PathBuf {
+        let key = format!("{campaign}\0{}", session.unwrap_or(""));
+        let id = hex::encode(&sha2::Sha256::digest(key.as_bytes())[..12]);
+        std::env::temp_dir().join(format!("gadfly-unspooled-blocks-{id}"))
+    }
+
+    pub fn count(campaign: &str, session: Option<&str>) -> usize {
+        std::fs::read_to_string(path(campaign, session)).ok().and_then(|t| t.trim().parse().ok()).unwrap_or(0)
+    }
+
+    pub fn add(campaign: &str, session: Option<&str>) {
+        let n = count(campaign, session) + 1;
+        if let Err(e) = std::fs::write(path(campaign, session), n.to_string()) {
+            eprintln!("gadfly hook: this block could not be counted either ({e}); the next stop may be blocked again");
+        }
+    }
+
+    pub fn clear(campaign: &str, session: Option<&str>) {
+        let _ = std::fs::remove_file(path(campaign, session));
     }
 }
 
@@ -333,10 +501,17 @@ mod tests {
 
     #[tokio::test]
     async fn a_stop_is_blocked_a_bounded_number_of_times_when_the_daemon_is_down_and_every_call_is_spooled() {
+        // The counting, not the timing (tests/hook_deadlines.rs runs the
+        // real deadlines): a short deadline, and no process-wide variable.
         let spool = tempfile::tempdir().unwrap();
-        std::env::set_var("GADFLY_SPOOL_DIR", spool.path());
-        std::env::set_var("GADFLY_URL", "http://127.0.0.1:9");
-        std::env::set_var("GADFLY_HOOK_DEADLINE_S", "0.3");
+        let at = Where {
+            config: ClientConfig { url: "http://127.0.0.1:9".into(), token: None },
+            spool: spool.path().to_path_buf(),
+        };
+        let run = |agent: &'static str, event: &'static str, campaign: &'static str, input: &'static [u8], gate| {
+            let at = at.clone();
+            async move { call(agent, event, campaign, input, gate, None, Some(0.3), &at).await }
+        };
         let closed = GateSpec { fail_closed: true, unavailable_blocks: 2 };
         let stop = br#"{"session_id":"s"}"#;
         for n in 1..=2 {
@@ -374,6 +549,6 @@ mod tests {
                 ("post-tool-use", "passed")
             ]
         );
-        assert!(calls.iter().all(|(_, c)| c.why.contains("127.0.0.1:9") || !c.why.is_empty()));
+        assert!(calls.iter().all(|(_, c)| c.why.contains("127.0.0.1:9")), "each says what it could not reach");
     }
 }

@@ -54,12 +54,16 @@ pub async fn evaluate(store: &Store, inputs: &Inputs<'_>, scratch: &Path) -> any
 /// waits until a worker has evaluated it or the job failed.
 pub async fn evaluate_on_worker(store: &Store, inputs: &Inputs<'_>) -> anyhow::Result<Evaluation> {
     let started = Instant::now();
+    if let Some(refused) = harness::refused_candidate(inputs, started).await? {
+        return Ok(refused);
+    }
     let (campaign_id, tree, seed) = (inputs.campaign_id, inputs.tree, inputs.seed);
     let id = match store.find_open_job(campaign_id, tree, seed).await? {
         Some(id) => id,
         None => {
-            let (ws, t) = (inputs.spec.workspace.clone(), tree.to_string());
-            let archive = tokio::task::spawn_blocking(move || crate::snapshot::archive(&ws, &t))
+            // From gadfly's private store, never the workspace's repository.
+            let (repo, t) = (inputs.store.to_path_buf(), tree.to_string());
+            let archive = tokio::task::spawn_blocking(move || crate::snapshot::archive(&repo, &t))
                 .await?
                 .context("archiving the tree for an evaluation worker")?;
             let max = std::env::var("GADFLY_JOB_MAX_ATTEMPTS")

@@ -60,6 +60,39 @@ pub struct Outcome {
 
 const TAIL_BYTES: usize = 4096;
 
+/// Kills what an earlier daemon left running under `root` (its evaluation
+/// folders): a daemon killed mid-evaluation cannot end its harness, which
+/// then holds the CPU or the GPU through the next evaluations (THREATS.md
+/// row 18). Every process whose working directory is under `root` is
+/// killed with its whole process group. Returns how many processes were
+/// found. Linux only (reads /proc); elsewhere it finds nothing.
+pub fn kill_leftovers(root: &Path) -> usize {
+    let Ok(root) = std::fs::canonicalize(root) else { return 0 };
+    let Ok(procs) = std::fs::read_dir("/proc") else { return 0 };
+    let me = std::process::id();
+    let mut found = 0;
+    for entry in procs.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
+        if pid as u32 == me {
+            continue;
+        }
+        let Ok(cwd) = std::fs::read_link(entry.path().join("cwd")) else { continue };
+        if !cwd.starts_with(&root) {
+            continue;
+        }
+        found += 1;
+        let pid = Pid::from_raw(pid);
+        if let Ok(pg) = nix::unistd::getpgid(Some(pid)) {
+            if pg.as_raw() > 1 && pg != nix::unistd::getpgrp() {
+                let _ = killpg(pg, Signal::SIGKILL);
+            }
+        }
+        let _ = nix::sys::signal::kill(pid, Signal::SIGKILL);
+        tracing::warn!(pid = pid.as_raw(), cwd = %cwd.display(), "killed a process an earlier daemon left in its evaluation folder");
+    }
+    found
+}
+
 /// Runs `sh -c command` in `dir` with extra environment variables.
 pub async fn run_shell(command: &str, dir: &Path, env: &[(&str, String)], timeout: Duration) -> Outcome {
     let start = Instant::now();

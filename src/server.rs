@@ -30,6 +30,8 @@ pub struct AppState {
     pub shutdown: CancellationToken,
     /// When false, only loopback Host headers are served (DNS rebinding).
     pub allow_remote: bool,
+    /// Signs the answers to hook calls (see `signing`).
+    pub key: std::sync::Arc<crate::signing::DaemonKey>,
 }
 
 /// The one error shape of the API: `{"code", "message"}`.
@@ -241,8 +243,51 @@ pub fn router(state: AppState) -> Router {
         .layer(middleware::from_fn_with_state(state.clone(), check_host_and_origin))
         .layer(tower_http::limit::RequestBodyLimitLayer::new(BODY_LIMIT))
         .layer(middleware::from_fn(api_error_shape))
+        .layer(middleware::from_fn_with_state(state.clone(), sign_hook_answers))
         .layer(tower_http::trace::TraceLayer::new_for_http())
         .with_state(state)
+}
+
+/// Signs every answer to a hook call that carries the hook's nonce
+/// (`x-gadfly-nonce`), whatever made it (the handler, the token check, the
+/// error shape): the signature binds the nonce, the campaign, the agent,
+/// the event, the status and the body, so the hook can tell the daemon
+/// from a server an agent put on its port (THREATS row 5).
+async fn sign_hook_answers(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let nonce = req.headers().get(crate::signing::NONCE_HEADER).and_then(|v| v.to_str().ok()).map(str::to_string);
+    let (Some(nonce), Some((campaign, agent, event))) = (nonce, hook_route(req.uri().path())) else {
+        return next.run(req).await;
+    };
+    if nonce.len() > 128 || nonce.bytes().any(|b| !b.is_ascii_graphic()) {
+        return next.run(req).await;
+    }
+    let response = next.run(req).await;
+    let (mut parts, body) = response.into_parts();
+    let bytes = match axum::body::to_bytes(body, BODY_LIMIT).await {
+        Ok(b) => b,
+        Err(e) => {
+            return ApiError::Internal(anyhow::anyhow!("reading the hook answer to sign it: {e}")).into_response()
+        }
+    };
+    let sig = state.key.sign_answer(&nonce, &campaign, &agent, &event, parts.status.as_u16(), &bytes);
+    if let Ok(v) = header::HeaderValue::from_str(&sig) {
+        parts.headers.insert(crate::signing::SIGNATURE_HEADER, v);
+    }
+    Response::from_parts(parts, axum::body::Body::from(bytes))
+}
+
+/// The campaign, agent and event of a hook route's path
+/// (`/api/v1/campaigns/{id}/hooks/{agent}/{event}`), percent-decoded.
+fn hook_route(path: &str) -> Option<(String, String, String)> {
+    let rest = path.strip_prefix("/api/v1/campaigns/")?;
+    let parts: Vec<&str> = rest.split('/').collect();
+    match parts.as_slice() {
+        [id, "hooks", agent, event] => {
+            let d = |s: &str| String::from_utf8(percent_decode(s)).ok().filter(|s| !s.contains('\0'));
+            Some((d(id)?, d(agent)?, d(event)?))
+        }
+        _ => None,
+    }
 }
 
 /// Every error answer under /api/ in the one error shape, whoever made it:
@@ -365,15 +410,41 @@ async fn check_host_and_origin(State(state): State<AppState>, req: Request, next
     }
     if req.method() != axum::http::Method::GET && req.method() != axum::http::Method::HEAD {
         if let Some(origin) = req.headers().get(header::ORIGIN).and_then(|v| v.to_str().ok()) {
-            let origin_host = origin.split("://").nth(1).map(host_of).unwrap_or_default();
-            let own = req.headers().get(header::HOST).and_then(|v| v.to_str().ok()).map(host_of).unwrap_or_default();
-            if origin == "null" || (origin_host != own && !(loopback(&origin_host) && loopback(&own))) {
-                return (StatusCode::FORBIDDEN, Json(json!({"code": "forbidden_origin", "message": format!("cross-origin request from {origin} refused")}))).into_response();
+            // The daemon's own origin, port included: a page served from
+            // another port of the same host is same-site (its cookies are
+            // sent) but not same-origin, and may not act (THREATS row 11).
+            let origin_authority = origin.split("://").nth(1).unwrap_or_default().trim_end_matches('/');
+            let own = req.headers().get(header::HOST).and_then(|v| v.to_str().ok()).unwrap_or_default();
+            if origin == "null" || !origin_authority.eq_ignore_ascii_case(own.trim()) {
+                return (StatusCode::FORBIDDEN, Json(json!({"code": "forbidden_origin", "message": format!("cross-origin request from {origin} refused: only pages of this daemon ({own}) may act on it")}))).into_response();
             }
         }
     }
-    next.run(req).await
+    let mut res = next.run(req).await;
+    // No page of the daemon may be framed by another (clickjacking).
+    let h = res.headers_mut();
+    h.insert(header::X_FRAME_OPTIONS, header::HeaderValue::from_static("DENY"));
+    h.entry(header::CONTENT_SECURITY_POLICY).or_insert(header::HeaderValue::from_static("frame-ancestors 'none'"));
+    res
 }
+
+/// The console's session cookie: derived from the master token, never the
+/// token itself, so the cookie (in the browser's store) cannot be used as
+/// the CLI's bearer token.
+pub fn session_value(token: &str) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(format!("gadfly-console-session:{token}").as_bytes()))
+}
+
+/// The CSRF token every state-changing request authenticated by the cookie
+/// must carry in `x-gadfly-csrf`: it is written into the pages the daemon
+/// serves behind the login, which a page of another origin cannot read.
+pub fn csrf_value(token: &str) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(format!("gadfly-console-csrf:{token}").as_bytes()))
+}
+
+pub const CSRF_HEADER: &str = "x-gadfly-csrf";
 
 pub const COOKIE: &str = "gadfly_session";
 /// One hook invocation's id; its retries send the same one.
@@ -395,8 +466,24 @@ async fn require_token(State(state): State<AppState>, req: Request, next: Next) 
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(|t| t.trim().to_string());
-    let presented = bearer.or_else(|| cookie_token(req.headers()));
-    match presented.as_deref().and_then(|t| crate::auth::grant(&state.token, t)) {
+    if bearer.is_none() {
+        // The console: the session cookie, and for anything but a read the
+        // CSRF token of its pages.
+        let session = cookie_token(req.headers());
+        if !session.is_some_and(|c| crate::auth::constant_time_eq(&c, &session_value(&state.token))) {
+            return ApiError::Unauthorized.into_response();
+        }
+        let read = req.method() == axum::http::Method::GET || req.method() == axum::http::Method::HEAD;
+        let csrf = req.headers().get(CSRF_HEADER).and_then(|v| v.to_str().ok()).unwrap_or_default();
+        if !read && !crate::auth::constant_time_eq(csrf, &csrf_value(&state.token)) {
+            return ApiError::Forbidden(format!(
+                "a change made with the console's cookie needs the page's CSRF token in `{CSRF_HEADER}`"
+            ))
+            .into_response();
+        }
+        return next.run(req).await;
+    }
+    match bearer.as_deref().and_then(|t| crate::auth::grant(&state.token, t)) {
         Some(crate::auth::Grant::Full) => next.run(req).await,
         Some(crate::auth::Grant::Hooks(campaign)) => {
             if crate::auth::hook_scope_allows(req.method(), req.uri().path(), &campaign) {
@@ -416,7 +503,7 @@ async fn require_token(State(state): State<AppState>, req: Request, next: Next) 
 
 async fn require_cookie(State(state): State<AppState>, req: Request, next: Next) -> Response {
     match cookie_token(req.headers()) {
-        Some(t) if crate::auth::constant_time_eq(&t, &state.token) => next.run(req).await,
+        Some(t) if crate::auth::constant_time_eq(&t, &session_value(&state.token)) => next.run(req).await,
         _ => (StatusCode::UNAUTHORIZED, Html(crate::console::login_form(None))).into_response(),
     }
 }
@@ -429,7 +516,7 @@ struct LoginQuery {
 async fn login(State(state): State<AppState>, Query(q): Query<LoginQuery>) -> Response {
     match q.token {
         Some(t) if crate::auth::constant_time_eq(t.trim(), &state.token) => {
-            let cookie = format!("{COOKIE}={}; Path=/; HttpOnly; SameSite=Strict", state.token);
+            let cookie = format!("{COOKIE}={}; Path=/; HttpOnly; SameSite=Strict", session_value(&state.token));
             ([(header::SET_COOKIE, cookie)], Redirect::to("/")).into_response()
         }
         Some(_) => (StatusCode::UNAUTHORIZED, Html(crate::console::login_form(Some("That token is not valid."))))
@@ -443,13 +530,17 @@ pub struct Health {
     /// Always `ok`.
     status: String,
     version: String,
+    /// The daemon's public key (Ed25519, base64): the Stop hook's
+    /// `--daemon-key`, with which it checks that answers come from this
+    /// daemon.
+    daemon_key: String,
 }
 
 /// Whether the daemon answers (no token needed).
 #[utoipa::path(get, path = "/health", tag = "daemon", security(()),
     responses((status = 200, description = "ok", body = Health)))]
-async fn health() -> Json<Health> {
-    Json(Health { status: "ok".into(), version: env!("CARGO_PKG_VERSION").into() })
+async fn health(State(state): State<AppState>) -> Json<Health> {
+    Json(Health { status: "ok".into(), version: env!("CARGO_PKG_VERSION").into(), daemon_key: state.key.public_b64() })
 }
 
 /// This API's OpenAPI description (no token needed).
@@ -589,6 +680,7 @@ fn valid_event(event: &str) -> bool {
         ("event" = String, Path, description = "The hook event in kebab case (stop, post-tool-use, session-start, ...)",
             pattern = "^[a-z][a-z0-9-]*$", max_length = 64, example = "post-tool-use"),
         ("x-gadfly-call-id" = Option<String>, Header, description = "One hook invocation's id; its retries send the same one"),
+        ("x-gadfly-nonce" = Option<String>, Header, description = "The hook's fresh nonce (printable ASCII, at most 128): the answer then carries `x-gadfly-signature`, the daemon's Ed25519 signature (base64) over the nonce, campaign, agent, event, status and body (see GET /health's `daemon_key`)"),
         SpoolQuery),
     request_body(content = Object, description = "The hook's JSON payload (an object)"),
     responses((status = 200, description = "ok", body = Object),

@@ -1,7 +1,18 @@
 //! Snapshots of a workspace: the current tree, uncommitted and untracked
-//! (but not ignored) files included, written as a git tree through a
-//! temporary index, then exported to a fresh directory. The agent can go on
-//! editing its workspace; the evaluation sees exactly the snapshot.
+//! (but not ignored) files included, written as a git tree into a private
+//! git store of gadfly's own (`DATA/snapshots/CAMPAIGN.git`, bare), then
+//! exported from there to a fresh directory. The agent can go on editing
+//! its workspace; the evaluation sees exactly the snapshot.
+//!
+//! The workspace's own `.git` is never read by git here: the agent controls
+//! it (its config can name an fsmonitor hook or a clean filter that git
+//! would run inside the daemon; its replace refs can make `git archive`
+//! export another blob than the tree names). Every git call runs against
+//! the private store with the work tree given explicitly, in a scrubbed
+//! environment (no system or global config, no replace objects, no system
+//! attributes, no hooks, no fsmonitor, no inherited `GIT_*` variable). The
+//! workspace's `.gitignore` files still apply; its `.git/info/exclude` and
+//! the user's global excludes do not.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -10,38 +21,279 @@ use std::process::{Command, Stdio};
 use anyhow::{bail, Context};
 use sha2::{Digest, Sha256};
 
-/// The git tree id of the workspace as it is now (HEAD plus every change
-/// that is not ignored). Does not touch the workspace's own index.
-pub fn tree_hash(workspace: &Path) -> anyhow::Result<String> {
-    let scratch = tempfile::tempdir().context("creating a scratch folder for the snapshot index")?;
-    tree_hash_with_index(workspace, &scratch.path().join("index"))
+/// Where gadfly keeps the snapshots of a campaign: a bare git repository
+/// of its own under the data dir.
+pub fn store_path(data_dir: &Path, campaign_id: &str) -> PathBuf {
+    data_dir.join("snapshots").join(format!("{campaign_id}.git"))
 }
 
-/// Like [`tree_hash`], with an index file of gadfly's own that persists
-/// between snapshots, so git re-hashes only the files whose stat changed.
-pub fn tree_hash_with_index(workspace: &Path, index: &Path) -> anyhow::Result<String> {
-    let attempt = || -> anyhow::Result<String> {
-        if !index.exists() {
-            let has_head = git(workspace, index, &["rev-parse", "--verify", "-q", "HEAD"]).is_ok();
-            if has_head {
-                git(workspace, index, &["read-tree", "HEAD"])?;
-            }
+/// Creates the private store at `repo` (bare, no templates, so no sample
+/// hooks) unless it exists; true when it was created now.
+pub fn init_store(repo: &Path) -> anyhow::Result<bool> {
+    if repo.join("HEAD").is_file() && repo.join("objects").is_dir() {
+        return Ok(false);
+    }
+    std::fs::create_dir_all(repo).with_context(|| format!("creating {}", repo.display()))?;
+    let mut cmd = scrubbed_git(repo);
+    cmd.args(["init", "-q", "--bare", "--template="]).arg(absolute(repo)?);
+    run(cmd, "init")?;
+    Ok(true)
+}
+
+/// `git` in a scrubbed environment: no inherited `GIT_*` variable, no
+/// system or global config, no replace objects, no system attributes,
+/// `HOME` and `XDG_CONFIG_HOME` pointed at `home`, and command-line
+/// settings (which win over any repository's config) that switch off
+/// fsmonitor, hooks, the untracked cache and the user's attribute and
+/// exclude files. For a repository gadfly does not own (the beam reads the
+/// workspace's refs), use it with `-C`; snapshots use [`scrubbed_git`].
+pub fn hardened_git(home: &Path) -> Command {
+    let mut cmd = Command::new("git");
+    for (key, _) in std::env::vars_os() {
+        if key.to_string_lossy().starts_with("GIT_") {
+            cmd.env_remove(&key);
         }
-        git(workspace, index, &["add", "-A", "--", "."])?;
-        Ok(git(workspace, index, &["write-tree"])?.trim().to_string())
+    }
+    cmd.env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_NO_REPLACE_OBJECTS", "1")
+        .env("GIT_ATTR_NOSYSTEM", "1")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_NO_LAZY_FETCH", "1")
+        .env("GIT_PAGER", "cat")
+        .env("HOME", home)
+        .env("XDG_CONFIG_HOME", home)
+        .stdin(Stdio::null());
+    for setting in [
+        "core.fsmonitor=false",
+        "core.hooksPath=/dev/null",
+        "core.untrackedCache=false",
+        "core.attributesFile=/dev/null",
+        "core.excludesFile=/dev/null",
+        "core.splitIndex=false",
+        "core.sparseCheckout=false",
+        "core.pager=cat",
+        "gc.auto=0",
+        "maintenance.auto=false",
+    ] {
+        cmd.args(["-c", setting]);
+    }
+    cmd
+}
+
+/// [`hardened_git`] aimed at the private store `repo` (`HOME` is the store).
+pub fn scrubbed_git(repo: &Path) -> Command {
+    let home = absolute(repo).unwrap_or_else(|_| repo.to_path_buf());
+    let mut cmd = hardened_git(&home);
+    cmd.arg("--git-dir").arg(&home);
+    cmd
+}
+
+/// [`scrubbed_git`] with the work tree `workspace` (and run from it, so
+/// pathspecs are relative to it).
+fn git_on(repo: &Path, workspace: &Path) -> anyhow::Result<Command> {
+    let ws = absolute(workspace)?;
+    let mut cmd = scrubbed_git(repo);
+    cmd.arg("--work-tree").arg(&ws).current_dir(&ws);
+    Ok(cmd)
+}
+
+fn absolute(p: &Path) -> anyhow::Result<PathBuf> {
+    std::path::absolute(p).with_context(|| format!("making {} absolute", p.display()))
+}
+
+fn run(mut cmd: Command, what: &str) -> anyhow::Result<String> {
+    let out = cmd.output().with_context(|| format!("running git {what}"))?;
+    if !out.status.success() {
+        bail!("git {what} failed: {}", String::from_utf8_lossy(&out.stderr).trim());
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The git tree id of the workspace as it is now (every file that is not
+/// ignored), hashed into a throw-away store.
+pub fn tree_hash(workspace: &Path) -> anyhow::Result<String> {
+    let scratch = tempfile::tempdir().context("creating a scratch folder for the snapshot")?;
+    let repo = scratch.path().join("store.git");
+    init_store(&repo)?;
+    tree_hash_with_index(&repo, workspace, &scratch.path().join("index"))
+}
+
+/// The workspace's tree written into the private store `repo` (created if
+/// missing), through an index file of gadfly's own that persists between
+/// snapshots, so git re-hashes only the files whose stat changed.
+pub fn tree_hash_with_index(repo: &Path, workspace: &Path, index: &Path) -> anyhow::Result<String> {
+    let index = absolute(index)?;
+    if init_store(repo)? {
+        // An index made before this store (an older gadfly's, against the
+        // workspace's own repository) names objects the store lacks, and
+        // its cached trees would be trusted by write-tree: start afresh.
+        let _ = std::fs::remove_file(&index);
+    }
+    let attempt = || -> anyhow::Result<String> {
+        let mut add = git_on(repo, workspace)?;
+        add.env("GIT_INDEX_FILE", &index).args(["add", "-A", "--", "."]);
+        run(add, &format!("add -A (snapshot of {})", workspace.display()))?;
+        let mut write = git_on(repo, workspace)?;
+        write.env("GIT_INDEX_FILE", &index).arg("write-tree");
+        Ok(run(write, "write-tree")?.trim().to_string())
     };
     attempt().or_else(|first| {
-        // A damaged or stale index of ours is rebuilt once from HEAD.
+        // A damaged index of ours is rebuilt once.
         tracing::warn!(error = %first, "snapshot index rebuilt");
-        let _ = std::fs::remove_file(index);
+        let _ = std::fs::remove_file(&index);
         attempt()
     })
 }
 
-/// A cheap stat fingerprint of the workspace: every file git would see
-/// (ignore rules honoured, `.git` skipped) with its size, mtime, inode and
-/// mode, plus git's HEAD, index and refs. Equal fingerprints mean an
-/// unchanged tree, provided no mtime is recent enough to be racy.
+/// One entry of a tree: mode (`100644`, `100755`, `120000` a link,
+/// `160000` a submodule), object id and path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub mode: String,
+    pub id: String,
+    pub path: String,
+}
+
+/// Every file of `tree` in the private store (submodules included, folders
+/// not), sorted by path.
+pub fn tree_entries(repo: &Path, tree: &str) -> anyhow::Result<Vec<Entry>> {
+    let mut cmd = scrubbed_git(repo);
+    cmd.args(["ls-tree", "-r", "-z", "--full-tree", tree]);
+    let out = cmd.output().context("running git ls-tree")?;
+    if !out.status.success() {
+        bail!("git ls-tree {tree} failed: {}", String::from_utf8_lossy(&out.stderr).trim());
+    }
+    let mut entries = Vec::new();
+    for record in out.stdout.split(|b| *b == 0).filter(|r| !r.is_empty()) {
+        let tab = record.iter().position(|b| *b == b'\t').context("git ls-tree: a line without a tab")?;
+        let head = String::from_utf8_lossy(&record[..tab]).into_owned();
+        let mut parts = head.split(' ');
+        let (Some(mode), Some(_kind), Some(id)) = (parts.next(), parts.next(), parts.next()) else {
+            bail!("git ls-tree: cannot read `{head}`");
+        };
+        entries.push(Entry {
+            mode: mode.to_string(),
+            id: id.to_string(),
+            path: String::from_utf8_lossy(&record[tab + 1..]).into_owned(),
+        });
+    }
+    Ok(entries)
+}
+
+/// The tree of only those files of `tree` whose paths match `globs` (the
+/// campaign's `[harness] candidate`), written into the private store. Its
+/// id names exactly what an evaluation gets of the workspace, so edits
+/// elsewhere leave it (and the cached verdict) unchanged. Entries that
+/// [`candidate_problems`] refuses are kept, so the evaluation of this tree
+/// fails naming them.
+pub fn candidate_tree(repo: &Path, tree: &str, globs: &[String]) -> anyhow::Result<String> {
+    use std::io::Write;
+    let set = glob_set(globs)?;
+    let mut info = Vec::new();
+    for e in tree_entries(repo, tree)? {
+        if set.is_match(&e.path) {
+            write!(info, "{} {} 0\t{}\0", e.mode, e.id, e.path)?;
+        }
+    }
+    let scratch = tempfile::tempdir().context("creating a scratch folder for the candidate index")?;
+    let index = scratch.path().join("index");
+    let mut update = scrubbed_git(repo);
+    update
+        .env("GIT_INDEX_FILE", &index)
+        .args(["update-index", "-z", "--index-info"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut child = update.spawn().context("running git update-index")?;
+    let mut stdin = child.stdin.take().context("git update-index has no stdin")?;
+    let written = stdin.write_all(&info);
+    drop(stdin);
+    let out = child.wait_with_output().context("waiting for git update-index")?;
+    if !out.status.success() {
+        bail!("git update-index (candidate tree) failed: {}", String::from_utf8_lossy(&out.stderr).trim());
+    }
+    written.context("writing the candidate's entries to git update-index")?;
+    let mut write = scrubbed_git(repo);
+    write.env("GIT_INDEX_FILE", &index).arg("write-tree");
+    Ok(run(write, "write-tree (candidate tree)")?.trim().to_string())
+}
+
+/// Whether a candidate file's path is one gadfly hands to a build: ASCII
+/// letters, digits and `._+-` in `/`-separated components, none empty,
+/// none `.` or `..`, none starting with `-`. Nothing a shell or make would
+/// read as anything but a word (no space, quote, backquote, `$`, glob or
+/// `=`).
+pub fn safe_candidate_path(path: &str) -> bool {
+    !path.is_empty()
+        && path.len() <= 1024
+        && path.split('/').all(|c| {
+            !c.is_empty()
+                && c != "."
+                && c != ".."
+                && !c.starts_with('-')
+                && c.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'+' | b'-'))
+        })
+}
+
+/// Why the candidate tree `tree` cannot be evaluated, one sentence per
+/// file naming it: only regular files and executables with safe names
+/// ([`safe_candidate_path`]) are handed to a build.
+pub fn candidate_problems(repo: &Path, tree: &str) -> anyhow::Result<Vec<String>> {
+    let mut out = Vec::new();
+    for e in tree_entries(repo, tree)? {
+        let shown = e.path.escape_debug().to_string();
+        if !safe_candidate_path(&e.path) {
+            out.push(format!(
+                "candidate file name `{shown}` is refused: candidate paths may hold only letters, digits, `.`, `_`, `+`, `-` and `/` (no component starting with `-`, no `..`)"
+            ));
+        } else if e.mode == "120000" {
+            out.push(format!("candidate file `{shown}` is a symbolic link: only regular files are evaluated"));
+        } else if e.mode == "160000" {
+            out.push(format!(
+                "candidate path `{shown}` is a submodule (a nested git repository): only regular files are evaluated"
+            ));
+        } else if e.mode != "100644" && e.mode != "100755" {
+            out.push(format!("candidate file `{shown}` has mode {}: only regular files are evaluated", e.mode));
+        }
+    }
+    Ok(out)
+}
+
+/// Brings `tree` of the workspace's own repository (a beam candidate's
+/// commit) into the private store, without running git in that
+/// repository: its objects are read as an alternate object store of a
+/// throw-away index, written out to a scratch folder and snapshotted
+/// afresh, so the id returned names exactly the content (a forged object
+/// or a replace ref in the workspace cannot make it name another).
+pub fn import_tree(repo: &Path, workspace: &Path, tree: &str) -> anyhow::Result<String> {
+    init_store(repo)?;
+    let objects = workspace.join(".git").join("objects");
+    if !objects.is_dir() {
+        bail!("{} has no .git/objects folder to read tree {tree} from", workspace.display());
+    }
+    let scratch = tempfile::tempdir().context("creating a scratch folder to import a tree")?;
+    let files = scratch.path().join("files");
+    std::fs::create_dir(&files)?;
+    let index = scratch.path().join("index");
+    let alternate = absolute(&objects)?;
+    let mut read = git_on(repo, &files)?;
+    read.env("GIT_INDEX_FILE", &index).env("GIT_ALTERNATE_OBJECT_DIRECTORIES", &alternate).args(["read-tree", tree]);
+    run(read, &format!("read-tree {tree}"))?;
+    let mut checkout = git_on(repo, &files)?;
+    checkout.env("GIT_INDEX_FILE", &index).env("GIT_ALTERNATE_OBJECT_DIRECTORIES", &alternate).args([
+        "checkout-index",
+        "-a",
+        "-f",
+    ]);
+    run(checkout, &format!("checkout-index (tree {tree})"))?;
+    tree_hash_with_index(repo, &files, &scratch.path().join("fresh-index"))
+}
+
+/// A cheap stat fingerprint of the workspace: every file a snapshot would
+/// see (`.gitignore` rules honoured, `.git` skipped) with its size, mtime,
+/// inode and mode. Equal fingerprints mean an unchanged tree, provided no
+/// mtime is recent enough to be racy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Fingerprint {
     pub hash: u64,
@@ -63,9 +315,15 @@ pub fn fingerprint(workspace: &Path) -> anyhow::Result<Fingerprint> {
             newest = newest.max(m);
         }
     };
+    // The same ignore rules as the snapshot's git: `.gitignore` files only
+    // (not `.ignore`, not `.git/info/exclude`, not the user's global
+    // excludes), so a file the snapshot sees is never skipped here.
     let walker = ignore::WalkBuilder::new(workspace)
         .hidden(false)
         .parents(false)
+        .ignore(false)
+        .git_exclude(false)
+        .git_global(false)
         .require_git(false)
         .sort_by_file_name(|a, b| a.cmp(b))
         .filter_entry(|e| e.file_name() != ".git")
@@ -78,26 +336,16 @@ pub fn fingerprint(workspace: &Path) -> anyhow::Result<Fingerprint> {
         let md = entry.path().symlink_metadata()?;
         add(entry.path().strip_prefix(workspace).unwrap_or(entry.path()), &md, &mut h);
     }
-    let git_dir = workspace.join(".git");
-    for name in ["HEAD", "index", "refs/heads", "packed-refs"] {
-        if let Ok(md) = git_dir.join(name).symlink_metadata() {
-            add(Path::new(name), &md, &mut h);
-        }
-    }
     let settled = now.duration_since(newest).map(|d| d > std::time::Duration::from_secs(2)).unwrap_or(false);
     Ok(Fingerprint { hash: h.finish(), settled })
 }
 
-/// Writes the files of `tree` into `dest` (which must exist).
-pub fn export(workspace: &Path, tree: &str, dest: &Path) -> anyhow::Result<()> {
-    let mut archive = Command::new("git")
-        .arg("-C")
-        .arg(workspace)
-        .args(["archive", "--format=tar", tree])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .context("running git archive")?;
+/// Writes the files of `tree` (in the private store `repo`) into `dest`
+/// (which must exist).
+pub fn export(repo: &Path, tree: &str, dest: &Path) -> anyhow::Result<()> {
+    let mut cmd = scrubbed_git(repo);
+    cmd.args(["archive", "--format=tar", tree]).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut archive = cmd.spawn().context("running git archive")?;
     let stdout = archive.stdout.take().context("git archive has no stdout")?;
     let tar = Command::new("tar")
         .arg("-x")
@@ -120,19 +368,14 @@ pub fn export(workspace: &Path, tree: &str, dest: &Path) -> anyhow::Result<()> {
 /// At most this much of a tree is sent to an evaluation worker.
 pub const ARCHIVE_LIMIT: usize = 64 * 1024 * 1024;
 
-/// The files of `tree` as a tar archive (what [`export`] unpacks), for an
-/// evaluation that runs on another host. Fails past [`ARCHIVE_LIMIT`].
-pub fn archive(workspace: &Path, tree: &str) -> anyhow::Result<Vec<u8>> {
+/// The files of `tree` (in the private store `repo`) as a tar archive
+/// (what [`export`] unpacks), for an evaluation that runs on another host.
+/// Fails past [`ARCHIVE_LIMIT`].
+pub fn archive(repo: &Path, tree: &str) -> anyhow::Result<Vec<u8>> {
     use std::io::Read;
-    let mut child = Command::new("git")
-        .arg("-C")
-        .arg(workspace)
-        .args(["archive", "--format=tar", tree])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .context("running git archive")?;
+    let mut cmd = scrubbed_git(repo);
+    cmd.args(["archive", "--format=tar", tree]).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().context("running git archive")?;
     let mut stdout = child.stdout.take().context("git archive has no stdout")?;
     let mut bytes = Vec::new();
     let read = (&mut stdout).take(ARCHIVE_LIMIT as u64 + 1).read_to_end(&mut bytes);
@@ -177,26 +420,6 @@ pub fn unpack(tar: &[u8], dest: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn git(workspace: &Path, index: &Path, args: &[&str]) -> anyhow::Result<String> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(workspace)
-        .args(args)
-        .env("GIT_INDEX_FILE", index)
-        .stdin(Stdio::null())
-        .output()
-        .with_context(|| format!("running git {}", args.join(" ")))?;
-    if !out.status.success() {
-        bail!(
-            "git {} in {} failed: {}",
-            args.join(" "),
-            workspace.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
 /// sha256 of every file under `root` whose path (relative, with `/`)
 /// matches one of `globs`. Used for protected paths.
 pub fn hash_matching(root: &Path, globs: &[String]) -> anyhow::Result<BTreeMap<String, String>> {
@@ -238,6 +461,15 @@ pub struct PristineFile {
     pub content: Vec<u8>,
 }
 
+/// Exports the workspace's current tree into `dest` through a throw-away
+/// private store (the workspace's `.git` is not used).
+fn export_workspace(workspace: &Path, dest: &Path) -> anyhow::Result<()> {
+    let scratch = tempfile::tempdir().context("creating a scratch folder for the snapshot")?;
+    let repo = scratch.path().join("store.git");
+    let tree = tree_hash_with_index(&repo, workspace, &scratch.path().join("index"))?;
+    export(&repo, &tree, dest)
+}
+
 /// At most this much is kept of a campaign's protected files.
 pub const PRISTINE_LIMIT: usize = 64 * 1024 * 1024;
 
@@ -247,9 +479,8 @@ pub fn read_pristine(workspace: &Path, globs: &[String]) -> anyhow::Result<Vec<P
     if globs.is_empty() {
         return Ok(vec![]);
     }
-    let tree = tree_hash(workspace)?;
     let dir = tempfile::tempdir()?;
-    export(workspace, &tree, dir.path())?;
+    export_workspace(workspace, dir.path())?;
     let set = glob_set(globs)?;
     let mut out = Vec::new();
     let mut total = 0usize;
@@ -297,7 +528,7 @@ pub fn restore_pristine(root: &Path, globs: &[String], files: &[PristineFile]) -
         std::fs::remove_file(&p).with_context(|| format!("removing {}", p.display()))?;
     }
     for f in files {
-        let path = root.join(&f.path);
+        let path = real_parents(root, &f.path)?;
         if let Ok(meta) = std::fs::symlink_metadata(&path) {
             if meta.is_dir() {
                 std::fs::remove_dir_all(&path)?;
@@ -305,14 +536,49 @@ pub fn restore_pristine(root: &Path, globs: &[String], files: &[PristineFile]) -
                 std::fs::remove_file(&path)?;
             }
         }
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)?;
-        }
-        std::fs::write(&path, &f.content).with_context(|| format!("restoring {}", path.display()))?;
+        // create_new (O_CREAT|O_EXCL) refuses any link found in its place.
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+            .with_context(|| format!("restoring {}", path.display()))?;
+        file.write_all(&f.content).with_context(|| format!("restoring {}", path.display()))?;
         use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(f.mode))?;
+        file.set_permissions(std::fs::Permissions::from_mode(f.mode))?;
     }
     Ok(())
+}
+
+/// `root/rel` with every folder on the way a real folder inside `root`:
+/// a link (to a folder or anywhere else) or a file in the place of a
+/// folder is removed and replaced by an empty folder, so nothing written
+/// at the returned path can land outside `root`. `rel` must be relative
+/// with no `..`.
+fn real_parents(root: &Path, rel: &str) -> anyhow::Result<PathBuf> {
+    let parts: Vec<&str> = rel.split('/').collect();
+    if parts.iter().any(|p| p.is_empty() || *p == "." || *p == "..") {
+        bail!("refusing the protected path `{rel}`: not a plain relative path");
+    }
+    let mut at = root.to_path_buf();
+    for part in &parts[..parts.len() - 1] {
+        at.push(part);
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => {
+                // A link (followed nowhere) or a file where a folder belongs.
+                std::fs::remove_file(&at).with_context(|| format!("removing {}", at.display()))?;
+                std::fs::create_dir(&at).with_context(|| format!("creating {}", at.display()))?;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                std::fs::create_dir(&at).with_context(|| format!("creating {}", at.display()))?;
+            }
+            Err(e) => return Err(e).with_context(|| format!("looking at {}", at.display())),
+        }
+    }
+    Ok(at.join(parts[parts.len() - 1]))
 }
 
 /// Hashes protected files as the workspace's tree would export them, so
@@ -321,10 +587,23 @@ pub fn hash_protected_in_tree(workspace: &Path, globs: &[String]) -> anyhow::Res
     if globs.is_empty() {
         return Ok(BTreeMap::new());
     }
-    let tree = tree_hash(workspace)?;
     let dir = tempfile::tempdir()?;
-    export(workspace, &tree, dir.path())?;
+    export_workspace(workspace, dir.path())?;
     hash_matching(dir.path(), globs)
+}
+
+/// The protected files recorded at creation that an evaluation of a tree
+/// made with `candidate` globs can hold: all of them without candidate
+/// globs, else only those the globs match.
+pub fn protected_within(
+    protected: &BTreeMap<String, String>,
+    candidate: &[String],
+) -> anyhow::Result<BTreeMap<String, String>> {
+    if candidate.is_empty() {
+        return Ok(protected.clone());
+    }
+    let set = glob_set(candidate)?;
+    Ok(protected.iter().filter(|(p, _)| set.is_match(p.as_str())).map(|(p, h)| (p.clone(), h.clone())).collect())
 }
 
 /// The differences between the protected files recorded at creation and
@@ -426,24 +705,30 @@ mod tests {
         // A persistent index gives the same trees and follows every change.
         let idx = tempfile::tempdir().unwrap();
         let index = idx.path().join("index");
-        assert_eq!(tree_hash_with_index(ws.path(), &index).unwrap(), t2);
+        let store = idx.path().join("store.git");
+        assert_eq!(tree_hash_with_index(&store, ws.path(), &index).unwrap(), t2);
         std::fs::remove_file(ws.path().join("new.c")).unwrap();
-        assert_eq!(tree_hash_with_index(ws.path(), &index).unwrap(), t1);
+        assert_eq!(tree_hash_with_index(&store, ws.path(), &index).unwrap(), t1);
         std::fs::write(ws.path().join("new.c"), "int x;\n").unwrap();
-        assert_eq!(tree_hash_with_index(ws.path(), &index).unwrap(), t2);
+        assert_eq!(tree_hash_with_index(&store, ws.path(), &index).unwrap(), t2);
         std::fs::write(&index, "garbage").unwrap();
-        assert_eq!(tree_hash_with_index(ws.path(), &index).unwrap(), t2, "a damaged index is rebuilt");
+        assert_eq!(tree_hash_with_index(&store, ws.path(), &index).unwrap(), t2, "a damaged index is rebuilt");
+        // An index left by another store (an older gadfly's, kept in the
+        // workspace's repository) is not trusted by a new store.
+        let store2 = idx.path().join("store2.git");
+        assert_eq!(tree_hash_with_index(&store2, ws.path(), &index).unwrap(), t2);
+        export(&store2, &t2, tempfile::tempdir().unwrap().path()).unwrap();
         // the workspace's own index is untouched
         let status =
             Command::new("git").args(["diff", "--cached", "--name-only"]).current_dir(ws.path()).output().unwrap();
         assert!(status.stdout.is_empty());
         let dest = tempfile::tempdir().unwrap();
-        export(ws.path(), &t2, dest.path()).unwrap();
+        export(&store, &t2, dest.path()).unwrap();
         assert_eq!(std::fs::read_to_string(dest.path().join("a.txt")).unwrap(), "two\n");
         assert!(dest.path().join("new.c").exists());
         assert!(!dest.path().join("build").exists());
         // The same tree as a tar, unpacked elsewhere (what a worker does).
-        let tar = archive(ws.path(), &t2).unwrap();
+        let tar = archive(&store, &t2).unwrap();
         let other = tempfile::tempdir().unwrap();
         unpack(&tar, other.path()).unwrap();
         assert_eq!(std::fs::read_to_string(other.path().join("a.txt")).unwrap(), "two\n");
@@ -480,5 +765,180 @@ mod tests {
         let after = hash_protected_in_tree(ws.path(), &globs).unwrap();
         let v = protected_violations(&before, &after);
         assert_eq!(v, vec!["protected file harness/h.sh was modified", "protected path harness/extra.sh was added"]);
+    }
+
+    fn git_in(dir: &Path, args: &[&str]) -> String {
+        let out = Command::new("git").args(args).current_dir(dir).output().unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    fn loose_objects(ws: &Path) -> usize {
+        walkdir::WalkDir::new(ws.join(".git/objects"))
+            .into_iter()
+            .filter(|e| e.as_ref().unwrap().file_type().is_file())
+            .count()
+    }
+
+    #[test]
+    fn a_hostile_git_dir_is_never_honoured() {
+        let ws = repo();
+        let marker = ws.path().join("..").join(format!("ran-{}", rand::random::<u64>()));
+        let hook = ws.path().join(".git/hook.sh");
+        std::fs::write(&hook, format!("#!/bin/sh\necho \"$0 $*\" >> {}\ncat\n", marker.display())).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+        // A replace ref that would make the exported a.txt another blob.
+        let honest = git_in(ws.path(), &["rev-parse", "HEAD:a.txt"]);
+        std::fs::write(ws.path().join("forged"), "forged\n").unwrap();
+        let forged = git_in(ws.path(), &["hash-object", "-w", "forged"]);
+        std::fs::remove_file(ws.path().join("forged")).unwrap();
+        git_in(ws.path(), &["replace", &honest, &forged]);
+        let h = hook.display().to_string();
+        git_in(ws.path(), &["config", "core.fsmonitor", &h]);
+        git_in(ws.path(), &["config", "filter.x.clean", &h]);
+        git_in(ws.path(), &["config", "filter.x.required", "true"]);
+        std::fs::write(ws.path().join(".git/info/attributes"), "* filter=x\n").unwrap();
+        std::fs::write(ws.path().join(".gitattributes"), "*.txt filter=x\n").unwrap();
+        let before = loose_objects(ws.path());
+
+        let dir = tempfile::tempdir().unwrap();
+        let store = store_path(dir.path(), "c1");
+        std::fs::create_dir_all(dir.path().join("indexes")).unwrap();
+        let index = dir.path().join("indexes/c1.index");
+        let t = tree_hash_with_index(&store, ws.path(), &index).unwrap();
+        std::fs::write(ws.path().join("new.txt"), "new\n").unwrap();
+        let t2 = tree_hash_with_index(&store, ws.path(), &index).unwrap();
+        assert_ne!(t, t2);
+        let dest = tempfile::tempdir().unwrap();
+        export(&store, &t2, dest.path()).unwrap();
+        let tar = archive(&store, &t2).unwrap();
+        assert!(!marker.exists(), "the workspace's git config ran: {}", std::fs::read_to_string(&marker).unwrap());
+        assert_eq!(
+            std::fs::read_to_string(dest.path().join("a.txt")).unwrap(),
+            "one\n",
+            "the replace ref was honoured"
+        );
+        let other = tempfile::tempdir().unwrap();
+        unpack(&tar, other.path()).unwrap();
+        assert_eq!(std::fs::read_to_string(other.path().join("a.txt")).unwrap(), "one\n");
+        // Nothing was written into the workspace's repository, and the
+        // tree is the same as a plain hash of the same files.
+        assert_eq!(loose_objects(ws.path()), before);
+        assert!(dir.path().join("snapshots/c1.git/HEAD").is_file());
+        let plain = tempfile::tempdir().unwrap();
+        std::fs::write(plain.path().join("a.txt"), "one\n").unwrap();
+        std::fs::write(plain.path().join("new.txt"), "new\n").unwrap();
+        std::fs::write(plain.path().join(".gitignore"), "build/\n").unwrap();
+        std::fs::write(plain.path().join(".gitattributes"), "*.txt filter=x\n").unwrap();
+        assert_eq!(tree_hash(plain.path()).unwrap(), t2);
+        // Importing a commit's tree (the beam) reads the workspace's objects
+        // without its replace refs and re-hashes them.
+        let head_tree = git_in(ws.path(), &["rev-parse", "HEAD^{tree}"]);
+        let imported = import_tree(&store, ws.path(), &head_tree).unwrap();
+        let d3 = tempfile::tempdir().unwrap();
+        export(&store, &imported, d3.path()).unwrap();
+        assert_eq!(std::fs::read_to_string(d3.path().join("a.txt")).unwrap(), "one\n");
+        assert!(!marker.exists());
+        // The scrubbed environment wins over the daemon's own GIT_* variables.
+        assert!(scrubbed_git(&store).get_envs().any(|(k, v)| k == "GIT_NO_REPLACE_OBJECTS" && v.is_some()));
+    }
+
+    #[test]
+    fn a_candidate_tree_holds_only_the_candidate() {
+        let ws = repo();
+        std::fs::create_dir_all(ws.path().join("kernel")).unwrap();
+        std::fs::create_dir_all(ws.path().join("tools")).unwrap();
+        std::fs::write(ws.path().join("kernel/qr.c"), "int qr;\n").unwrap();
+        std::fs::write(ws.path().join("GNUmakefile"), "forged: all\n").unwrap();
+        std::fs::write(ws.path().join("tools/wrap.sh"), "exit 0\n").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let (store, index) = (dir.path().join("s.git"), dir.path().join("i"));
+        let globs = vec!["kernel/**".to_string()];
+        let full = tree_hash_with_index(&store, ws.path(), &index).unwrap();
+        let cand = candidate_tree(&store, &full, &globs).unwrap();
+        let paths: Vec<String> = tree_entries(&store, &cand).unwrap().into_iter().map(|e| e.path).collect();
+        assert_eq!(paths, vec!["kernel/qr.c"]);
+        assert!(candidate_problems(&store, &cand).unwrap().is_empty());
+        // Edits outside the candidate leave its tree as it was.
+        std::fs::write(ws.path().join("tools/wrap.sh"), "exit 1\n").unwrap();
+        let full2 = tree_hash_with_index(&store, ws.path(), &index).unwrap();
+        assert_ne!(full, full2);
+        assert_eq!(candidate_tree(&store, &full2, &globs).unwrap(), cand);
+        std::fs::write(ws.path().join("kernel/qr.c"), "int qr2;\n").unwrap();
+        let full3 = tree_hash_with_index(&store, ws.path(), &index).unwrap();
+        assert_ne!(candidate_tree(&store, &full3, &globs).unwrap(), cand);
+        // A name that is code for a shell, a link, are refused by name.
+        std::fs::write(ws.path().join("kernel/a`sh${IFS}t.sh`.c"), "").unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", ws.path().join("kernel/l.c")).unwrap();
+        let full4 = tree_hash_with_index(&store, ws.path(), &index).unwrap();
+        let bad = candidate_tree(&store, &full4, &globs).unwrap();
+        let problems = candidate_problems(&store, &bad).unwrap();
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(problems[0].contains("kernel/a`sh${IFS}t.sh`.c") && problems[0].contains("refused"), "{problems:?}");
+        assert!(problems[1].contains("kernel/l.c") && problems[1].contains("symbolic link"), "{problems:?}");
+        // An empty candidate is an empty tree, not an error.
+        let none = candidate_tree(&store, &full4, &["nothing/**".to_string()]).unwrap();
+        assert!(tree_entries(&store, &none).unwrap().is_empty());
+    }
+
+    #[test]
+    fn safe_candidate_paths() {
+        for ok in ["kernel/qr.c", "kernel/sub/a_b-c+d.cu", ".clang-format", "k/.x"] {
+            assert!(safe_candidate_path(ok), "{ok}");
+        }
+        for bad in [
+            "kernel/a`sh${IFS}t.sh`.c",
+            "kernel/a b.c",
+            "kernel/-o.c",
+            "kernel/../x",
+            "kernel//x",
+            "kernel/a'b.c",
+            "kernel/a\"b.c",
+            "kernel/$x.c",
+            "kernel/a;b.c",
+            "kernel/a=b.c",
+            "kernel/a*.c",
+            "kernel/\u{e9}.c",
+            "kernel/a\nb.c",
+            "",
+        ] {
+            assert!(!safe_candidate_path(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn restore_never_follows_a_link() {
+        let root = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(outside.path().join("cpu")).unwrap();
+        std::fs::write(outside.path().join("cpu/harness.h"), "agent's\n").unwrap();
+        std::fs::write(outside.path().join("victim"), "untouched\n").unwrap();
+        // A protected folder that is a link, and a protected file that is a
+        // link inside a real folder.
+        std::os::unix::fs::symlink(outside.path(), root.path().join("harness")).unwrap();
+        std::fs::create_dir_all(root.path().join("ref")).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("victim"), root.path().join("ref/expected.txt")).unwrap();
+        let file = |path: &str, content: &str| PristineFile {
+            path: path.into(),
+            sha256: hex::encode(Sha256::digest(content.as_bytes())),
+            mode: 0o644,
+            content: content.as_bytes().to_vec(),
+        };
+        let files = vec![file("harness/cpu/harness.h", "pristine\n"), file("ref/expected.txt", "expected\n")];
+        let globs = vec!["harness/**".to_string(), "ref/**".to_string()];
+        restore_pristine(root.path(), &globs, &files).unwrap();
+        assert_eq!(std::fs::read_to_string(outside.path().join("cpu/harness.h")).unwrap(), "agent's\n");
+        assert_eq!(std::fs::read_to_string(outside.path().join("victim")).unwrap(), "untouched\n");
+        assert!(root.path().join("harness").symlink_metadata().unwrap().is_dir());
+        assert_eq!(std::fs::read_to_string(root.path().join("harness/cpu/harness.h")).unwrap(), "pristine\n");
+        assert!(root.path().join("ref/expected.txt").symlink_metadata().unwrap().is_file());
+        assert_eq!(std::fs::read_to_string(root.path().join("ref/expected.txt")).unwrap(), "expected\n");
+        // Hashing does not follow a linked folder either.
+        let linked = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path(), linked.path().join("harness")).unwrap();
+        let h = hash_matching(linked.path(), &globs).unwrap();
+        assert!(!h.keys().any(|k| k.starts_with("harness/")), "{h:?}");
+        assert!(real_parents(root.path(), "../x").is_err());
     }
 }

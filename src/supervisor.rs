@@ -689,8 +689,10 @@ impl Supervisor {
         let lock = self.eval_lock(campaign_id);
         let mut last = lock.lock().await;
         let index = self.inner.indexes.join(format!("{campaign_id}.index"));
-        let (tree, remember) =
-            harness::snapshot_tree(&spec, &index, last.clone()).await.context("taking a snapshot of the workspace")?;
+        let store = crate::snapshot::store_path(&self.inner.data_dir, campaign_id);
+        let (tree, remember) = harness::snapshot_tree(&spec, &store, &index, last.clone())
+            .await
+            .context("taking a snapshot of the workspace")?;
         *last = remember;
         self.evaluate_tree_locked(&row, &spec, &tree, force, Some(held)).await
     }
@@ -702,7 +704,22 @@ impl Supervisor {
         let (row, spec) = self.campaign(campaign_id).await?;
         let lock = self.eval_lock(campaign_id);
         let _guard = lock.lock().await;
-        self.evaluate_tree_locked(&row, &spec, tree, false, None).await
+        // The tree is re-made in gadfly's private store from its content
+        // (and cut to the candidate), so its id names what is evaluated.
+        let store = crate::snapshot::store_path(&self.inner.data_dir, campaign_id);
+        let (ws, t, candidate) = (spec.workspace.clone(), tree.to_string(), spec.harness.candidate.clone());
+        let tree = tokio::task::spawn_blocking(move || -> anyhow::Result<String> {
+            let imported = crate::snapshot::import_tree(&store, &ws, &t)?;
+            if candidate.is_empty() {
+                Ok(imported)
+            } else {
+                crate::snapshot::candidate_tree(&store, &imported, &candidate)
+            }
+        })
+        .await
+        .map_err(|e| anyhow!(e))?
+        .with_context(|| format!("bringing tree {tree} into gadfly's snapshot store"))?;
+        self.evaluate_tree_locked(&row, &spec, &tree, false, None).await
     }
 
     fn eval_lock(&self, campaign_id: &str) -> Arc<tokio::sync::Mutex<Option<harness::LastSnapshot>>> {
@@ -731,6 +748,7 @@ impl Supervisor {
         let pristine = self.pristine(campaign_id).await?;
         self.record(campaign_id, None, "evaluation.started", None, json!({"tree": tree})).await?;
         // A campaign with [harness] tags is evaluated by a worker (src/jobs.rs).
+        let store = crate::snapshot::store_path(&self.inner.data_dir, campaign_id);
         let inputs = harness::Inputs {
             spec,
             campaign_id,
@@ -738,6 +756,7 @@ impl Supervisor {
             protected: &protected,
             pristine: &pristine,
             seed: harness::DEFAULT_SEED,
+            store: &store,
         };
         let mut eval = crate::jobs::evaluate(&self.inner.store, &inputs, &self.inner.scratch).await?;
         if force {

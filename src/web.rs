@@ -45,27 +45,36 @@ pub async fn serve_asset(Path(path): Path<String>) -> Response {
     }
 }
 
-/// The console's single page, when web/index.html exists.
-pub fn index() -> Option<Response> {
-    asset("index.html").map(|b| ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], b).into_response())
+/// The console's single page, when web/index.html exists, with the CSRF
+/// token its scripts send with every change (see `server::csrf_value`).
+pub fn index(token: &str) -> Option<Response> {
+    asset("index.html").map(|b| {
+        let page = String::from_utf8_lossy(&b).replacen(
+            "<meta name=\"gadfly-csrf\" content=\"\">",
+            &format!("<meta name=\"gadfly-csrf\" content=\"{}\">", crate::server::csrf_value(token)),
+            1,
+        );
+        ([(header::CONTENT_TYPE, "text/html; charset=utf-8"), (header::CACHE_CONTROL, "no-store")], page)
+            .into_response()
+    })
 }
 
 pub async fn campaigns_page(state: State<AppState>) -> Response {
-    match index() {
+    match index(&state.token) {
         Some(r) => r,
         None => crate::console::campaigns_page(state).await,
     }
 }
 
 pub async fn campaign_page(state: State<AppState>, id: Path<String>) -> Response {
-    match index() {
+    match index(&state.token) {
         Some(r) => r,
         None => crate::console::campaign_page(state, id).await,
     }
 }
 
-pub async fn bank_page() -> Response {
-    match index() {
+pub async fn bank_page(state: State<AppState>) -> Response {
+    match index(&state.token) {
         Some(r) => r,
         None => (StatusCode::NOT_FOUND, "the console's bank page needs web/index.html").into_response(),
     }

@@ -188,6 +188,8 @@ async fn evaluate(store: &Store, config: &WorkerConfig, job: &ClaimedJob) -> any
         protected: &protected,
         pristine: &pristine,
         seed: job.seed,
+        // The files are unpacked from the job's archive; no store is read.
+        store: std::path::Path::new(""),
     };
     harness::evaluate_unpacked(&inputs, &sandbox, config.launch.as_deref(), started).await
 }

@@ -70,11 +70,16 @@ fn assert_serves_this_web_dir(d: &Daemon) {
 fn the_console_in_headless_chromium() {
     // The embedded assets are under test, not a folder on disk.
     std::env::remove_var("GADFLY_WEB_DIR");
+    // CI sets GADFLY_REQUIRE_BROWSER=1: there a missing browser fails the
+    // test instead of skipping it.
+    let required = std::env::var("GADFLY_REQUIRE_BROWSER").is_ok_and(|v| v == "1");
     let Some(chromium) = chromium() else {
+        assert!(!required, "GADFLY_REQUIRE_BROWSER=1 but chromium was not found (set GADFLY_CHROMIUM)");
         eprintln!("SKIPPED: the console test needs chromium (apt-get install -y chromium, or set GADFLY_CHROMIUM)");
         return;
     };
     if !found("node") {
+        assert!(!required, "GADFLY_REQUIRE_BROWSER=1 but node was not found");
         eprintln!("SKIPPED: the console test needs node (apt-get install -y nodejs npm)");
         return;
     }

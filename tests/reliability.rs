@@ -606,3 +606,121 @@ fn hook_events_posted_at_once_are_each_recorded_once() {
     answered.sort();
     assert_eq!(ids, answered, "the answers name the recorded events");
 }
+
+/// THREATS.md row 18: a daemon SIGKILLed mid-evaluation cannot end its
+/// harness, which held the CPU (or the GPU) through the next evaluations.
+/// The next daemon on the same data dir kills what was left running in its
+/// evaluation folders before it serves.
+#[test]
+fn a_harness_left_running_by_a_killed_daemon_is_killed_by_the_next_one() {
+    // A harness that runs long, double-forks a helper and records both pids.
+    let marker = tempfile::tempdir().unwrap();
+    let pids = marker.path().join("pids");
+    let run = format!(
+        "sh -c 'sleep 120' & echo $! >> {p}; (setsid sh -c \"sleep 120\" & echo $! >> {p}); echo $$ >> {p}; sleep 120 # {{results}}",
+        p = pids.display()
+    );
+    let f = Fixture::with_run("", &run.replace('"', "\\\""));
+    let spec = std::fs::read_to_string(f.spec()).unwrap().replace("timeout_s = 20", "timeout_s = 300");
+    std::fs::write(f.spec(), spec).unwrap();
+    let data = f.data_dir();
+    let mut d = Daemon::start(&data);
+    let id = d.create_campaign(&f.spec());
+    // Start an evaluation and kill the daemon while the harness runs.
+    let url = format!("{}/api/v1/campaigns/{id}/evaluate", d.url);
+    let token = d.token.clone();
+    std::thread::spawn(move || {
+        let _ = reqwest::blocking::Client::builder()
+            .timeout(Duration::from_secs(200))
+            .build()
+            .unwrap()
+            .post(url)
+            .bearer_auth(token)
+            .send();
+    });
+    common::wait_until("the harness wrote its pids", || {
+        std::fs::read_to_string(&pids).is_ok_and(|t| t.lines().count() >= 3)
+    });
+    d.kill();
+    let alive = |pid: &str| std::path::Path::new(&format!("/proc/{pid}")).exists() && !zombie(pid);
+    let text = std::fs::read_to_string(&pids).unwrap();
+    let list: Vec<&str> = text.lines().collect();
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(list.iter().all(|p| alive(p)), "the harness outlived its daemon (the fault this test is about): {list:?}");
+    let _d = Daemon::start(&data);
+    common::wait_until("the next daemon killed the leftover harness", || list.iter().all(|p| !alive(p)));
+}
+
+fn zombie(pid: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|s| s.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')))
+}
+
+/// THREATS.md rows 11 and 22: a page served from another port of the same
+/// host is same-site, so the browser sends it the console's cookie; it must
+/// still not act. Writes need the daemon's own origin (port included) and,
+/// with the cookie, the CSRF token written into the daemon's pages; the
+/// cookie is not the master token; no page can be framed.
+#[test]
+fn the_console_cookie_cannot_be_used_from_another_origin() {
+    let f = Fixture::new("");
+    let d = Daemon::start(&f.data_dir());
+    let id = d.create_campaign(&f.spec());
+    let http = reqwest::blocking::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let login = http.get(format!("{}/login?token={}", d.url, d.token)).send().unwrap();
+    let set_cookie = login.headers()["set-cookie"].to_str().unwrap().to_string();
+    let cookie = set_cookie.split(';').next().unwrap().to_string();
+    assert!(!cookie.contains(&d.token), "the cookie is the master token: {cookie}");
+    let page = http.get(format!("{}/campaigns/{id}", d.url)).header("cookie", &cookie).send().unwrap();
+    assert_eq!(page.headers()["x-frame-options"], "DENY");
+    assert!(page.headers()["content-security-policy"].to_str().unwrap().contains("frame-ancestors 'none'"));
+    let html = page.text().unwrap();
+    let csrf = html
+        .split("<meta name=\"gadfly-csrf\" content=\"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .filter(|t| !t.is_empty())
+        .unwrap_or_else(|| panic!("no CSRF token in the page: {html}"));
+    let own_origin = d.url.clone();
+    let other_origin = d.url.rsplit_once(':').map(|(h, _)| format!("{h}:1")).unwrap();
+    let ask = |origin: Option<&str>, csrf: Option<&str>, cookie: Option<&str>, bearer: Option<&str>| {
+        let mut r = http
+            .post(format!("{}/api/v1/campaigns/{id}/questions", d.url))
+            .header("content-type", "application/json")
+            .body(r#"{"text":"Queued by whom?"}"#);
+        if let Some(o) = origin {
+            r = r.header("origin", o);
+        }
+        if let Some(c) = csrf {
+            r = r.header("x-gadfly-csrf", c);
+        }
+        if let Some(c) = cookie {
+            r = r.header("cookie", c);
+        }
+        if let Some(b) = bearer {
+            r = r.bearer_auth(b);
+        }
+        r.send().unwrap().status().as_u16()
+    };
+    // The reproduction: another loopback port, the cookie, even the token.
+    assert_eq!(ask(Some(&other_origin), Some(csrf), Some(&cookie), None), 403, "another port's page acted");
+    // The daemon's own origin but no CSRF token (a form, a no-cors fetch).
+    assert_eq!(ask(Some(&own_origin), None, Some(&cookie), None), 403);
+    assert_eq!(ask(None, None, Some(&cookie), None), 403);
+    assert_eq!(ask(Some(&own_origin), Some("0000"), Some(&cookie), None), 403);
+    // The master token as a cookie is no longer a session.
+    assert_eq!(ask(Some(&own_origin), Some(csrf), Some(&format!("gadfly_session={}", d.token)), None), 401);
+    let queued = d.api_get(&format!("/campaigns/{id}/questions"));
+    let ours = |q: &&Value| q["text"] == "Queued by whom?";
+    assert_eq!(
+        queued.as_array().unwrap().iter().filter(ours).count(),
+        0,
+        "a refused request queued a question: {queued}"
+    );
+    // What the console's own page sends, and what the CLI sends, still work.
+    assert_eq!(ask(Some(&own_origin), Some(csrf), Some(&cookie), None), 201);
+    assert_eq!(ask(None, None, None, Some(&d.token)), 201);
+    // Reads with the cookie need no token.
+    let r = http.get(format!("{}/api/v1/campaigns/{id}/questions", d.url)).header("cookie", &cookie).send().unwrap();
+    assert_eq!(r.status(), 200);
+}

@@ -28,6 +28,15 @@ pub fn settings_path(dir: &Path) -> PathBuf {
 /// The hook command for one event of one campaign. The Stop hook carries
 /// the campaign's `[gate]` policy, which it needs when the daemon is down.
 pub fn hook_command(exe: &str, event: &str, campaign: &str, gate: GateSpec) -> String {
+    hook_command_pinned(exe, event, campaign, gate, None)
+}
+
+/// [`hook_command`] with the daemon's public key pinned (`--daemon-key`):
+/// the hook then takes only answers the daemon signed for its call. The
+/// key is part of the command line, so the hook-settings fingerprint
+/// covers it: an agent that swaps or drops it is caught like one that
+/// edits the hook.
+pub fn hook_command_pinned(exe: &str, event: &str, campaign: &str, gate: GateSpec, daemon_key: Option<&str>) -> String {
     let policy = if event == "stop" {
         format!(
             " --fail {} --unavailable-blocks {}",
@@ -37,7 +46,17 @@ pub fn hook_command(exe: &str, event: &str, campaign: &str, gate: GateSpec) -> S
     } else {
         String::new()
     };
-    format!("{} hook claude-code {event}{policy} --campaign {campaign}", shell_word(exe))
+    let key_word = |k: &str| {
+        if !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || "+/=".contains(c)) {
+            k.to_string()
+        } else {
+            shell_word(k)
+        }
+    };
+    let pin = daemon_key.map(|k| format!(" --daemon-key {}", key_word(k))).unwrap_or_default();
+    // Before `hook`, so the command from `hook` on reads as it always did
+    // (what outside checks and `gadfly detach` match).
+    format!("{}{pin} hook claude-code {event}{policy} --campaign {campaign}", shell_word(exe))
 }
 
 fn shell_word(s: &str) -> String {
@@ -78,6 +97,18 @@ pub fn hooks_settings(exe: &str, campaign: &str, gate: GateSpec) -> Value {
 
 /// gadfly's hooks, the [`HTTP_EVENTS`] as HTTP hooks when `http` is given.
 pub fn hooks_settings_with(exe: &str, campaign: &str, gate: GateSpec, http: Option<&HttpHooks>) -> Value {
+    hooks_settings_pinned(exe, campaign, gate, http, None)
+}
+
+/// [`hooks_settings_with`], every hook command pinned to the daemon's
+/// public key when `daemon_key` is given.
+pub fn hooks_settings_pinned(
+    exe: &str,
+    campaign: &str,
+    gate: GateSpec,
+    http: Option<&HttpHooks>,
+    daemon_key: Option<&str>,
+) -> Value {
     let mut hooks = Map::new();
     for (event, kebab, timeout) in HOOKS {
         let hook = match http {
@@ -87,7 +118,9 @@ pub fn hooks_settings_with(exe: &str, campaign: &str, gate: GateSpec, http: Opti
                 "headers": {"Authorization": format!("Bearer {}", h.token)},
                 "timeout": 10,
             }),
-            _ => json!({"type": "command", "command": hook_command(exe, kebab, campaign, gate), "timeout": timeout}),
+            _ => {
+                json!({"type": "command", "command": hook_command_pinned(exe, kebab, campaign, gate, daemon_key), "timeout": timeout})
+            }
         };
         let mut group = json!({"hooks": [hook]});
         if *event == "PostToolUse" {
@@ -106,6 +139,18 @@ pub fn merge(
     gate: GateSpec,
     http: Option<&HttpHooks>,
 ) -> anyhow::Result<()> {
+    merge_pinned(settings, exe, campaign, gate, http, None)
+}
+
+/// [`merge`] with the hook commands pinned to the daemon's public key.
+pub fn merge_pinned(
+    settings: &mut Value,
+    exe: &str,
+    campaign: &str,
+    gate: GateSpec,
+    http: Option<&HttpHooks>,
+    daemon_key: Option<&str>,
+) -> anyhow::Result<()> {
     if !settings.is_object() {
         bail!("the settings file must hold a JSON object");
     }
@@ -115,7 +160,7 @@ pub fn merge(
     let obj = settings.as_object_mut().context("the settings file must hold a JSON object")?;
     let hooks = obj.entry("hooks").or_insert_with(|| json!({}));
     let hooks = hooks.as_object_mut().context("`hooks` in the settings file must be an object")?;
-    let ours = hooks_settings_with(exe, campaign, gate, http);
+    let ours = hooks_settings_pinned(exe, campaign, gate, http, daemon_key);
     for (event, groups) in ours["hooks"].as_object().into_iter().flatten() {
         let list = hooks.entry(event.clone()).or_insert_with(|| json!([]));
         let list = list.as_array_mut().with_context(|| format!("`hooks.{event}` must be an array"))?;
@@ -180,12 +225,24 @@ pub fn attach(
     gate: GateSpec,
     http: Option<&HttpHooks>,
 ) -> anyhow::Result<PathBuf> {
+    attach_pinned(dir, exe, campaign, gate, http, None)
+}
+
+/// [`attach`] with the hook commands pinned to the daemon's public key.
+pub fn attach_pinned(
+    dir: &Path,
+    exe: &str,
+    campaign: &str,
+    gate: GateSpec,
+    http: Option<&HttpHooks>,
+    daemon_key: Option<&str>,
+) -> anyhow::Result<PathBuf> {
     if !dir.is_dir() {
         bail!("{} is not a directory", dir.display());
     }
     let path = settings_path(dir);
     let mut settings = read(&path)?;
-    merge(&mut settings, exe, campaign, gate, http)?;
+    merge_pinned(&mut settings, exe, campaign, gate, http, daemon_key)?;
     write(&path, &settings)?;
     Ok(path)
 }
@@ -428,6 +485,26 @@ mod tests {
         assert_eq!(detach(dir.path(), "qr-1").unwrap(), HOOKS.len());
         let back: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         assert_eq!(back, original, "detach removes exactly what attach added");
+    }
+
+    #[test]
+    fn every_hook_command_pins_the_daemon_key_before_the_campaign() {
+        let key = "MCowBQYDK2VwAyEA+abc/def=";
+        let s = hooks_settings_pinned("/opt/gadfly", "qr-1", GateSpec::default(), None, Some(key));
+        for (event, kebab, _) in HOOKS {
+            let command = s["hooks"][event][0]["hooks"][0]["command"].as_str().unwrap();
+            assert!(
+                command.starts_with(&format!("/opt/gadfly --daemon-key {key} hook claude-code {kebab}")),
+                "{command}"
+            );
+            assert!(command.ends_with(" --campaign qr-1"), "{command}");
+            assert!(is_ours(&s["hooks"][event][0]["hooks"][0], "qr-1"), "detach still finds it: {command}");
+        }
+        let odd = hook_command_pinned("gadfly", "stop", "c", GateSpec::default(), Some("a b"));
+        assert_eq!(
+            odd,
+            "gadfly --daemon-key 'a b' hook claude-code stop --fail closed --unavailable-blocks 3 --campaign c"
+        );
     }
 
     #[test]

@@ -468,7 +468,7 @@ async fn claude_loop(ctx: &RunCtx) -> anyhow::Result<Outcome> {
     let settings = settings_dir.join("claude-settings.json");
     std::fs::write(
         &settings,
-        serde_json::to_string_pretty(&super::attach::hooks_settings_with(
+        serde_json::to_string_pretty(&super::attach::hooks_settings_pinned(
             &exe,
             &ctx.campaign,
             ctx.spec.gate,
@@ -480,6 +480,8 @@ async fn claude_loop(ctx: &RunCtx) -> anyhow::Result<Outcome> {
                     super::attach::HttpHooks { url, token: crate::auth::hook_token(&token, &ctx.campaign) }
                 })
                 .as_ref(),
+            // The hooks take only answers this daemon signed (THREATS row 5).
+            crate::signing::read_public(ctx.sup.data_dir()).as_deref(),
         ))?,
     )?;
     // Kept, to catch an agent that edits its own hook settings or binary.

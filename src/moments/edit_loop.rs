@@ -5,7 +5,6 @@
 
 use std::collections::HashSet;
 use std::path::Path;
-use std::process::Command;
 
 use anyhow::{bail, Context};
 
@@ -22,12 +21,12 @@ fn trivial(line: &str) -> bool {
     t.len() < 4 || t.chars().all(|c| "{}()[];,".contains(c) || c.is_whitespace())
 }
 
-/// `git diff` between two trees of the workspace's repository.
-pub fn git_diff(workspace: &Path, from: &str, to: &str) -> anyhow::Result<Diff> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(workspace)
-        .args(["diff", "--no-color", "--no-ext-diff", "--unified=0", from, to])
+/// `git diff` between two evaluated trees, in gadfly's private snapshot
+/// store `repo` (never the workspace's repository: no external diff, no
+/// textconv, no config of the agent's).
+pub fn git_diff(repo: &Path, from: &str, to: &str) -> anyhow::Result<Diff> {
+    let out = crate::snapshot::scrubbed_git(repo)
+        .args(["diff", "--no-color", "--no-ext-diff", "--no-textconv", "--unified=0", from, to])
         .output()
         .context("running git diff")?;
     if !out.status.success() {
@@ -78,6 +77,7 @@ pub fn readded(diffs: &[Diff], window: usize) -> (usize, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::process::Command;
 
     fn d(added: &[&str], deleted: &[&str]) -> Diff {
         Diff {
@@ -113,11 +113,13 @@ mod tests {
         let ws = dir.path();
         let git = |args: &[&str]| assert!(Command::new("git").args(args).current_dir(ws).status().unwrap().success());
         git(&["init", "-q"]);
+        let store = tempfile::tempdir().unwrap();
+        let (repo, index) = (store.path().join("s.git"), store.path().join("index"));
         std::fs::write(ws.join("k.c"), "int f(int a) {\n  return a + 1;\n}\n").unwrap();
-        let t1 = crate::snapshot::tree_hash(ws).unwrap();
+        let t1 = crate::snapshot::tree_hash_with_index(&repo, ws, &index).unwrap();
         std::fs::write(ws.join("k.c"), "int f(int a) {\n  return a * 2;\n}\n").unwrap();
-        let t2 = crate::snapshot::tree_hash(ws).unwrap();
-        let diff = git_diff(ws, &t1, &t2).unwrap();
+        let t2 = crate::snapshot::tree_hash_with_index(&repo, ws, &index).unwrap();
+        let diff = git_diff(&repo, &t1, &t2).unwrap();
         assert_eq!(diff, d(&["  return a * 2;"], &["  return a + 1;"]));
     }
 }

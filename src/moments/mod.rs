@@ -60,7 +60,8 @@ pub async fn after_evaluation(
         })
         .collect();
     let mut findings = detect::detect(&history, &settings);
-    if let Some(f) = edit_loop_finding(spec, &history, &settings) {
+    let store = crate::snapshot::store_path(sup.data_dir(), campaign_id);
+    if let Some(f) = edit_loop_finding(&store, &history, &settings) {
         findings.push(f);
     }
     let count = history.len();
@@ -99,7 +100,8 @@ pub async fn after_tool_calls(sup: &Supervisor, campaign_id: &str, from: usize, 
     raise(sup, campaign_id, &spec, &f, "numeric", count).await
 }
 
-fn edit_loop_finding(spec: &CampaignSpec, history: &[Evaluation], s: &Settings) -> Option<Finding> {
+/// `store`: gadfly's private snapshot store, where the evaluated trees are.
+fn edit_loop_finding(store: &std::path::Path, history: &[Evaluation], s: &Settings) -> Option<Finding> {
     if history.len() < 3 {
         return None;
     }
@@ -109,7 +111,7 @@ fn edit_loop_finding(spec: &CampaignSpec, history: &[Evaluation], s: &Settings) 
     // Earlier diffs supply the deletions that later additions may repeat.
     for w in trees.windows(2) {
         if w[0] != w[1] {
-            diffs.push(edit_loop::git_diff(&spec.workspace, w[0], w[1]).ok()?);
+            diffs.push(edit_loop::git_diff(store, w[0], w[1]).ok()?);
         }
     }
     let window = s.edit_loop_window.min(trees.len() - from);

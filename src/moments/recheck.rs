@@ -65,8 +65,16 @@ pub async fn recheck(
     sup.record(campaign_id, None, "gain.recheck", None, json!({"evaluation_id": id, "tree": eval.tree, "seed": seed}))
         .await?;
     let pristine = sup.pristine(campaign_id).await?;
-    let inputs =
-        harness::Inputs { spec, campaign_id, tree: &eval.tree, protected: &protected, pristine: &pristine, seed };
+    let store = crate::snapshot::store_path(sup.data_dir(), campaign_id);
+    let inputs = harness::Inputs {
+        spec,
+        campaign_id,
+        tree: &eval.tree,
+        protected: &protected,
+        pristine: &pristine,
+        seed,
+        store: &store,
+    };
     let mut second = crate::jobs::evaluate(sup.store(), &inputs, &sup.data_dir().join("evaluations")).await?;
     second.tree = format!("{}+recheck-{seed}", eval.tree);
     let second_id = sup.store().insert_evaluation(campaign_id, &second).await?;

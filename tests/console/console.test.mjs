@@ -426,6 +426,30 @@ try {
     });
   }
 
+  await check('a page of another origin on the same host cannot act with the console cookie (CSRF)', async () => {
+    // THREATS.md row 11: same host, another port, so same-site: the browser
+    // sends the cookie with a no-cors POST. The daemon must refuse it.
+    const attacker = BASE.replace(/:(\d+)$/, (m, p) => `:${Number(p) === 65535 ? 65534 : Number(p) + 1}`);
+    const text = 'CSRF: queued by a page of another origin';
+    await context.route(`${attacker}/**`, (route) => route.fulfill({
+      contentType: 'text/html',
+      body: `<!doctype html><title>attack</title><script>
+        fetch(${JSON.stringify(`${BASE}/api/v1/campaigns/${cid}/questions`)}, { method: 'POST', mode: 'no-cors', credentials: 'include',
+          body: new Blob([${JSON.stringify(JSON.stringify({ text }))}]) })
+          .then(() => { document.title = 'sent'; }, (e) => { document.title = 'failed ' + e; });
+      </script>`,
+    }));
+    const before = badResponses.length;
+    const evil = await context.newPage();
+    await evil.goto(`${attacker}/attack.html`);
+    await until(async () => (await evil.title()) !== 'attack', 'the attack page sent its request');
+    await evil.close();
+    const qs = await api(`/campaigns/${cid}/questions`);
+    assert(!qs.some((q) => q.text === text), `the cross-origin POST queued a question: ${JSON.stringify(qs)}`);
+    // The composer of the daemon's own page still queues (it carries the page's CSRF token).
+    badResponses.splice(before);
+  });
+
   await check('no script error, no request leaves the daemon, only expected HTTP errors', async () => {
     eq(pageErrors, [], 'page errors');
     eq(foreign, [], 'requests to other hosts');

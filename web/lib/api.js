@@ -20,8 +20,12 @@ export function signalUnauthorized() {
   for (const fn of listeners) fn();
 }
 
+// The CSRF token the daemon wrote into this page: every change made with
+// the session cookie must carry it (a page of another origin cannot read it).
+const CSRF = document.querySelector('meta[name="gadfly-csrf"]')?.content || '';
+
 export async function api(path, options = {}) {
-  const init = { credentials: 'same-origin', headers: { Accept: 'application/json' }, ...options };
+  const init = { credentials: 'same-origin', headers: { Accept: 'application/json', 'x-gadfly-csrf': CSRF }, ...options };
   if (options.json !== undefined) {
     init.method = init.method || 'POST';
     init.body = JSON.stringify(options.json);
