@@ -13,7 +13,8 @@ What it does, in a copy of examples/attention-h200 (setup.sh DEST):
      at least the comparison, torch's flash backend, on every scenario);
   3. plays an agent: puts each kernel in workspace/kernel/attention.cu and
      tries to stop through `gadfly hook claude-code stop` with the campaign's
-     hook token (what an agent has), and reads the verdict with `gadfly eval`;
+     hook token (what an agent has) and the daemon's key pinned, and reads the
+     verdict with `gadfly eval`;
   4. asserts: the initial, wrong and cheating kernels are blocked; the good
      kernel is allowed under the initial-kernel goal and blocked under the
      comparison goal, the block naming every scenario with both ratios.
@@ -89,6 +90,9 @@ class Run:
                 time.sleep(0.1)
         with open(os.path.join(self.data, "token")) as f:
             self.env["GADFLY_TOKEN"] = f.read().strip()
+        # The hook pins the daemon's key, as `gadfly attach` writes it: only
+        # answers this daemon signed are taken.
+        self.key = self.sh([self.gadfly, "key", "--data-dir", self.data]).strip()
         self.log(f"daemon {self.url}, data {self.data}, workspace {self.dest}/workspace")
 
     def stop_daemon(self):
@@ -119,7 +123,7 @@ class Run:
                    "stop_hook_active": False, "last_assistant_message": f"Done: the {kernel} kernel is ready."}
         env = dict(self.env, GADFLY_TOKEN=hook_token)
         t0 = time.monotonic()
-        out = subprocess.run([self.gadfly, "hook", "claude-code", "stop", "--campaign", cid],
+        out = subprocess.run([self.gadfly, "hook", "claude-code", "stop", "--daemon-key", self.key, "--campaign", cid],
                              input=json.dumps(payload), capture_output=True, text=True, env=env, timeout=900)
         seconds = time.monotonic() - t0
         answer = json.loads(out.stdout) if out.stdout.strip() else None
