@@ -249,6 +249,11 @@ async fn call(
                             code: 0,
                         };
                     }
+                    if api.status == 413 {
+                        // Too large for the daemon: kept in the spool (never
+                        // dropped) and answered as if the daemon were down.
+                        return unreachable(format!("the daemon refused this call for its size: {api}")).answer();
+                    }
                     if api.status < 500 && api.status != 408 && api.status != 429 {
                         return fail_refused(is_stop, &api.to_string());
                     }
@@ -550,5 +555,58 @@ mod tests {
             ]
         );
         assert!(calls.iter().all(|(_, c)| c.why.contains("127.0.0.1:9")), "each says what it could not reach");
+    }
+
+    /// THREATS row 14: a call the daemon refuses for its size (413) was
+    /// dropped; it is spooled now, and a stop is answered as if the daemon
+    /// were down.
+    #[tokio::test]
+    async fn a_call_refused_for_its_size_is_spooled_not_dropped() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut conn, _)) = listener.accept().await else { return };
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 65536];
+                    let _ = conn.read(&mut buf).await;
+                    let body = r#"{"code":"too_large","message":"the request body is over the limit of 16 MiB"}"#;
+                    let head = format!(
+                        "HTTP/1.1 413 Payload Too Large\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                        body.len()
+                    );
+                    let _ = conn.write_all(head.as_bytes()).await;
+                    let _ = conn.write_all(body.as_bytes()).await;
+                });
+            }
+        });
+        let spool = tempfile::tempdir().unwrap();
+        let at = Where {
+            config: ClientConfig { url: format!("http://127.0.0.1:{port}"), token: None },
+            spool: spool.path().to_path_buf(),
+        };
+        let closed = GateSpec { fail_closed: true, unavailable_blocks: 3 };
+        let tool = br#"{"session_id":"s","tool_use_id":"t"}"#;
+        let out = call("claude-code", "post-tool-use", "c1", tool, closed, None, Some(5.0), &at).await;
+        assert_eq!((out.code, out.stdout.as_deref()), (0, None));
+        assert!(out.stderr.as_deref().unwrap_or("").contains("for its size"), "{:?}", out.stderr);
+        let outcomes = |dir: &std::path::Path| {
+            let (calls, _) = crate::spool::pending(dir);
+            calls.iter().map(|(_, c)| (c.event.clone(), c.outcome.clone())).collect::<Vec<_>>()
+        };
+        assert_eq!(outcomes(spool.path()), [("post-tool-use".to_string(), "passed".to_string())]);
+        let out = call("claude-code", "stop", "c1", br#"{"session_id":"s"}"#, closed, None, Some(5.0), &at).await;
+        let v: Value = serde_json::from_str(out.stdout.as_deref().unwrap()).unwrap();
+        assert_eq!(v["decision"], "block");
+        // The stop's replay offered the first call again; refused again, it
+        // is kept aside (`.rejected`), still not dropped.
+        assert_eq!(outcomes(spool.path()), [("stop".to_string(), "blocked".to_string())]);
+        let rejected = std::fs::read_dir(spool.path())
+            .unwrap()
+            .flatten()
+            .filter(|e| e.path().extension().is_some_and(|x| x == "rejected"))
+            .count();
+        assert_eq!(rejected, 1);
     }
 }

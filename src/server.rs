@@ -242,6 +242,10 @@ pub fn router(state: AppState) -> Router {
         .layer(middleware::from_fn(request_timeout))
         .layer(middleware::from_fn_with_state(state.clone(), check_host_and_origin))
         .layer(tower_http::limit::RequestBodyLimitLayer::new(BODY_LIMIT))
+        // axum's extractors stop at 2 MiB by default, under the layer's
+        // limit: a hook body between the two was refused with a message
+        // naming 16 MiB (THREATS row 14). One limit, the documented one.
+        .layer(axum::extract::DefaultBodyLimit::max(BODY_LIMIT))
         .layer(middleware::from_fn(api_error_shape))
         .layer(middleware::from_fn_with_state(state.clone(), sign_hook_answers))
         .layer(tower_http::trace::TraceLayer::new_for_http())

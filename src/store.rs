@@ -154,7 +154,16 @@ impl Store {
             let opts = sqlx::sqlite::SqliteConnectOptions::from_str(url)?
                 .create_if_missing(true)
                 .journal_mode(sqlx::sqlite::SqliteJournalMode::Wal);
-            let conn = opts.connect().await.with_context(|| format!("opening {}", redact(url)))?;
+            let mut conn = opts.connect().await.with_context(|| format!("opening {}", redact(url)))?;
+            // A damaged file must not be served as healthy (THREATS row 20).
+            let rows: Vec<String> = sqlx::query_scalar("pragma quick_check").fetch_all(&mut conn).await.unwrap_or_else(|e| vec![e.to_string()]);
+            if rows.first().map(String::as_str) != Some("ok") {
+                bail!(
+                    "the database {} is damaged (PRAGMA quick_check: {}): gadfly will not serve from it; restore it from a backup, or move it aside to start afresh",
+                    redact(url),
+                    rows.iter().take(3).cloned().collect::<Vec<_>>().join("; ")
+                );
+            }
             conn.close().await?;
         }
         let options = AnyConnectOptions::from_str(url)?;
@@ -251,7 +260,19 @@ impl Store {
     }
 
     pub async fn insert_campaign(&self, c: &CampaignRow) -> anyhow::Result<()> {
+        self.insert_campaign_with_pristine(c, &[]).await
+    }
+
+    /// A new campaign and its pristine protected files, in one transaction:
+    /// a daemon killed in between leaves neither (THREATS row 17: an active
+    /// campaign with no pristine files ran the agent's copies).
+    pub async fn insert_campaign_with_pristine(
+        &self,
+        c: &CampaignRow,
+        files: &[crate::snapshot::PristineFile],
+    ) -> anyhow::Result<()> {
         let _turn = self.write_turn().await;
+        let mut tx = self.pool.begin().await?;
         sqlx::query(
             "insert into campaigns (id, name, mode, status, spec_path, spec_toml, spec_json, protected_json, created_at)
              values ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
@@ -265,30 +286,13 @@ impl Store {
         .bind(&c.spec_json)
         .bind(&c.protected_json)
         .bind(&c.created_at)
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await?;
-        Ok(())
-    }
-
-    /// Questions queued and not yet delivered, across campaigns.
-    pub async fn count_waiting_questions(&self) -> anyhow::Result<i64> {
-        let row = sqlx::query("select count(*) from questions where status = 'queued'").fetch_one(&self.pool).await?;
-        Ok(row.try_get(0)?)
-    }
-
-    /// Keeps the campaign's pristine protected files.
-    pub async fn insert_pristine(
-        &self,
-        campaign_id: &str,
-        files: &[crate::snapshot::PristineFile],
-    ) -> anyhow::Result<()> {
-        let _turn = self.write_turn().await;
-        let mut tx = self.pool.begin().await?;
         for f in files {
             sqlx::query(
                 "insert into pristine_files (campaign_id, path, sha256, mode, content_hex) values ($1, $2, $3, $4, $5)",
             )
-            .bind(campaign_id)
+            .bind(&c.id)
             .bind(&f.path)
             .bind(&f.sha256)
             .bind(f.mode as i64)
@@ -298,6 +302,12 @@ impl Store {
         }
         tx.commit().await?;
         Ok(())
+    }
+
+    /// Questions queued and not yet delivered, across campaigns.
+    pub async fn count_waiting_questions(&self) -> anyhow::Result<i64> {
+        let row = sqlx::query("select count(*) from questions where status = 'queued'").fetch_one(&self.pool).await?;
+        Ok(row.try_get(0)?)
     }
 
     /// The campaign's pristine protected files (none for a campaign made
@@ -1051,6 +1061,24 @@ pub fn redact(url: &str) -> String {
 pub(crate) mod tests {
     use super::*;
 
+    #[tokio::test]
+    async fn a_campaign_and_its_pristine_files_are_stored_together_or_not_at_all() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::connect(&format!("sqlite:{}", dir.path().join("t.db").display())).await.unwrap();
+        let file = |path: &str| crate::snapshot::PristineFile {
+            path: path.into(),
+            sha256: "00".into(),
+            mode: 0o644,
+            content: b"x".to_vec(),
+        };
+        // The second file fails (the same path twice): the campaign row goes too.
+        let err = store.insert_campaign_with_pristine(&test_campaign("c1"), &[file("h.sh"), file("h.sh")]).await;
+        assert!(err.is_err());
+        assert!(store.get_campaign("c1").await.unwrap().is_none(), "a campaign without its pristine files");
+        store.insert_campaign_with_pristine(&test_campaign("c1"), &[file("h.sh"), file("r.c")]).await.unwrap();
+        assert_eq!(store.list_pristine("c1").await.unwrap().len(), 2);
+    }
+
     /// A campaign row for the store's own tests.
     pub(crate) fn test_campaign(id: &str) -> CampaignRow {
         CampaignRow {
@@ -1542,4 +1570,5 @@ impl Store {
         .await?;
         rows.iter().map(|r| Ok((r.try_get("family")?, r.try_get("commit_id")?, r.try_get("evaluation_id")?))).collect()
     }
+
 }

@@ -632,8 +632,7 @@ impl Supervisor {
             protected_json: serde_json::to_string(&protected).map_err(|e| anyhow!(e))?,
             created_at: crate::store::now(),
         };
-        self.inner.store.insert_campaign(&row).await?;
-        self.inner.store.insert_pristine(&row.id, &pristine).await?;
+        self.inner.store.insert_campaign_with_pristine(&row, &pristine).await?;
         self.record(
             &row.id,
             None,

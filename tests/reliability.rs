@@ -724,3 +724,81 @@ fn the_console_cookie_cannot_be_used_from_another_origin() {
     let r = http.get(format!("{}/api/v1/campaigns/{id}/questions", d.url)).header("cookie", &cookie).send().unwrap();
     assert_eq!(r.status(), 200);
 }
+
+/// THREATS.md row 14: the real body limit was 2 MiB (axum's extractor
+/// default under the documented 16 MiB layer), and a larger PostToolUse was
+/// dropped. A 3 MiB PostToolUse through the real hook is now stored and a
+/// 3 MiB stop is judged.
+#[test]
+fn hook_calls_up_to_the_documented_limit_are_taken_and_larger_ones_spooled() {
+    let f = Fixture::new("");
+    let d = Daemon::start(&f.data_dir());
+    let id = d.create_campaign(&f.spec());
+    let big = "x".repeat(3 * 1024 * 1024);
+    let tool = serde_json::json!({"session_id": "s-big", "hook_event_name": "PostToolUse", "tool_name": "Write",
+        "tool_use_id": "t-big", "tool_input": {"file_path": "data.bin", "content": big}, "tool_response": {}});
+    let out = d.hook("post-tool-use", &id, &tool.to_string());
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let log = d.api_get(&format!("/campaigns/{id}/log?limit=1000"));
+    assert!(
+        log.as_array().unwrap().iter().any(|e| e["kind"] == "hook.post_tool_use" && e["session_id"] == "s-big"),
+        "the 3 MiB PostToolUse was not stored: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stop = serde_json::json!({"session_id": "s-big", "hook_event_name": "Stop", "stop_hook_active": false,
+        "last_assistant_message": big});
+    let out = d.hook("stop", &id, &stop.to_string());
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(answer["reason"].as_str().unwrap().contains("you may not stop yet"), "judged, not refused: {answer}");
+    // (A call the daemon refuses for its size is spooled, not dropped:
+    // `hook::tests::a_call_refused_for_its_size_is_spooled_not_dropped`.)
+}
+
+/// THREATS.md row 20: a damaged SQLite file started and reported healthy.
+/// The daemon now checks it (`PRAGMA quick_check`) and refuses to serve,
+/// saying what is wrong and what to do.
+#[test]
+fn a_damaged_database_is_refused_at_start_with_a_clear_message() {
+    if std::env::var_os("GADFLY_TEST_DATABASE_URL").is_some() {
+        eprintln!("SKIPPED on PostgreSQL: the check is SQLite's");
+        return;
+    }
+    let f = Fixture::new("");
+    let data = f.data_dir();
+    let mut d = Daemon::start(&data);
+    for _ in 0..3 {
+        d.create_campaign(&f.spec());
+    }
+    assert!(d.terminate().success());
+    // Overwrite pages in the middle of the file (not the header).
+    let db = data.join("gadfly.db");
+    let mut bytes = std::fs::read(&db).unwrap();
+    assert!(bytes.len() > 8 * 4096, "a database of {} bytes", bytes.len());
+    for (i, b) in bytes[2 * 4096..6 * 4096].iter_mut().enumerate() {
+        *b = (i * 131 % 251) as u8;
+    }
+    std::fs::write(&db, bytes).unwrap();
+    let err = data.join("serve.err");
+    let mut child = common::gadfly()
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(&data)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break Some(s);
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let stderr = std::fs::read_to_string(&err).unwrap_or_default();
+    assert!(status.is_some_and(|s| !s.success()), "the daemon served from a damaged database: {stderr}");
+    assert!(stderr.contains("is damaged") && stderr.contains("quick_check"), "{stderr}");
+}
