@@ -531,8 +531,11 @@ async fn login(State(state): State<AppState>, Query(q): Query<LoginQuery>) -> Re
 
 #[derive(Serialize, ToSchema)]
 pub struct Health {
-    /// Always `ok`.
+    /// `ok`, or `degraded` when the store cannot write (see `store`).
     status: String,
+    /// `ok`, or `cannot write: ...` with the reason (a full disk, a lock
+    /// never released): hook calls and stops then fail until it heals.
+    store: String,
     version: String,
     /// The daemon's public key (Ed25519, base64): the Stop hook's
     /// `--daemon-key`, with which it checks that answers come from this
@@ -544,7 +547,13 @@ pub struct Health {
 #[utoipa::path(get, path = "/health", tag = "daemon", security(()),
     responses((status = 200, description = "ok", body = Health)))]
 async fn health(State(state): State<AppState>) -> Json<Health> {
-    Json(Health { status: "ok".into(), version: env!("CARGO_PKG_VERSION").into(), daemon_key: state.key.public_b64() })
+    let store = state.supervisor.store().can_write().await;
+    Json(Health {
+        status: if store.is_none() { "ok" } else { "degraded" }.into(),
+        store: store.map_or("ok".to_string(), |e| format!("cannot write: {e}")),
+        version: env!("CARGO_PKG_VERSION").into(),
+        daemon_key: state.key.public_b64(),
+    })
 }
 
 /// This API's OpenAPI description (no token needed).

@@ -49,6 +49,8 @@ pub struct Store {
     claims_sent: std::sync::Arc<std::sync::atomic::AtomicU64>,
     /// Single events, written in groups (see [`group_commit`]).
     events: group_commit::GroupCommit,
+    /// The last write probe (see [`Store::can_write`]): when, and its error.
+    probe: std::sync::Arc<std::sync::Mutex<Option<(std::time::Instant, Option<String>)>>>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -235,7 +237,73 @@ impl Store {
             claim_gate: Default::default(),
             claims_sent: Default::default(),
             events,
+            probe: Default::default(),
         })
+    }
+
+    /// Whether the store can write now: `None` when it can, else what
+    /// stops it (a full disk, a lock that is never released). On SQLite a
+    /// real write is tried (a commit that rewrites `user_version`, which
+    /// nothing else uses) after checking the free space of its disk, at most
+    /// every 5 s; a failed probe rolls back and discards its connection. On
+    /// PostgreSQL, a round trip.
+    pub async fn can_write(&self) -> Option<String> {
+        const EVERY: Duration = Duration::from_secs(5);
+        if let Some((at, result)) = self.probe.lock().expect("probe poisoned").clone() {
+            if at.elapsed() < EVERY {
+                return result;
+            }
+        }
+        let result = self.probe_write().await.err().map(|e| format!("{e:#}"));
+        *self.probe.lock().expect("probe poisoned") = Some((std::time::Instant::now(), result.clone()));
+        result
+    }
+
+    async fn probe_write(&self) -> anyhow::Result<()> {
+        use sqlx::Connection;
+        let mut conn = tokio::time::timeout(Duration::from_secs(5), self.pool.acquire())
+            .await
+            .context("no database connection within 5 s")??;
+        if self.backend == Backend::Postgres {
+            sqlx::query("select 1").execute(&mut *conn).await?;
+            return Ok(());
+        }
+        // A full disk first: SQLite may still fit a small write in its WAL
+        // while every insert that needs a new page fails.
+        if let Ok(file) = sqlite_file(&self.url) {
+            let folder = file.parent().map(std::path::Path::to_path_buf).unwrap_or_default();
+            if let Ok(st) = nix::sys::statvfs::statvfs(&folder) {
+                let free = st.blocks_available() as u64 * st.fragment_size() as u64;
+                if free < LOW_DISK {
+                    anyhow::bail!(
+                        "the disk holding {} has {} KiB free (writes fail below about {} KiB)",
+                        file.display(),
+                        free >> 10,
+                        LOW_DISK >> 10
+                    );
+                }
+            }
+        }
+        let _turn = self.write_turn().await;
+        let attempt = async {
+            sqlx::query("begin immediate").execute(&mut *conn).await?;
+            let v: i64 = sqlx::query_scalar("pragma user_version").fetch_one(&mut *conn).await?;
+            sqlx::query(&format!("pragma user_version = {v}")).execute(&mut *conn).await?;
+            sqlx::query("commit").execute(&mut *conn).await?;
+            anyhow::Ok(())
+        };
+        match tokio::time::timeout(Duration::from_secs(5), attempt).await {
+            Ok(Ok(())) => Ok(()),
+            failed => {
+                let _ = sqlx::query("rollback").execute(&mut *conn).await;
+                // Whatever state it is in, this connection goes.
+                let _ = conn.detach().close().await;
+                match failed {
+                    Ok(Err(e)) => Err(e),
+                    _ => Err(anyhow::anyhow!("a write did not finish within 5 s")),
+                }
+            }
+        }
     }
 
     /// On SQLite, one write at a time in this process: writers wait here,
@@ -936,6 +1004,10 @@ const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 const SQLITE_CACHE_SIZE: &str = "-512";
 
 /// The database file a SQLite URL names.
+/// Below this much free space on the database's disk, /health says the
+/// store cannot write.
+const LOW_DISK: u64 = 256 * 1024;
+
 fn sqlite_file(url: &str) -> anyhow::Result<std::path::PathBuf> {
     Ok(sqlx::sqlite::SqliteConnectOptions::from_str(url)?.get_filename().to_path_buf())
 }
