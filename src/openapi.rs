@@ -141,6 +141,7 @@ error_responses! {
     Forbidden => 403, "forbidden: a hook token used outside its campaign's hook events, evaluation and beam tagging";
     NotFound => 404, "not_found: no such campaign (or beam family)";
     TooLarge => 413, "too_large: the request body is over the limit (16 MiB)";
+    TooMany => 429, "too_many: a hook token forced evaluations too often (one a minute per campaign)";
     Internal => 500, "internal: the daemon failed (a bug or a broken store)";
 }
 

@@ -19,7 +19,7 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 use utoipa::{IntoParams, ToSchema};
 
-use crate::openapi::{Forbidden, Internal, Invalid, NotFound, TooLarge, Unauthorized};
+use crate::openapi::{Forbidden, Internal, Invalid, NotFound, TooLarge, TooMany, Unauthorized};
 
 use crate::supervisor::{Supervisor, SupervisorError};
 
@@ -45,6 +45,8 @@ pub enum ApiError {
     TooLarge(String),
     /// A route that exists, called with another method (405).
     MethodNotAllowed(String),
+    /// Too many requests of a kind (429).
+    TooMany(String),
     Internal(anyhow::Error),
 }
 
@@ -52,7 +54,7 @@ pub enum ApiError {
 /// `message` for people that says what is wrong.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct ErrorBody {
-    /// invalid, unauthorized, forbidden, not_found, method_not_allowed, too_large or internal
+    /// invalid, unauthorized, forbidden, not_found, method_not_allowed, too_large, too_many or internal
     /// (forbidden_host and forbidden_origin for the DNS-rebinding and cross-site checks).
     pub code: String,
     pub message: String,
@@ -75,6 +77,7 @@ impl IntoResponse for ApiError {
             ApiError::Forbidden(m) => (StatusCode::FORBIDDEN, "forbidden", m),
             ApiError::TooLarge(m) => (StatusCode::PAYLOAD_TOO_LARGE, "too_large", m),
             ApiError::MethodNotAllowed(m) => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", m),
+            ApiError::TooMany(m) => (StatusCode::TOO_MANY_REQUESTS, "too_many", m),
             ApiError::Internal(e) => {
                 tracing::error!(error = %e, chain = ?e, "request failed");
                 (StatusCode::INTERNAL_SERVER_ERROR, "internal", format!("internal error: {e:#}"))
@@ -491,6 +494,8 @@ async fn require_token(State(state): State<AppState>, req: Request, next: Next) 
         Some(crate::auth::Grant::Full) => next.run(req).await,
         Some(crate::auth::Grant::Hooks(campaign)) => {
             if crate::auth::hook_scope_allows(req.method(), req.uri().path(), &campaign) {
+                let mut req = req;
+                req.extensions_mut().insert(HookCaller);
                 next.run(req).await
             } else {
                 ApiError::Forbidden(format!(
@@ -623,14 +628,47 @@ struct EvalQuery {
 /// Evaluate the campaign's workspace now (a snapshot built and run in a
 /// fresh folder; cached per tree unless `force`) and return the verdict.
 #[utoipa::path(post, path = "/campaigns/{id}/evaluate", tag = "campaigns", params(CampaignId, EvalQuery),
-    responses((status = 200, description = "ok", body = Object), Invalid, Unauthorized, Forbidden, NotFound, Internal))]
+    responses((status = 200, description = "ok", body = Object), Invalid, Unauthorized, Forbidden, NotFound, TooMany, Internal))]
 async fn evaluate(
     State(state): State<AppState>,
     ApiPath(CampaignId { id }): ApiPath<CampaignId>,
     ApiQuery(q): ApiQuery<EvalQuery>,
+    hook: Option<axum::extract::Extension<HookCaller>>,
 ) -> ApiResult<Json<Value>> {
-    let e = state.supervisor.evaluate(&id, q.force.unwrap_or(false)).await?;
+    let force = q.force.unwrap_or(false);
+    if force && hook.is_some() {
+        forced_by_hook_token(&id)?;
+    }
+    let e = state.supervisor.evaluate(&id, force).await?;
     Ok(Json(serde_json::to_value(e).map_err(anyhow::Error::from)?))
+}
+
+/// A request authenticated by a campaign's hook token (what an agent has).
+#[derive(Clone, Copy)]
+struct HookCaller;
+
+/// How often a hook token may force an evaluation of its campaign: each
+/// one runs the harness (minutes on a GPU, and the machine is shared), and
+/// an unchanged tree's verdict is cached anyway (THREATS row 16).
+const FORCED_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
+
+fn forced_by_hook_token(campaign: &str) -> ApiResult<()> {
+    static LAST: std::sync::LazyLock<std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>> =
+        std::sync::LazyLock::new(Default::default);
+    let mut last = LAST.lock().expect("forced-evaluation times poisoned");
+    let now = std::time::Instant::now();
+    if let Some(at) = last.get(campaign) {
+        let wait = FORCED_EVERY.saturating_sub(now.duration_since(*at));
+        if !wait.is_zero() {
+            return Err(ApiError::TooMany(format!(
+                "a hook token may force an evaluation of {campaign} once a minute; try again in {} s, or drop \
+                 `force` (an unchanged tree's verdict is cached, a changed one is evaluated anyway)",
+                wait.as_secs().max(1)
+            )));
+        }
+    }
+    last.insert(campaign.to_string(), now);
+    Ok(())
 }
 
 /// Every evaluation of the campaign, oldest first.

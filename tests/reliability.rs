@@ -802,3 +802,36 @@ fn a_damaged_database_is_refused_at_start_with_a_clear_message() {
     assert!(status.is_some_and(|s| !s.success()), "the daemon served from a damaged database: {stderr}");
     assert!(stderr.contains("is damaged") && stderr.contains("quick_check"), "{stderr}");
 }
+
+/// THREATS.md row 16: forced evaluations with the hook token (each one runs
+/// the harness) were unbounded. Once a minute per campaign now; the master
+/// token and unforced evaluations are not limited.
+#[test]
+fn a_hook_token_forces_an_evaluation_at_most_once_a_minute() {
+    let f = Fixture::new("");
+    let d = Daemon::start(&f.data_dir());
+    let id = d.create_campaign(&f.spec());
+    let hook_token = d.api_get(&format!("/campaigns/{id}/hook-token"))["token"].as_str().unwrap().to_string();
+    let http = reqwest::blocking::Client::new();
+    let eval = |token: &str, force: bool| {
+        let r = http
+            .post(format!("{}/api/v1/campaigns/{id}/evaluate?force={force}", d.url))
+            .bearer_auth(token)
+            .send()
+            .unwrap();
+        let status = r.status().as_u16();
+        (status, r.json::<Value>().unwrap())
+    };
+    let count = || d.api_get(&format!("/campaigns/{id}/evaluations")).as_array().unwrap().len();
+    assert_eq!(eval(&hook_token, true).0, 200);
+    assert_eq!(count(), 1);
+    let (status, body) = eval(&hook_token, true);
+    assert_eq!(status, 429, "{body}");
+    assert_eq!(body["code"], "too_many");
+    assert!(body["message"].as_str().unwrap().contains("once a minute"), "{body}");
+    assert_eq!(count(), 1, "the refused call ran no harness");
+    // Unforced ones and the master token's are not limited.
+    assert_eq!(eval(&hook_token, false).0, 200);
+    assert_eq!(eval(&d.token, true).0, 200);
+    assert_eq!(count(), 3);
+}
