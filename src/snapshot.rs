@@ -75,6 +75,12 @@ pub fn hardened_git(home: &Path) -> Command {
         "core.pager=cat",
         "gc.auto=0",
         "maintenance.auto=false",
+        // The daemon, run as a user of its own (the recommended deployment),
+        // reads repositories the agent's user owns: git's ownership check
+        // would refuse them. What that check guards against (the owner's
+        // hooks, fsmonitor and the like running as the daemon) is what the
+        // settings above switch off.
+        "safe.directory=*",
     ] {
         cmd.args(["-c", setting]);
     }

@@ -158,7 +158,10 @@ impl Store {
                 .journal_mode(sqlx::sqlite::SqliteJournalMode::Wal);
             let mut conn = opts.connect().await.with_context(|| format!("opening {}", redact(url)))?;
             // A damaged file must not be served as healthy (THREATS row 20).
-            let rows: Vec<String> = sqlx::query_scalar("pragma quick_check").fetch_all(&mut conn).await.unwrap_or_else(|e| vec![e.to_string()]);
+            let rows: Vec<String> = sqlx::query_scalar("pragma quick_check")
+                .fetch_all(&mut conn)
+                .await
+                .unwrap_or_else(|e| vec![e.to_string()]);
             if rows.first().map(String::as_str) != Some("ok") {
                 bail!(
                     "the database {} is damaged (PRAGMA quick_check: {}): gadfly will not serve from it; restore it from a backup, or move it aside to start afresh",
@@ -1642,5 +1645,4 @@ impl Store {
         .await?;
         rows.iter().map(|r| Ok((r.try_get("family")?, r.try_get("commit_id")?, r.try_get("evaluation_id")?))).collect()
     }
-
 }
