@@ -123,10 +123,7 @@ impl Daemon {
         // transcripts (hooks switched off): recorded as ungated stops.
         crate::agent::escapes::spawn(supervisor.clone(), shutdown.clone());
         let app = server::router(self.state);
-        axum::serve(self.listener, app)
-            .with_graceful_shutdown(shutdown.cancelled_owned())
-            .await
-            .context("serving HTTP")?;
+        crate::http_serve::serve(self.listener, app, shutdown.clone()).await.context("serving HTTP")?;
         supervisor.stop_everything();
         // Let the runs end their agents and record their suspension.
         let deadline = tokio::time::Instant::now() + Duration::from_secs(8);

@@ -20,6 +20,7 @@ pub mod doctor;
 pub mod gate;
 pub mod harness;
 pub mod hook;
+pub mod http_serve;
 pub mod jobs;
 pub mod metrics;
 pub mod moments;

@@ -835,3 +835,54 @@ fn a_hook_token_forces_an_evaluation_at_most_once_a_minute() {
     assert_eq!(eval(&d.token, true).0, 200);
     assert_eq!(count(), 3);
 }
+
+/// THREATS.md row 19 (slowloris): 200 connections trickling header bytes
+/// and 10 idle ones were all held open for 75 s. Headers must now arrive
+/// whole within 10 s, or the daemon closes the connection; meanwhile it
+/// answers everyone else.
+#[test]
+fn connections_that_trickle_their_headers_or_stay_idle_are_closed() {
+    use std::io::Read;
+    use std::net::TcpStream;
+    let f = Fixture::new("");
+    let d = Daemon::start(&f.data_dir());
+    let addr = d.url.trim_start_matches("http://").to_string();
+    let mut trickling = Vec::new();
+    for _ in 0..50 {
+        let mut s = TcpStream::connect(&addr).unwrap();
+        s.write_all(b"GET /api/v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\n").unwrap();
+        trickling.push(s);
+    }
+    let idle: Vec<TcpStream> = (0..10).map(|_| TcpStream::connect(&addr).unwrap()).collect();
+    let closed = |s: &TcpStream| {
+        let mut s = s;
+        s.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+        let mut buf = [0u8; 512];
+        match s.read(&mut buf) {
+            Ok(0) => true,
+            Ok(_) => true, // the daemon answered (a 408) and will close
+            Err(e) => !matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut),
+        }
+    };
+    let started = std::time::Instant::now();
+    let mut all_closed_after = None;
+    while started.elapsed() < Duration::from_secs(40) {
+        for s in trickling.iter_mut() {
+            let _ = s.write_all(b"X-Slow: 1\r\n");
+        }
+        // Everyone else is still served.
+        let health = reqwest::blocking::Client::new()
+            .get(format!("{}/api/v1/health", d.url))
+            .timeout(Duration::from_secs(5))
+            .send();
+        assert!(health.is_ok_and(|r| r.status().is_success()), "the daemon stopped answering");
+        if trickling.iter().all(closed) && idle.iter().all(closed) {
+            all_closed_after = Some(started.elapsed());
+            break;
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    let after = all_closed_after.expect("connections still open after 40 s");
+    eprintln!("all 60 slow or idle connections closed after {:.1} s", after.as_secs_f64());
+    assert!(after >= Duration::from_secs(5), "closed too early ({after:?}): not the header deadline");
+}
