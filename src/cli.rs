@@ -367,7 +367,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             let input = crate::hook::read_stdin().context("reading the hook payload from stdin")?;
             let gate = crate::campaign::GateSpec { fail_closed: fail == FailMode::Closed, unavailable_blocks };
             let key = daemon_key.as_deref().or(top_daemon_key.as_deref()).filter(|k| !k.is_empty());
-            let out = crate::hook::run_within("claude-code", &event, &campaign, &input, gate, key, deadline).await;
+            let out = crate::hook::run("claude-code", &event, &campaign, &input, gate, key, deadline).await;
             if let Some(s) = &out.stdout {
                 println!("{s}");
             }

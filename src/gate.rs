@@ -70,11 +70,8 @@ pub fn block_reason(eval: &Evaluation, predicate: &PredicateSpec, question: Opti
         let failing: Vec<_> = v.scenarios.iter().filter(|s| !s.passes).collect();
         if !failing.is_empty() {
             let width = failing.iter().map(|s| s.scenario.len()).max().unwrap_or(8).max(8);
-            if compared {
-                out.push_str(&format!("{:<width$}  correct  speedup  vs comparison  reason\n", "scenario"));
-            } else {
-                out.push_str(&format!("{:<width$}  correct  speedup  reason\n", "scenario"));
-            }
+            let vs_head = if compared { "  vs comparison" } else { "" };
+            out.push_str(&format!("{:<width$}  correct  speedup{vs_head}  reason\n", "scenario"));
             for s in failing {
                 let correct = if !s.present {
                     "-"
@@ -84,25 +81,18 @@ pub fn block_reason(eval: &Evaluation, predicate: &PredicateSpec, question: Opti
                     "NO"
                 };
                 let speedup = s.speedup.map_or("-".to_string(), |x| format!("{x:.2}x"));
-                if compared {
-                    let vs = s.compare_speedup.map_or("-".to_string(), |x| format!("{x:.2}x"));
-                    out.push_str(&format!(
-                        "{:<width$}  {:<7}  {:>7}  {:>13}  {}\n",
-                        s.scenario,
-                        correct,
-                        speedup,
-                        vs,
-                        s.reasons.join("; ")
-                    ));
+                let vs = if compared {
+                    format!("  {:>13}", s.compare_speedup.map_or("-".to_string(), |x| format!("{x:.2}x")))
                 } else {
-                    out.push_str(&format!(
-                        "{:<width$}  {:<7}  {:>7}  {}\n",
-                        s.scenario,
-                        correct,
-                        speedup,
-                        s.reasons.join("; ")
-                    ));
-                }
+                    String::new()
+                };
+                out.push_str(&format!(
+                    "{:<width$}  {:<7}  {:>7}{vs}  {}\n",
+                    s.scenario,
+                    correct,
+                    speedup,
+                    s.reasons.join("; ")
+                ));
             }
         }
         for f in &v.failures {

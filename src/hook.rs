@@ -44,6 +44,16 @@ pub struct HookExit {
     pub code: u8,
 }
 
+impl HookExit {
+    /// Adds a line to what the hook prints on stderr.
+    fn add_note(&mut self, note: &str) {
+        self.stderr = Some(match self.stderr.take() {
+            Some(s) => format!("{s}\n{note}"),
+            None => note.to_string(),
+        });
+    }
+}
+
 /// Checks the payload the agent gave on stdin: a JSON object.
 pub fn read_payload(input: &[u8]) -> Result<Value, String> {
     if input.len() > MAX_PAYLOAD {
@@ -91,20 +101,9 @@ const GATE_EVENTS: &[&str] = &["stop", "subagent-stop"];
 /// port, a replayed answer) counts as "daemon unavailable": the stop fails
 /// closed per `gate` and the call is spooled. Without it the hook cannot
 /// tell the daemon from another server, and says so on stderr at a stop.
-pub async fn run(
-    agent: &str,
-    event: &str,
-    campaign: &str,
-    input: &[u8],
-    gate: GateSpec,
-    daemon_key: Option<&str>,
-) -> HookExit {
-    run_within(agent, event, campaign, input, gate, daemon_key, None).await
-}
-
-/// [`run`] answering within `deadline` seconds (`--deadline`), else within
+/// The hook answers within `deadline` seconds (`--deadline`), else within
 /// `GADFLY_HOOK_DEADLINE_S`, else 540 s for a stop and 2 s for the rest.
-pub async fn run_within(
+pub async fn run(
     agent: &str,
     event: &str,
     campaign: &str,
@@ -115,11 +114,7 @@ pub async fn run_within(
 ) -> HookExit {
     let mut exit = call(agent, event, campaign, input, gate, daemon_key, deadline, &Where::from_env()).await;
     if daemon_key.is_none() && exit.code == 0 && GATE_EVENTS.contains(&event) {
-        let note = "gadfly hook: no --daemon-key pinned, so this hook cannot tell the gadfly daemon from another server on its port; `gadfly attach` writes hooks that pin it (`gadfly doctor` prints the key)";
-        exit.stderr = Some(match exit.stderr {
-            Some(s) => format!("{s}\n{note}"),
-            None => note.to_string(),
-        });
+        exit.add_note("gadfly hook: no --daemon-key pinned, so this hook cannot tell the gadfly daemon from another server on its port; `gadfly attach` writes hooks that pin it (`gadfly doctor` prints the key)");
     }
     exit
 }
@@ -210,18 +205,8 @@ async fn call(
         if !replayed {
             replayed = replay(&client, &spool_dir, pin.as_ref()).await;
         }
-        let nonce = crate::signing::nonce();
-        let answer = client.post_hook(&path, body.clone(), &call_id, &nonce).await.and_then(|raw| {
-            if let Some(key) = &pin {
-                let signature = raw.signature.as_deref();
-                if let Err(why) =
-                    crate::signing::verify_answer(key, signature, &nonce, campaign, agent, event, raw.status, &raw.body)
-                {
-                    return Err(anyhow::Error::new(NotTheDaemon(why)));
-                }
-            }
-            raw.into_result().map_err(anyhow::Error::from)
-        });
+        let to = Addressee { campaign, agent, event };
+        let answer = post_signed(&client, &path, body.clone(), &call_id, pin.as_ref(), to).await;
         match answer {
             Ok(reply) => {
                 if is_stop {
@@ -276,6 +261,35 @@ async fn call(
     }
 }
 
+/// The hook route an answer was signed for.
+#[derive(Clone, Copy)]
+struct Addressee<'a> {
+    campaign: &'a str,
+    agent: &'a str,
+    event: &'a str,
+}
+
+/// Posts one hook call with a fresh nonce and, with a pinned key, takes the
+/// answer only if the daemon signed it for this nonce and route (else
+/// [`NotTheDaemon`]).
+async fn post_signed(
+    client: &Client,
+    path: &str,
+    body: Vec<u8>,
+    call_id: &str,
+    pin: Option<&ed25519_dalek::VerifyingKey>,
+    to: Addressee<'_>,
+) -> anyhow::Result<Value> {
+    let nonce = crate::signing::nonce();
+    let raw = client.post_hook(path, body, call_id, &nonce).await?;
+    if let Some(key) = pin {
+        let signature = raw.signature.as_deref();
+        crate::signing::verify_answer(key, signature, &nonce, to.campaign, to.agent, to.event, raw.status, &raw.body)
+            .map_err(|why| anyhow::Error::new(NotTheDaemon(why)))?;
+    }
+    raw.into_result().map_err(anyhow::Error::from)
+}
+
 /// An answer that the daemon whose key the hook pins did not sign.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -303,24 +317,8 @@ async fn replay(client: &Client, dir: &std::path::Path, pin: Option<&ed25519_dal
             urlencode(&call.why)
         );
         let body = serde_json::to_vec(&call.payload).unwrap_or_default();
-        let nonce = crate::signing::nonce();
-        let answer = client.post_hook(&replay_path, body, &call.call_id, &nonce).await.and_then(|raw| {
-            if let Some(key) = pin {
-                let signature = raw.signature.as_deref();
-                crate::signing::verify_answer(
-                    key,
-                    signature,
-                    &nonce,
-                    &call.campaign,
-                    &call.agent,
-                    &call.event,
-                    raw.status,
-                    &raw.body,
-                )
-                .map_err(|why| anyhow::Error::new(NotTheDaemon(why)))?;
-            }
-            raw.into_result().map_err(anyhow::Error::from)
-        });
+        let to = Addressee { campaign: &call.campaign, agent: &call.agent, event: &call.event };
+        let answer = post_signed(client, &replay_path, body, &call.call_id, pin, to).await;
         match answer {
             Ok(_) => crate::spool::done(&claimed),
             // A campaign the daemon does not know, or a call it refuses:
@@ -425,11 +423,7 @@ impl Unreachable<'_> {
                 }
                 // Nothing durable holds this call: say so where a person looks.
                 let mut exit = exit;
-                let note = format!("gadfly hook: could not spool this call to {}: {e:#}", dir.display());
-                exit.stderr = Some(match exit.stderr {
-                    Some(s) => format!("{s}\n{note}"),
-                    None => note,
-                });
+                exit.add_note(&format!("gadfly hook: could not spool this call to {}: {e:#}", dir.display()));
                 exit
             }
         }

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use common::{Daemon, Fixture, ALL_PASS};
 use mock_model::{
-    agent_or_skip, last_user_text, messages_containing, path_with_gadfly, run_agent, AgentRun, MockModel, Step,
+    agent_or_skip, last_user_text, messages_containing, offline_claude, run_agent, AgentRun, MockModel, Step,
 };
 use serde_json::Value;
 
@@ -35,26 +35,8 @@ fn settings(id: &str) -> Value {
 fn claude(bin: &Path, home: &Path, mock: &MockModel, d: &Daemon, id: &str, ws: &Path, prompt: &str) -> Command {
     let settings_file = home.join("gadfly-settings.json");
     std::fs::write(&settings_file, serde_json::to_string_pretty(&settings(id)).unwrap()).unwrap();
-    let config = home.join("claude-config");
-    std::fs::create_dir_all(&config).unwrap();
-    let mut cmd = Command::new(bin);
-    cmd.args(["-p", prompt, "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions"])
-        .arg("--settings")
-        .arg(&settings_file)
-        .current_dir(ws)
-        .env_clear()
-        .env("PATH", path_with_gadfly())
-        .env("HOME", home)
-        .env("LANG", "C.UTF-8")
-        .env("CLAUDE_CONFIG_DIR", &config)
-        .env("ANTHROPIC_BASE_URL", &mock.url)
-        .env("ANTHROPIC_API_KEY", "dummy")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .env("DISABLE_TELEMETRY", "1")
-        .env("DISABLE_AUTOUPDATER", "1")
-        .env("IS_SANDBOX", "1")
-        .env("GADFLY_URL", &d.url)
-        .env("GADFLY_TOKEN", &d.token);
+    let mut cmd = offline_claude(bin, home, mock, ws, prompt);
+    cmd.arg("--settings").arg(&settings_file).env("GADFLY_URL", &d.url).env("GADFLY_TOKEN", &d.token);
     cmd
 }
 
@@ -322,6 +304,15 @@ fn http_hooks_record_tool_calls_and_deliver_a_question_while_the_gate_stays_a_co
     );
 }
 
+/// A daemon that reads the Claude Code transcripts under `config` and
+/// judges a turn end after 1 s (not 60).
+fn daemon_reading_transcripts_in(f: &Fixture, config: &Path) -> Daemon {
+    let data = f.data_dir();
+    let mut serve = Daemon::serve_command(&data);
+    serve.env("GADFLY_CLAUDE_CONFIG_DIRS", config).env("GADFLY_ESCAPE_GRACE_S", "1");
+    Daemon::start_cmd(&data, serve)
+}
+
 /// Issue 29, row 21 of THREATS.md: an agent that switches every hook off
 /// (`disableAllHooks` in its user-level settings) stops without the Stop
 /// gate, and no hook is left to say so. The daemon reads the session's
@@ -336,14 +327,7 @@ fn a_turn_that_ends_with_hooks_disabled_is_recorded_as_ungated() {
     std::fs::create_dir_all(&config).unwrap();
     // The agent's own user settings switch every hook off.
     std::fs::write(config.join("settings.json"), r#"{"disableAllHooks": true}"#).unwrap();
-    let data = f.data_dir();
-    let mut serve = common::gadfly();
-    serve.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"]).arg(&data);
-    if let Some(url) = common::postgres_for(&data) {
-        serve.args(["--database-url", &url]);
-    }
-    serve.env("GADFLY_CLAUDE_CONFIG_DIRS", &config).env("GADFLY_ESCAPE_GRACE_S", "1");
-    let d = Daemon::start_cmd(&data, serve);
+    let d = daemon_reading_transcripts_in(&f, &config);
     let id = d.create_campaign(&f.spec());
 
     let mock = MockModel::start(vec![
@@ -395,14 +379,7 @@ fn a_gated_session_is_not_reported_by_the_transcript_watch() {
     let home = tempfile::tempdir().unwrap();
     let config = home.path().join("claude-config");
     std::fs::create_dir_all(&config).unwrap();
-    let data = f.data_dir();
-    let mut serve = common::gadfly();
-    serve.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"]).arg(&data);
-    if let Some(url) = common::postgres_for(&data) {
-        serve.args(["--database-url", &url]);
-    }
-    serve.env("GADFLY_CLAUDE_CONFIG_DIRS", &config).env("GADFLY_ESCAPE_GRACE_S", "1");
-    let d = Daemon::start_cmd(&data, serve);
+    let d = daemon_reading_transcripts_in(&f, &config);
     let id = d.create_campaign(&f.spec());
     let mock = MockModel::start(vec![
         Step::shell(&write_candidate(ALL_PASS)).described("Write the candidate"),

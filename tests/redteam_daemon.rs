@@ -419,26 +419,8 @@ fn the_real_claude_code_cannot_stop_through_a_fake_daemon_it_started() {
         mock_model::Step::text("All scenarios pass. Done."),
         mock_model::Step::text("Done, really.").when_last_user_contains("Stop hook feedback"),
     ]);
-    let config = home.path().join("claude-config");
-    std::fs::create_dir_all(&config).unwrap();
-    let mut cmd = Command::new(&bin);
-    cmd.args(["-p", "Make every scenario pass", "--output-format", "stream-json", "--verbose"])
-        .arg("--dangerously-skip-permissions")
-        .current_dir(f.ws())
-        .env_clear()
-        .env("PATH", mock_model::path_with_gadfly())
-        .env("HOME", home.path())
-        .env("LANG", "C.UTF-8")
-        .env("CLAUDE_CONFIG_DIR", &config)
-        .env("ANTHROPIC_BASE_URL", &mock.url)
-        .env("ANTHROPIC_API_KEY", "dummy")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .env("DISABLE_TELEMETRY", "1")
-        .env("DISABLE_AUTOUPDATER", "1")
-        .env("IS_SANDBOX", "1")
-        .env("GADFLY_URL", &d.url)
-        .env("GADFLY_TOKEN", &hook_token)
-        .env("GADFLY_SPOOL_DIR", data.join("spool"));
+    let mut cmd = mock_model::offline_claude(&bin, home.path(), &mock, &f.ws(), "Make every scenario pass");
+    cmd.env("GADFLY_URL", &d.url).env("GADFLY_TOKEN", &hook_token).env("GADFLY_SPOOL_DIR", data.join("spool"));
     let run = mock_model::run_agent(cmd, Duration::from_secs(120));
     eprintln!("claude ran for {:.2} s\n{}", run.elapsed.as_secs_f64(), mock.describe());
     assert!(!run.timed_out && run.code() == Some(0), "claude failed: {}", run.explain(&mock));

@@ -165,8 +165,8 @@ fn skip_without_bwrap() -> bool {
 }
 
 /// Appends `code` to the shipped initial kernel, stops, and checks the
-/// stop is blocked on the real numbers.
-fn forged_kernel_is_held(extra: &str, code: &str) {
+/// stop is blocked on the real numbers; returns the evaluation.
+fn forged_kernel_is_held(extra: &str, code: &str) -> Value {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     std::fs::create_dir_all(&data).unwrap();
@@ -184,6 +184,7 @@ fn forged_kernel_is_held(extra: &str, code: &str) {
     assert_eq!(e["holds"], false, "{e}");
     assert_real_numbers(&e);
     assert!(!why.is_empty());
+    e
 }
 
 #[test]
@@ -201,22 +202,7 @@ fn an_atexit_forgery_in_the_shipped_kernel_is_held_under_bwrap() {
 
 #[test]
 fn a_detached_helper_that_rewrites_the_results_later_is_held() {
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    std::fs::create_dir_all(&data).unwrap();
-    let (spec, ws) = qr_cpu(&dir.path().join("example"), "");
-    let d = Daemon::start(&data);
-    let id = d.create_campaign(&spec);
-    let kernel = ws.join("kernel/qr.c");
-    let mut text = std::fs::read_to_string(&kernel).unwrap();
-    text.push_str(FORGE_C);
-    text.push_str(HELPER_C);
-    std::fs::write(&kernel, text).unwrap();
-    let answer = d.stop(&id, "done");
-    common::reason(&answer);
-    let e = evaluate(&d, &id);
-    assert_eq!(e["holds"], false, "{e}");
-    assert_real_numbers(&e);
+    let e = forged_kernel_is_held("", HELPER_C);
     // The harness saw the helper and said so.
     let text = e.to_string();
     assert!(text.contains("started") && text.contains("process"), "the helper is not reported: {e}");
@@ -227,21 +213,7 @@ fn a_detached_helper_is_held_under_bwrap() {
     if skip_without_bwrap() {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    std::fs::create_dir_all(&data).unwrap();
-    let (spec, ws) = qr_cpu(&dir.path().join("example"), "sandbox = \"bwrap\"");
-    let d = Daemon::start(&data);
-    let id = d.create_campaign(&spec);
-    let kernel = ws.join("kernel/qr.c");
-    let mut text = std::fs::read_to_string(&kernel).unwrap();
-    text.push_str(FORGE_C);
-    text.push_str(HELPER_C);
-    std::fs::write(&kernel, text).unwrap();
-    common::reason(&d.stop(&id, "done"));
-    let e = evaluate(&d, &id);
-    assert_eq!(e["holds"], false, "{e}");
-    assert_real_numbers(&e);
+    forged_kernel_is_held("sandbox = \"bwrap\"", HELPER_C);
 }
 
 fn health_ok(d: &Daemon) -> bool {

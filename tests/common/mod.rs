@@ -40,6 +40,17 @@ impl Daemon {
         Self::start_cmd(data_dir, cmd)
     }
 
+    /// The `gadfly serve` command [`Daemon::start`] runs (PostgreSQL when
+    /// the tests use it), for a test to add to before [`Daemon::start_cmd`].
+    pub fn serve_command(data_dir: &Path) -> Command {
+        let mut cmd = gadfly();
+        cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"]).arg(data_dir);
+        if let Some(u) = postgres_for(data_dir) {
+            cmd.args(["--database-url", &u]);
+        }
+        cmd
+    }
+
     /// Starts `cmd` (a `gadfly serve` writing to `data_dir`) and waits for it.
     pub fn start_cmd(data_dir: &Path, mut cmd: Command) -> Daemon {
         let _ = std::fs::remove_file(data_dir.join("daemon.json"));

@@ -718,6 +718,36 @@ pub fn agent_bin(env_var: &str, name: &str) -> Option<std::path::PathBuf> {
     p.exists().then_some(p)
 }
 
+/// `claude -p PROMPT` (stream-json, permissions skipped) in `workspace`,
+/// offline against `mock`: a clean environment with its own HOME and
+/// CLAUDE_CONFIG_DIR (`home/claude-config`), the `gadfly` under test first
+/// on PATH. Callers add gadfly's settings and variables.
+pub fn offline_claude(
+    bin: &std::path::Path,
+    home: &std::path::Path,
+    mock: &MockModel,
+    workspace: &std::path::Path,
+    prompt: &str,
+) -> std::process::Command {
+    let config = home.join("claude-config");
+    std::fs::create_dir_all(&config).unwrap();
+    let mut cmd = std::process::Command::new(bin);
+    cmd.args(["-p", prompt, "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions"])
+        .current_dir(workspace)
+        .env_clear()
+        .env("PATH", path_with_gadfly())
+        .env("HOME", home)
+        .env("LANG", "C.UTF-8")
+        .env("CLAUDE_CONFIG_DIR", &config)
+        .env("ANTHROPIC_BASE_URL", &mock.url)
+        .env("ANTHROPIC_API_KEY", "dummy")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("IS_SANDBOX", "1");
+    cmd
+}
+
 /// PATH with the directory of the `gadfly` binary under test first.
 pub fn path_with_gadfly() -> std::ffi::OsString {
     let bin = std::path::Path::new(env!("CARGO_BIN_EXE_gadfly"));

@@ -400,6 +400,7 @@ export function mount(root, ctx, id) {
     }
     const geoOk = isNum(e.geomean_speedup) && (!isNum(pred.min_geomean_speedup) || e.geomean_speedup >= pred.min_geomean_speedup);
     const geoCompareOk = isNum(e.geomean_compare_speedup) && (!isNum(pred.min_compare_geomean) || e.geomean_compare_speedup >= pred.min_compare_geomean);
+    const footOk = geoOk && (!compared || !isNum(pred.min_compare_geomean) || geoCompareOk);
     const failures = e.failures || [];
     fill(predicateBody,
       h('div', { class: 'table-wrap' }, h('table', { class: 'table predicate' },
@@ -412,13 +413,13 @@ export function mount(root, ctx, id) {
           compared ? h('th', { class: 'right', title: 'comparison implementation time (compare_us) / this time' }, 'vs comparison') : null,
           h('th', null, 'Result'))),
         h('tbody', null, rows),
-        h('tfoot', null, h('tr', { class: geoOk && (!compared || !isNum(pred.min_compare_geomean) || geoCompareOk) ? 'pass' : 'fail' },
+        h('tfoot', null, h('tr', { class: footOk ? 'pass' : 'fail' },
           h('td', { colspan: 7 }, 'geometric mean',
             isNum(pred.min_geomean_speedup) ? h('span', { class: 'muted' }, ` (must reach ${speedup(pred.min_geomean_speedup)})`) : null,
             compared && isNum(pred.min_compare_geomean) ? h('span', { class: 'muted' }, ` (vs comparison: must reach ${speedup(pred.min_compare_geomean)})`) : null),
           h('td', { class: `num right speed ${geoOk ? 'ok' : 'bad'}` }, speedup(e.geomean_speedup)),
           compared ? h('td', { class: `num right speed compare ${isNum(pred.min_compare_geomean) ? (geoCompareOk ? 'ok' : 'bad') : 'muted'}` }, speedup(e.geomean_compare_speedup)) : null,
-          h('td', null, isNum(pred.min_geomean_speedup) || (compared && isNum(pred.min_compare_geomean)) ? pill(geoOk && (!isNum(pred.min_compare_geomean) || geoCompareOk) ? 'pass' : 'fail', geoOk && (!isNum(pred.min_compare_geomean) || geoCompareOk) ? 'pass' : 'fail') : null))))),
+          h('td', null, isNum(pred.min_geomean_speedup) || (compared && isNum(pred.min_compare_geomean)) ? pill(footOk ? 'pass' : 'fail', footOk ? 'pass' : 'fail') : null))))),
       failures.length ? h('div', { class: 'notice fail' }, h('b', null, 'The evaluation itself failed: '), h('ul', null, failures.map((f) => h('li', null, f)))) : null);
   }
 
