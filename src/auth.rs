@@ -63,10 +63,71 @@ pub fn constant_time_eq(a: &str, b: &str) -> bool {
     a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
+/// One-time console logins. A link carrying the master token
+/// (`/login?token=...`) stays in the browser's history, where the token
+/// opens the whole API for as long as it lives. A login code is good for
+/// one login within [`LoginCodes::TTL`]: the history keeps a spent code.
+/// `gadfly serve` prints a link with one, `gadfly console` asks the daemon
+/// for another (`POST /api/v1/login-codes`, master token only). Codes live
+/// in the daemon's memory: a restart voids the ones not used.
+#[derive(Default)]
+pub struct LoginCodes {
+    codes: std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>,
+}
+
+impl LoginCodes {
+    /// How long a code stays good.
+    pub const TTL: std::time::Duration = std::time::Duration::from_secs(600);
+    /// At most this many codes wait at once; minting more drops the oldest.
+    const MAX: usize = 64;
+
+    /// A fresh code (128 random bits, hex).
+    pub fn mint(&self) -> String {
+        let code: String = (0..16).map(|_| format!("{:02x}", rand::random::<u8>())).collect();
+        let now = std::time::Instant::now();
+        let mut codes = self.codes.lock().unwrap_or_else(|e| e.into_inner());
+        codes.retain(|_, made| now.duration_since(*made) < Self::TTL);
+        while codes.len() >= Self::MAX {
+            let Some(oldest) = codes.iter().min_by_key(|(_, made)| **made).map(|(c, _)| c.clone()) else { break };
+            codes.remove(&oldest);
+        }
+        codes.insert(code.clone(), now);
+        code
+    }
+
+    /// Whether `code` is good now; a good code is spent by this call.
+    pub fn redeem(&self, code: &str) -> bool {
+        let mut codes = self.codes.lock().unwrap_or_else(|e| e.into_inner());
+        let found = codes.keys().find(|c| constant_time_eq(c, code)).cloned();
+        match found.and_then(|c| codes.remove(&c)) {
+            Some(made) => made.elapsed() < Self::TTL,
+            None => false,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use axum::http::Method;
+
+    #[test]
+    fn a_login_code_is_good_once() {
+        let codes = LoginCodes::default();
+        let a = codes.mint();
+        let b = codes.mint();
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 32);
+        assert!(!codes.redeem("not-a-code"));
+        assert!(!codes.redeem(""));
+        assert!(codes.redeem(&a), "a fresh code logs in");
+        assert!(!codes.redeem(&a), "a spent code does not");
+        assert!(codes.redeem(&b), "other codes stay good");
+        for _ in 0..200 {
+            codes.mint();
+        }
+        assert!(codes.codes.lock().unwrap().len() <= 64, "the waiting codes are bounded");
+    }
 
     #[test]
     fn a_hook_token_names_its_campaign_and_cannot_be_forged_or_moved() {

@@ -57,6 +57,8 @@ struct RawGate {
     fail: Option<Spanned<String>>,
     #[serde(default)]
     unavailable_blocks: Option<Spanned<i64>>,
+    #[serde(default)]
+    stop_timeout_s: Option<Spanned<i64>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -243,15 +245,36 @@ pub enum SandboxMode {
 /// unavailable" at most `unavailable_blocks` times in a row, then let
 /// through; with `fail = "open"` it is let through at once. Either way the
 /// call is spooled and recorded as an ungated stop at the next contact.
+///
+/// `stop_timeout_s` (default 600) is the timeout gadfly writes for the Stop
+/// hook in the agent's settings, and the hook is told to answer within 90%
+/// of it (`--deadline`), so it always answers, blocked or spooled, before
+/// the agent kills it: a killed hook lets the stop through unrecorded.
+/// Change it here, not in the settings file (an edited hook entry is a
+/// tamper).
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
 pub struct GateSpec {
     pub fail_closed: bool,
     pub unavailable_blocks: u32,
+    #[serde(default = "default_stop_timeout_s")]
+    pub stop_timeout_s: u32,
+}
+
+fn default_stop_timeout_s() -> u32 {
+    600
 }
 
 impl Default for GateSpec {
     fn default() -> Self {
-        GateSpec { fail_closed: true, unavailable_blocks: 3 }
+        GateSpec { fail_closed: true, unavailable_blocks: 3, stop_timeout_s: default_stop_timeout_s() }
+    }
+}
+
+impl GateSpec {
+    /// The Stop hook's own deadline: 90% of the agent's timeout for it, so
+    /// the hook answers (and spools) before it is killed.
+    pub fn stop_deadline_s(&self) -> f64 {
+        f64::from(self.stop_timeout_s) * 0.9
     }
 }
 
@@ -642,6 +665,16 @@ pub fn parse(text: &str, file: &str, base: &Path) -> Result<CampaignSpec, SpecEr
             _ => loc.push(n.span(), "gate.unavailable_blocks", "must be between 1 and 1000"),
         }
     }
+    if let Some(n) = &raw.gate.stop_timeout_s {
+        match u32::try_from(*n.get_ref()) {
+            Ok(v) if (5..=86_400).contains(&v) => gate.stop_timeout_s = v,
+            _ => loc.push(
+                n.span(),
+                "gate.stop_timeout_s",
+                "must be between 5 and 86400 seconds (the Stop hook's timeout in the agent's settings)",
+            ),
+        }
+    }
     let mut hooks = HooksSpec::default();
     if let Some(t) = &raw.hooks.transport {
         match t.get_ref().as_str() {
@@ -869,6 +902,25 @@ min_geomean_speedup = 1.2
 [questions]
 mode = "audit"
 "#;
+
+    #[test]
+    fn the_stop_timeout_is_read_checked_and_defaulted_for_stored_specs() {
+        let dir = git_dir();
+        let spec = parse(GOOD, "c.toml", dir.path()).unwrap();
+        assert_eq!(spec.gate.stop_timeout_s, 600);
+        let with = format!("{GOOD}[gate]\nstop_timeout_s = 25\n");
+        let spec = parse(&with, "c.toml", dir.path()).unwrap();
+        assert_eq!(spec.gate.stop_timeout_s, 25);
+        assert_eq!(spec.gate.stop_deadline_s(), 22.5);
+        let bad = format!("{GOOD}[gate]\nstop_timeout_s = 2\n");
+        let e = parse(&bad, "c.toml", dir.path()).unwrap_err().to_string();
+        assert!(e.contains("c.toml:") && e.contains("gate.stop_timeout_s"), "{e}");
+        // A spec stored before the key existed still loads, with the default.
+        let mut v = serde_json::to_value(&spec).unwrap();
+        v["gate"].as_object_mut().unwrap().remove("stop_timeout_s");
+        let old: CampaignSpec = serde_json::from_value(v).unwrap();
+        assert_eq!(old.gate.stop_timeout_s, 600);
+    }
 
     #[test]
     fn parses_a_good_spec() {

@@ -90,6 +90,8 @@ pub enum Command {
         #[arg(long)]
         data_dir: Option<PathBuf>,
     },
+    /// Print a one-time link that logs a browser into the web console (good once, for ten minutes).
+    Console,
     /// Queue a question for the agent; it is delivered at its next stop.
     Ask { id: String, text: String },
     /// Write gadfly's hooks into an agent's configuration, so an agent you start by hand is supervised.
@@ -359,13 +361,21 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             let token = tokio_util::sync::CancellationToken::new();
             crate::daemon::cancel_on_signals(token.clone());
             let daemon = crate::daemon::Daemon::build(config, token).await?;
-            eprintln!("gadfly serving on {} (console: {}/login?token=...)", daemon.url(), daemon.url());
+            eprintln!(
+                "gadfly serving on {} (console, a one-time link good for ten minutes: {}; `gadfly console` prints another)",
+                daemon.url(),
+                daemon.login_link()
+            );
             daemon.run_until_stopped().await?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Hook { agent: _, event, fail, unavailable_blocks, daemon_key, deadline, campaign } => {
             let input = crate::hook::read_stdin().context("reading the hook payload from stdin")?;
-            let gate = crate::campaign::GateSpec { fail_closed: fail == FailMode::Closed, unavailable_blocks };
+            let gate = crate::campaign::GateSpec {
+                fail_closed: fail == FailMode::Closed,
+                unavailable_blocks,
+                ..Default::default()
+            };
             let key = daemon_key.as_deref().or(top_daemon_key.as_deref()).filter(|k| !k.is_empty());
             let out = crate::hook::run("claude-code", &event, &campaign, &input, gate, key, deadline).await;
             if let Some(s) = &out.stdout {
@@ -383,6 +393,12 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
                 None => daemon_public_key(&client(Duration::from_secs(10))?).await?,
             };
             println!("{key}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Console => {
+            let link = client(Duration::from_secs(10))?.post("/login-codes", &json!({})).await?;
+            println!("{}", link["url"].as_str().context("the daemon answered without a login link")?);
+            eprintln!("open it in your browser: it logs in once, within ten minutes, and leaves no token in the browser's history");
             Ok(ExitCode::SUCCESS)
         }
         Command::Demo(args) => crate::demo::run(args).await,
@@ -450,7 +466,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
                 serde_json::from_value(campaign["spec"]["hooks"].clone()).unwrap_or_default();
             let http = hooks
                 .http
-                .then(|| crate::agent::attach::HttpHooks { url: c.base_url().to_string(), token: hook_token.clone() });
+                .then(|| crate::agent::attach::HttpHooks { url: c.base_url().to_string() });
             // The daemon's key, pinned in every hook command (THREATS row 5).
             let daemon_key = daemon_public_key(&c).await?;
             let path = crate::agent::attach::attach_pinned(

@@ -90,7 +90,7 @@ pub fn login_form(error: Option<&str>) -> String {
     page(
         "log in",
         &format!(
-            "<h1>gadfly</h1>{err}<form method=\"get\" action=\"/login\"><label>API token (in DATA_DIR/token): <input name=\"token\" type=\"password\" autofocus></label> <button>Log in</button></form>"
+            "<h1>gadfly</h1>{err}<form method=\"post\" action=\"/login\"><label>API token (in DATA_DIR/token): <input name=\"token\" type=\"password\" autofocus></label> <button>Log in</button></form>"
         ),
     )
 }

@@ -85,7 +85,14 @@ impl Daemon {
         if imported + left > 0 {
             tracing::info!(imported, left, "spooled hook calls replayed into the store");
         }
-        let state = AppState { supervisor, token, shutdown, allow_remote: config.allow_remote, key };
+        let state = AppState {
+            supervisor,
+            token,
+            shutdown,
+            allow_remote: config.allow_remote,
+            key,
+            login_codes: Default::default(),
+        };
         Ok(Daemon { listener, state, addr, config, _lock: lock })
     }
 
@@ -99,6 +106,11 @@ impl Daemon {
 
     pub fn token(&self) -> &str {
         &self.state.token
+    }
+
+    /// A one-time link that logs a browser into the console.
+    pub fn login_link(&self) -> String {
+        format!("{}/login?code={}", self.url(), self.state.login_codes.mint())
     }
 
     pub fn supervisor(&self) -> Supervisor {

@@ -511,7 +511,7 @@ mod tests {
             let at = at.clone();
             async move { call(agent, event, campaign, input, gate, None, Some(0.3), &at).await }
         };
-        let closed = GateSpec { fail_closed: true, unavailable_blocks: 2 };
+        let closed = GateSpec { fail_closed: true, unavailable_blocks: 2, ..GateSpec::default() };
         let stop = br#"{"session_id":"s"}"#;
         for n in 1..=2 {
             let out = run("claude-code", "stop", "c1", stop, closed).await;
@@ -527,7 +527,7 @@ mod tests {
         // Another session has its own count; a campaign that fails open lets it through at once.
         let other = run("claude-code", "stop", "c1", br#"{"session_id":"t"}"#, closed).await;
         assert!(other.stdout.is_some());
-        let open = GateSpec { fail_closed: false, unavailable_blocks: 3 };
+        let open = GateSpec { fail_closed: false, unavailable_blocks: 3, ..GateSpec::default() };
         let out = run("claude-code", "stop", "c2", stop, open).await;
         assert_eq!(out.stdout, None);
         let out = run("claude-code", "post-tool-use", "c1", stop, closed).await;
@@ -580,7 +580,7 @@ mod tests {
             config: ClientConfig { url: format!("http://127.0.0.1:{port}"), token: None },
             spool: spool.path().to_path_buf(),
         };
-        let closed = GateSpec { fail_closed: true, unavailable_blocks: 3 };
+        let closed = GateSpec { fail_closed: true, unavailable_blocks: 3, ..GateSpec::default() };
         let tool = br#"{"session_id":"s","tool_use_id":"t"}"#;
         let out = call("claude-code", "post-tool-use", "c1", tool, closed, None, Some(5.0), &at).await;
         assert_eq!((out.code, out.stdout.as_deref()), (0, None));

@@ -43,6 +43,7 @@ use crate::server;
         server::start_run,
         server::stop_run,
         server::hook_token,
+        server::login_code,
         server::hook_install,
         server::bank,
         server::bank_stats,

@@ -32,6 +32,8 @@ pub struct AppState {
     pub allow_remote: bool,
     /// Signs the answers to hook calls (see `signing`).
     pub key: std::sync::Arc<crate::signing::DaemonKey>,
+    /// One-time console login codes (see `auth::LoginCodes`).
+    pub login_codes: std::sync::Arc<crate::auth::LoginCodes>,
 }
 
 /// The one error shape of the API: `{"code", "message"}`.
@@ -221,6 +223,7 @@ pub fn router(state: AppState) -> Router {
         .route("/campaigns/{id}/runs", get(list_runs).post(start_run))
         .route("/campaigns/{id}/runs/stop", post(stop_run))
         .route("/campaigns/{id}/hook-token", get(hook_token))
+        .route("/login-codes", post(login_code))
         .route("/campaigns/{id}/hook-installs", post(hook_install))
         .route("/bank", get(bank))
         .route("/bank/stats", get(bank_stats))
@@ -236,7 +239,7 @@ pub fn router(state: AppState) -> Router {
         .route("/campaigns/{id}", get(crate::web::campaign_page))
         .route("/bank", get(crate::web::bank_page))
         .route_layer(middleware::from_fn_with_state(state.clone(), require_cookie))
-        .route("/login", get(login))
+        .route("/login", get(login).post(login_form_post))
         .route("/assets/{*path}", get(crate::web::serve_asset));
     Router::new()
         .nest("/api/v1", api)
@@ -519,19 +522,77 @@ async fn require_cookie(State(state): State<AppState>, req: Request, next: Next)
 
 #[derive(Deserialize)]
 struct LoginQuery {
+    /// The master token (the contract's `/login?token=`; it stays in the
+    /// browser's history: prefer a code).
     token: Option<String>,
+    /// A one-time login code (`gadfly console`, `gadfly serve`).
+    code: Option<String>,
 }
 
+/// The session cookie and a redirect to the campaigns; the answer is never
+/// cached and sends no Referer onwards.
+fn logged_in(state: &AppState) -> Response {
+    let cookie = format!("{COOKIE}={}; Path=/; HttpOnly; SameSite=Strict", session_value(&state.token));
+    (
+        [
+            (header::SET_COOKIE, cookie),
+            (header::CACHE_CONTROL, "no-store".to_string()),
+            (header::REFERRER_POLICY, "no-referrer".to_string()),
+        ],
+        Redirect::to("/"),
+    )
+        .into_response()
+}
+
+fn login_refused(message: &str) -> Response {
+    (StatusCode::UNAUTHORIZED, Html(crate::console::login_form(Some(message)))).into_response()
+}
+
+/// `GET /login?code=CODE` (one-time) or `GET /login?token=TOKEN`.
 async fn login(State(state): State<AppState>, Query(q): Query<LoginQuery>) -> Response {
-    match q.token {
-        Some(t) if crate::auth::constant_time_eq(t.trim(), &state.token) => {
-            let cookie = format!("{COOKIE}={}; Path=/; HttpOnly; SameSite=Strict", session_value(&state.token));
-            ([(header::SET_COOKIE, cookie)], Redirect::to("/")).into_response()
-        }
-        Some(_) => (StatusCode::UNAUTHORIZED, Html(crate::console::login_form(Some("That token is not valid."))))
-            .into_response(),
-        None => Html(crate::console::login_form(None)).into_response(),
+    match (q.code, q.token) {
+        (Some(c), _) if state.login_codes.redeem(c.trim()) => logged_in(&state),
+        (Some(_), _) => login_refused("That login code is not valid: it was used already, is older than ten minutes, or the daemon restarted since. `gadfly console` prints a new link."),
+        (None, Some(t)) if crate::auth::constant_time_eq(t.trim(), &state.token) => logged_in(&state),
+        (None, Some(_)) => login_refused("That token is not valid."),
+        (None, None) => Html(crate::console::login_form(None)).into_response(),
     }
+}
+
+#[derive(Deserialize)]
+struct LoginForm {
+    token: String,
+}
+
+/// The login form's POST: the token in the body, never in a URL.
+async fn login_form_post(State(state): State<AppState>, form: Result<axum::Form<LoginForm>, axum::extract::rejection::FormRejection>,
+) -> Response {
+    match form.ok().map(|f| f.0.token) {
+        Some(t) if crate::auth::constant_time_eq(t.trim(), &state.token) => logged_in(&state),
+        _ => login_refused("That token is not valid."),
+    }
+}
+
+/// A one-time console login link.
+#[derive(Serialize, ToSchema)]
+struct LoginCode {
+    /// Good for one login, within `expires_in_s`.
+    code: String,
+    /// The link to open: `/login?code=CODE` on this daemon.
+    url: String,
+    expires_in_s: u64,
+}
+
+/// A one-time login link for the console (master token only): the link
+/// logs one browser in, once, within ten minutes, and leaves no lasting
+/// secret in its history.
+#[utoipa::path(post, path = "/login-codes", tag = "daemon",
+    responses((status = 200, description = "ok", body = LoginCode), Unauthorized, Forbidden, Internal))]
+async fn login_code(State(state): State<AppState>, headers: HeaderMap) -> ApiResult<Json<LoginCode>> {
+    let code = state.login_codes.mint();
+    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok()).unwrap_or_default();
+    let base = if host.is_empty() { state.supervisor.endpoint().0 } else { format!("http://{host}") };
+    Ok(Json(LoginCode { url: format!("{base}/login?code={code}"), code, expires_in_s: crate::auth::LoginCodes::TTL.as_secs() }))
 }
 
 #[derive(Serialize, ToSchema)]

@@ -164,8 +164,75 @@ pub async fn import(sup: &crate::supervisor::Supervisor, dir: &Path) -> (usize, 
     (done_count, left)
 }
 
+/// How far a replayed call's `spooled_at` may lie outside the campaign's
+/// life (clocks of the hook's and the daemon's hosts may differ a little).
+const CLOCK_SLACK: chrono::TimeDelta = chrono::TimeDelta::minutes(2);
+
+/// Whether a replayed call reads as a hook's spool writes it. The hook
+/// token that replays a call is the agent's too, so a replay is the
+/// agent's word: it is taken only in the shape the hook gives it. A stop
+/// is spooled `blocked` or `allowed`, every other event `passed`; the time
+/// is RFC 3339, within the campaign's life (not before it was created, not
+/// in the future); the reason is given and bounded. Anything
+/// else was not written by gadfly's hook and is refused, naming the field.
+pub fn check_replay(
+    event: &str,
+    outcome: &str,
+    at: &str,
+    why: &str,
+    campaign_created: &str,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<(), String> {
+    let expected: &[&str] = if event == "stop" { &["blocked", "allowed"] } else { &["passed"] };
+    if !expected.contains(&outcome) {
+        return Err(format!(
+            "`outcome` {outcome:?} is not what the hook spools for a {event} call (it spools {})",
+            expected.join(" or ")
+        ));
+    }
+    let at_time = chrono::DateTime::parse_from_rfc3339(at)
+        .map_err(|e| format!("`spooled_at` {at:?} is not an RFC 3339 time: {e}"))?
+        .with_timezone(&chrono::Utc);
+    if at_time > now + CLOCK_SLACK {
+        return Err(format!("`spooled_at` {at} is in the future (the daemon's clock says {})", now.to_rfc3339()));
+    }
+    if let Ok(created) = chrono::DateTime::parse_from_rfc3339(campaign_created) {
+        if at_time < created.with_timezone(&chrono::Utc) - CLOCK_SLACK {
+            return Err(format!("`spooled_at` {at} is before the campaign was created ({campaign_created})"));
+        }
+    }
+    if why.trim().is_empty() || why.len() > 8192 {
+        return Err("`why` must be the hook's reason (1 to 8192 bytes)".into());
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_replay_is_taken_only_as_the_hook_spools_it() {
+        use super::check_replay;
+        let now = chrono::DateTime::parse_from_rfc3339("2026-12-06T12:00:00Z").unwrap().with_timezone(&chrono::Utc);
+        let created = "2026-12-06T10:00:00.000Z";
+        let ok = |e, o, at| check_replay(e, o, at, "connection refused", created, now);
+        assert!(ok("stop", "blocked", "2026-12-06T11:59:00Z").is_ok());
+        assert!(ok("stop", "allowed", "2026-12-06T10:30:00+01:00").is_err(), "before the campaign");
+        assert!(ok("stop", "allowed", "2026-12-06T11:30:00+01:00").is_ok(), "any offset");
+        assert!(ok("post-tool-use", "passed", "2026-12-06T11:00:00Z").is_ok());
+        let e = ok("post-tool-use", "allowed", "2026-12-06T11:00:00Z").unwrap_err();
+        assert!(e.contains("`outcome`") && e.contains("passed"), "{e}");
+        assert!(ok("stop", "passed", "2026-12-06T11:00:00Z").is_err(), "a stop is never just passed");
+        assert!(ok("subagent-stop", "allowed", "2026-12-06T11:00:00Z").is_err());
+        let e = ok("stop", "allowed", "2027-01-01T00:00:00Z").unwrap_err();
+        assert!(e.contains("future"), "{e}");
+        assert!(ok("stop", "allowed", "2026-12-06T12:01:00Z").is_ok(), "within the clock slack");
+        let e = ok("stop", "allowed", "2026-12-06T09:00:00Z").unwrap_err();
+        assert!(e.contains("before the campaign"), "{e}");
+        assert!(ok("stop", "allowed", "yesterday").unwrap_err().contains("RFC 3339"));
+        assert!(check_replay("stop", "allowed", "2026-12-06T11:00:00Z", "", created, now).is_err());
+        assert!(check_replay("stop", "allowed", "2026-12-06T11:00:00Z", &"x".repeat(9000), created, now).is_err());
+    }
+
     use super::*;
 
     fn call(id: &str, outcome: &str) -> SpooledCall {

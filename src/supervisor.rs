@@ -1092,13 +1092,11 @@ impl Supervisor {
         payload: Value,
         spooled: &SpooledMeta,
     ) -> Result<HookReply> {
-        self.campaign(campaign_id).await?;
-        if !["blocked", "allowed", "passed"].contains(&spooled.outcome.as_str()) {
-            return Err(SupervisorError::Invalid(format!(
-                "unknown spooled outcome `{}`; expected blocked, allowed or passed",
-                spooled.outcome
-            )));
-        }
+        let (row, _) = self.campaign(campaign_id).await?;
+        // The hook token that replays is the agent's too: take the call
+        // only in the shape the hook's spool gives it (issue 31).
+        crate::spool::check_replay(event, &spooled.outcome, &spooled.at, &spooled.why, &row.created_at, chrono::Utc::now())
+            .map_err(|e| SupervisorError::Invalid(format!("this is not a call the hook spooled: {e}")))?;
         let meta = json!({"at": spooled.at, "outcome": spooled.outcome, "why": spooled.why});
         let (event_id, fresh, session) =
             self.record_hook_call(campaign_id, agent, event, call_id, &payload, Some(meta)).await?;

@@ -269,15 +269,18 @@ fn http_hooks_record_tool_calls_and_deliver_a_question_while_the_gate_stays_a_co
         Step::text("Every scenario passes. Done."),
     ]);
     let token = d.api_get(&format!("/campaigns/{id}/hook-token"))["token"].as_str().unwrap().to_string();
-    let http = gadfly::agent::attach::HttpHooks { url: d.url.clone(), token };
+    let http = gadfly::agent::attach::HttpHooks { url: d.url.clone() };
     let ours = gadfly::agent::attach::hooks_settings_with("gadfly", &id, Default::default(), Some(&http));
     assert_eq!(ours["hooks"]["PostToolUse"][0]["hooks"][0]["type"], "http");
     assert_eq!(ours["hooks"]["Stop"][0]["hooks"][0]["type"], "command");
     let mut cmd = claude(&bin, home.path(), &mock, &d, &id, &f.ws(), "Make every scenario pass");
     std::fs::write(home.path().join("gadfly-settings.json"), serde_json::to_string_pretty(&ours).unwrap()).unwrap();
-    // The HTTP hooks carry their token in the settings; the command hooks
-    // still read GADFLY_URL and GADFLY_TOKEN.
-    cmd.env("GADFLY_TOKEN", &d.token);
+    // No token in the settings: the HTTP hooks take theirs from Claude
+    // Code's environment, as the command hooks do (GADFLY_URL and
+    // GADFLY_TOKEN, the campaign's hook token as `gadfly attach` says).
+    let settings_text = std::fs::read_to_string(home.path().join("gadfly-settings.json")).unwrap();
+    assert!(!settings_text.contains(&token), "the hook token was written into the settings");
+    cmd.env("GADFLY_TOKEN", &token);
     let run = run_agent(cmd, TIMEOUT);
     eprintln!("claude ran for {:.2} s\n{}", run.elapsed.as_secs_f64(), mock.describe());
     assert_success(&run, &mock);

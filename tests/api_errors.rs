@@ -251,6 +251,7 @@ const ROUTES: &[&str] = &[
     "GET /campaigns/{id}/events",
     "POST /campaigns/{id}/hook-installs",
     "GET /campaigns/{id}/hook-token",
+    "POST /login-codes",
     "POST /campaigns/{id}/hooks/{agent}/{event}",
     "GET /campaigns/{id}/log",
     "GET /campaigns/{id}/questions",

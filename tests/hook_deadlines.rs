@@ -145,3 +145,49 @@ fn a_daemon_that_dies_mid_request_and_stays_down_is_answered_for_within_the_wind
     assert!(a.reason.contains("supervisor unavailable"), "{}", a.reason);
     assert!(a.seconds < 30.0, "answered after {:.1} s", a.seconds);
 }
+
+/// Issue 31: whatever Stop timeout the campaign sets (`[gate]
+/// stop_timeout_s`), `gadfly attach` writes that timeout and a hook
+/// deadline below it together, so the exact command Claude Code would run
+/// answers before Claude Code would kill it, even with nothing listening.
+#[test]
+fn the_stop_command_attach_writes_answers_within_the_timeout_it_writes() {
+    let f = common::Fixture::new("[gate]\nstop_timeout_s = 8\n");
+    let mut d = common::Daemon::start(&f.data_dir());
+    let id = d.create_campaign(&f.spec());
+    let out = d.run(&["attach", &id]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let settings: Value =
+        serde_json::from_str(&std::fs::read_to_string(f.ws().join(".claude/settings.local.json")).unwrap()).unwrap();
+    let stop_hook = &settings["hooks"]["Stop"][0]["hooks"][0];
+    assert_eq!(stop_hook["timeout"], 8, "{stop_hook}");
+    let command = stop_hook["command"].as_str().unwrap().to_string();
+    assert!(command.contains("--deadline 7.2"), "{command}");
+    let url = d.url.clone();
+    d.kill();
+    let spool = tempfile::tempdir().unwrap();
+    let payload = serde_json::json!({
+        "session_id": session("attached"), "transcript_path": "/nonexistent.jsonl", "cwd": "/tmp",
+        "hook_event_name": "Stop", "stop_hook_active": false, "last_assistant_message": "Done."
+    });
+    let started = Instant::now();
+    let mut child = std::process::Command::new("sh")
+        .args(["-c", &command])
+        .env("GADFLY_URL", &url)
+        .env("GADFLY_TOKEN", "not-a-token")
+        .env("GADFLY_SPOOL_DIR", spool.path())
+        .env_remove("GADFLY_HOOK_DEADLINE_S")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(payload.to_string().as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let seconds = started.elapsed().as_secs_f64();
+    eprintln!("answered in {seconds:.1} s under an 8 s timeout");
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    assert_eq!(answer["decision"], "block", "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(seconds < 8.0, "answered after {seconds:.1} s, past the 8 s timeout");
+    assert_eq!(spooled(spool.path()).len(), 1, "spooled before the timeout");
+}

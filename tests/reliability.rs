@@ -886,3 +886,111 @@ fn connections_that_trickle_their_headers_or_stay_idle_are_closed() {
     eprintln!("all 60 slow or idle connections closed after {:.1} s", after.as_secs_f64());
     assert!(after >= Duration::from_secs(5), "closed too early ({after:?}): not the header deadline");
 }
+
+/// Issue 31: a console login must not leave the master token where it
+/// lasts. `gadfly console` prints a one-time link (a code good for one
+/// login within ten minutes); the login form posts the token in its body;
+/// a hook token cannot mint codes. (`/login?token=` still works: it is a
+/// contract; tests/console shows what each leaves in Chromium's history.)
+#[test]
+fn a_console_login_link_is_good_once_and_the_form_keeps_the_token_out_of_urls() {
+    let f = Fixture::new("");
+    let d = Daemon::start(&f.data_dir());
+    let id = d.create_campaign(&f.spec());
+    let http = reqwest::blocking::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let out = d.run(&["console"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let link = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert!(link.starts_with(&format!("{}/login?code=", d.url)), "{link}");
+    assert!(!link.contains(&d.token), "the link carries the master token: {link}");
+    let first = http.get(&link).send().unwrap();
+    assert_eq!(first.status().as_u16(), 303, "a fresh code logs in");
+    assert_eq!(first.headers()["location"], "/");
+    assert_eq!(first.headers()["cache-control"], "no-store");
+    let cookie = first.headers()["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_string();
+    let page = http.get(format!("{}/campaigns/{id}", d.url)).header("cookie", &cookie).send().unwrap();
+    assert_eq!(page.status().as_u16(), 200, "the cookie from a code opens the console");
+    let again = http.get(&link).send().unwrap();
+    assert_eq!(again.status().as_u16(), 401, "a spent code logs nobody in");
+    assert!(again.headers().get("set-cookie").is_none());
+    assert!(again.text().unwrap().contains("used already"), "the page says why");
+    // The form posts the token in its body.
+    let form = http
+        .post(format!("{}/login", d.url))
+        .header("origin", &d.url)
+        .form(&[("token", d.token.as_str())])
+        .send()
+        .unwrap();
+    assert_eq!(form.status().as_u16(), 303);
+    assert!(form.headers()["set-cookie"].to_str().unwrap().starts_with("gadfly_session="));
+    let wrong = http.post(format!("{}/login", d.url)).form(&[("token", "nope")]).send().unwrap();
+    assert_eq!(wrong.status().as_u16(), 401);
+    assert!(wrong.headers().get("set-cookie").is_none());
+    // A page of another origin cannot log the browser in (login CSRF).
+    let other = d.url.rsplit_once(':').map(|(h, _)| format!("{h}:1")).unwrap();
+    let forged =
+        http.post(format!("{}/login", d.url)).header("origin", &other).form(&[("token", d.token.as_str())]).send().unwrap();
+    assert_eq!(forged.status().as_u16(), 403);
+    // The login page's form posts.
+    let html = http.get(format!("{}/login", d.url)).send().unwrap().text().unwrap();
+    assert!(html.contains("method=\"post\" action=\"/login\""), "{html}");
+    // Only the master token mints codes.
+    let hook_token = d.api_get(&format!("/campaigns/{id}/hook-token"))["token"].as_str().unwrap().to_string();
+    let minted = http.post(format!("{}/api/v1/login-codes", d.url)).bearer_auth(&hook_token).send().unwrap();
+    assert_eq!(minted.status().as_u16(), 403, "a hook token minted a login code");
+    let none = http.post(format!("{}/api/v1/login-codes", d.url)).send().unwrap();
+    assert_eq!(none.status().as_u16(), 401);
+}
+
+/// Issue 31: the hook token that replays spooled calls is the agent's too.
+/// A replay is taken only in the shape the hook's spool writes: forged
+/// shapes (an "allowed" tool call, a "passed" stop, a time in the future or
+/// before the campaign, no reason) are refused, naming the field, and
+/// record nothing; the hook's own shape is still recorded once.
+#[test]
+fn a_replay_the_hook_could_not_have_spooled_is_refused() {
+    let f = Fixture::new("");
+    let d = Daemon::start(&f.data_dir());
+    let id = d.create_campaign(&f.spec());
+    let hook_token = d.api_get(&format!("/campaigns/{id}/hook-token"))["token"].as_str().unwrap().to_string();
+    let http = reqwest::blocking::Client::new();
+    let replay = |event: &str, at: &str, outcome: &str, why: &str, call: &str| {
+        let res = http
+            .post(format!("{}/api/v1/campaigns/{id}/hooks/claude-code/{event}", d.url))
+            .query(&[("spooled_at", at), ("outcome", outcome), ("why", why)])
+            .bearer_auth(&hook_token)
+            .header("x-gadfly-call-id", call)
+            .header("content-type", "application/json")
+            .body(serde_json::json!({"session_id": "s-forged", "last_assistant_message": "Done."}).to_string())
+            .send()
+            .unwrap();
+        (res.status().as_u16(), res.text().unwrap())
+    };
+    let now = chrono::Utc::now();
+    let recent = (now - chrono::TimeDelta::seconds(30)).to_rfc3339();
+    let future = (now + chrono::TimeDelta::days(3)).to_rfc3339();
+    let ancient = "2020-01-01T00:00:00Z";
+    let forged = [
+        ("post-tool-use", recent.as_str(), "allowed", "connection refused", "outcome"),
+        ("stop", recent.as_str(), "passed", "connection refused", "outcome"),
+        ("stop", future.as_str(), "allowed", "connection refused", "future"),
+        ("stop", ancient, "allowed", "connection refused", "before the campaign"),
+        ("stop", "last tuesday", "allowed", "connection refused", "RFC 3339"),
+        ("stop", recent.as_str(), "allowed", "", "why"),
+    ];
+    for (n, (event, at, outcome, why, names)) in forged.iter().enumerate() {
+        let (status, body) = replay(event, at, outcome, why, &format!("forged-{n}"));
+        assert_eq!(status, 400, "forged replay {n} taken: {body}");
+        assert!(body.contains("not a call the hook spooled") && body.contains(names), "{n}: {body}");
+    }
+    let stops = d.api_get(&format!("/campaigns/{id}/stops"));
+    assert_eq!(stops.as_array().unwrap().len(), 0, "a refused replay recorded a stop: {stops}");
+    // What the hook writes is still taken, once.
+    for _ in 0..2 {
+        let (status, body) = replay("stop", &recent, "allowed", "connection refused", "real-1");
+        assert_eq!(status, 200, "{body}");
+    }
+    let stops = d.api_get(&format!("/campaigns/{id}/stops"));
+    assert_eq!(stops.as_array().unwrap().len(), 1, "{stops}");
+    assert_eq!(stops[0]["decision"], "ungated", "{stops}");
+}

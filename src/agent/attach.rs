@@ -38,8 +38,15 @@ pub fn hook_command(exe: &str, event: &str, campaign: &str, gate: GateSpec) -> S
 /// edits the hook.
 pub fn hook_command_pinned(exe: &str, event: &str, campaign: &str, gate: GateSpec, daemon_key: Option<&str>) -> String {
     let policy = if event == "stop" {
+        // The deadline only where the timeout is not the default, so the
+        // command of a default campaign reads as it always did.
+        let deadline = if gate.stop_timeout_s == GateSpec::default().stop_timeout_s {
+            String::new()
+        } else {
+            format!(" --deadline {}", gate.stop_deadline_s())
+        };
         format!(
-            " --fail {} --unavailable-blocks {}",
+            " --fail {} --unavailable-blocks {}{deadline}",
             if gate.fail_closed { "closed" } else { "open" },
             gate.unavailable_blocks
         )
@@ -76,12 +83,19 @@ fn is_ours(hook: &Value, campaign: &str) -> bool {
     hook["url"].as_str().is_some_and(|u| u.contains(&format!("/api/v1/campaigns/{campaign}/hooks/claude-code/")))
 }
 
-/// Where HTTP hooks post (the daemon's URL) and the hook token they show.
+/// Where HTTP hooks post: the daemon's URL. The hook token they show is
+/// never written into the settings (a file in the agent's workspace, kept
+/// in every snapshot): Claude Code fills the `Authorization` header from
+/// the `GADFLY_TOKEN` variable of its own environment, the one the command
+/// hooks read (`gadfly attach` says to export it; spawn mode sets it).
 #[derive(Debug, Clone)]
 pub struct HttpHooks {
     pub url: String,
-    pub token: String,
 }
+
+/// The environment variable an HTTP hook's `Authorization` header is
+/// filled from (Claude Code's `allowedEnvVars`).
+pub const TOKEN_VAR: &str = "GADFLY_TOKEN";
 
 /// The events that go over HTTP with `[hooks] transport = "http"`: the
 /// frequent ones, which record and may carry a queued question. Never the
@@ -111,11 +125,13 @@ pub fn hooks_settings_pinned(
 ) -> Value {
     let mut hooks = Map::new();
     for (event, kebab, timeout) in HOOKS {
+        let timeout = if *event == "Stop" { u64::from(gate.stop_timeout_s) } else { *timeout };
         let hook = match http {
             Some(h) if HTTP_EVENTS.contains(event) => json!({
                 "type": "http",
                 "url": format!("{}/api/v1/campaigns/{campaign}/hooks/claude-code/{kebab}?answer=agent", h.url.trim_end_matches('/')),
-                "headers": {"Authorization": format!("Bearer {}", h.token)},
+                "headers": {"Authorization": format!("Bearer ${TOKEN_VAR}")},
+                "allowedEnvVars": [TOKEN_VAR],
                 "timeout": 10,
             }),
             _ => {
@@ -398,7 +414,7 @@ mod tests {
     #[test]
     fn http_transport_posts_the_frequent_hooks_and_keeps_the_gate_a_command() {
         let dir = tempfile::tempdir().unwrap();
-        let http = HttpHooks { url: "http://127.0.0.1:7300/".into(), token: "gfh1.qr-1.abc".into() };
+        let http = HttpHooks { url: "http://127.0.0.1:7300/".into() };
         let path = settings_path(dir.path());
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, r#"{"hooks": {"PostToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "lint.sh"}]}]}}"#).unwrap();
@@ -413,7 +429,10 @@ mod tests {
             ours["url"],
             "http://127.0.0.1:7300/api/v1/campaigns/qr-1/hooks/claude-code/post-tool-use?answer=agent"
         );
-        assert_eq!(ours["headers"]["Authorization"], "Bearer gfh1.qr-1.abc");
+        // No token in the file: Claude Code fills it from its environment.
+        assert_eq!(ours["headers"]["Authorization"], "Bearer $GADFLY_TOKEN");
+        assert_eq!(ours["allowedEnvVars"], json!(["GADFLY_TOKEN"]));
+        assert!(!std::fs::read_to_string(&path).unwrap().contains("gfh1."), "no hook token in the workspace");
         for event in ["Stop", "SubagentStop", "SessionEnd", "SessionStart"] {
             let h = &s["hooks"][event][0]["hooks"][0];
             assert_eq!(h["type"], "command", "{event} stays a gadfly hook command: {h}");
@@ -505,6 +524,26 @@ mod tests {
             odd,
             "gadfly --daemon-key 'a b' hook claude-code stop --fail closed --unavailable-blocks 3 --campaign c"
         );
+    }
+
+    /// Issue 31: whatever Stop timeout the campaign sets, the hook is told
+    /// to answer within 90% of it, so the agent never kills it first.
+    #[test]
+    fn the_stop_timeout_and_the_hooks_deadline_are_written_together() {
+        let gate = GateSpec { stop_timeout_s: 25, ..GateSpec::default() };
+        let s = hooks_settings("gadfly", "c", gate);
+        let stop = &s["hooks"]["Stop"][0]["hooks"][0];
+        assert_eq!(stop["timeout"], 25);
+        assert_eq!(
+            stop["command"],
+            "gadfly hook claude-code stop --fail closed --unavailable-blocks 3 --deadline 22.5 --campaign c"
+        );
+        assert!(is_ours(stop, "c"), "detach still finds it");
+        assert_eq!(s["hooks"]["PostToolUse"][0]["hooks"][0]["timeout"], 30, "other hooks keep theirs");
+        // The deadline the command names parses back as the CLI reads it.
+        let flag = stop["command"].as_str().unwrap().split("--deadline ").nth(1).unwrap();
+        let d: f64 = flag.split(' ').next().unwrap().parse().unwrap();
+        assert!(d < 25.0 && d >= 20.0, "{d}");
     }
 
     #[test]

@@ -475,10 +475,7 @@ async fn claude_loop(ctx: &RunCtx) -> anyhow::Result<Outcome> {
             ctx.spec
                 .hooks
                 .http
-                .then(|| {
-                    let (url, token) = ctx.sup.endpoint();
-                    super::attach::HttpHooks { url, token: crate::auth::hook_token(&token, &ctx.campaign) }
-                })
+                .then(|| super::attach::HttpHooks { url: ctx.sup.endpoint().0 })
                 .as_ref(),
             // The hooks take only answers this daemon signed (THREATS row 5).
             crate::signing::read_public(ctx.sup.data_dir()).as_deref(),
