@@ -11,9 +11,9 @@ use std::path::Path;
 
 use anyhow::{anyhow, bail, Context};
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 use crate::campaign::CampaignSpec;
+use crate::events::{self, Event};
 use crate::harness::Evaluation;
 use crate::supervisor::Supervisor;
 
@@ -162,14 +162,9 @@ pub async fn sync(sup: &Supervisor, campaign_id: &str) -> anyhow::Result<Beam> {
     for (family, r, _, _) in &found {
         if !known.iter().any(|k| &k.family == family) {
             sup.store().upsert_family(campaign_id, family, r).await?;
-            sup.record(
-                campaign_id,
-                None,
-                "beam.family",
-                None,
-                json!({"family": family, "ref": r, "how": "discovered"}),
-            )
-            .await?;
+            let discovered =
+                Event::BeamFamily { family: family.clone(), git_ref: r.clone(), how: events::FamilyHow::Discovered };
+            sup.record_event(campaign_id, None, None, discovered).await?;
         }
     }
     let families = sup.store().list_families(campaign_id).await?;
@@ -289,7 +284,7 @@ async fn revisit_questions(
         return Ok(());
     }
     let top = beam.families.iter().filter_map(|f| f.best.as_ref()?.geomean_speedup).fold(0.0, f64::max);
-    let recent = sup.store().recent_events(campaign_id, "moment", 200).await?;
+    let recent = sup.store().recent_events(campaign_id, events::kind::MOMENT, 200).await?;
     for f in beam.families.iter().filter(|f| f.status == "abandoned") {
         let Some(best) = f.best.as_ref().and_then(|b| b.geomean_speedup) else { continue };
         if top <= 0.0 || best < top * cfg.revisit_within {
@@ -305,22 +300,24 @@ async fn revisit_questions(
             (1.0 - best / top) * 100.0
         );
         let id = sup.store().queue_question(campaign_id, "bank", Some(&bank_id), Some("plateau"), &text).await?;
-        sup.record(
-            campaign_id,
-            None,
-            "moment",
-            None,
-            json!({"moment": "plateau", "detector": "beam_revisit", "family": f.family, "detail": format!("abandoned family {} reached {best:.2}x against the beam's best {top:.2}x", f.family), "source": "beam", "question": {"question_id": id, "bank_id": bank_id, "text": text}}),
-        )
-        .await?;
-        sup.record(
-            campaign_id,
-            None,
-            "question.queued",
-            None,
-            json!({"question_id": id, "source": "bank", "bank_id": bank_id, "moment": "plateau", "text": text}),
-        )
-        .await?;
+        let moment = events::Moment {
+            moment: "plateau".into(),
+            detector: "beam_revisit".into(),
+            detail: format!("abandoned family {} reached {best:.2}x against the beam's best {top:.2}x", f.family),
+            source: "beam".into(),
+            evidence: events::MomentEvidence::Family { family: f.family.clone() },
+            claim: None,
+            beam: None,
+            outcome: events::MomentOutcome::Question {
+                question_id: id,
+                bank_id: bank_id.clone(),
+                text: text.clone(),
+                via: None,
+            },
+        };
+        sup.record_event(campaign_id, None, None, Event::Moment(moment)).await?;
+        let by = events::QueuedBy::Bank { bank_id, moment: "plateau".into() };
+        sup.record_event(campaign_id, None, None, Event::QuestionQueued { question_id: id, text, by }).await?;
     }
     Ok(())
 }

@@ -817,18 +817,19 @@ async fn follow_run(id: &str, agent: crate::agent::AgentKind, detach: bool) -> a
         for e in events.as_array().into_iter().flatten() {
             after = e["id"].as_i64().unwrap_or(after);
             let p = &e["payload"];
+            use crate::events::kind as k;
             let line = match e["kind"].as_str().unwrap_or("") {
-                "agent.message" => format!("agent: {}", p["text"].as_str().unwrap_or("")),
-                "agent.tool_call" => format!("tool: {} {}", p["name"].as_str().unwrap_or(""), p["input"]),
-                "decision" => format!(
+                k::AGENT_MESSAGE => format!("agent: {}", p["text"].as_str().unwrap_or("")),
+                k::AGENT_TOOL_CALL => format!("tool: {} {}", p["name"].as_str().unwrap_or(""), p["input"]),
+                k::DECISION => format!(
                     "gadfly: {} (predicate {})",
                     p["decision"].as_str().unwrap_or(""),
                     if p["holds"] == true { "holds" } else { "fails" }
                 ),
-                "question.delivered" => {
+                k::QUESTION_DELIVERED => {
                     format!("question ({}): {}", p["via"].as_str().unwrap_or(""), p["text"].as_str().unwrap_or(""))
                 }
-                "run.ended" if p["run_id"].as_i64() == Some(run_id) => {
+                k::RUN_ENDED if p["run_id"].as_i64() == Some(run_id) => {
                     println!("run {run_id} ended: {}", p["detail"].as_str().unwrap_or(""));
                     return Ok(if p["outcome"] == "completed" { ExitCode::SUCCESS } else { ExitCode::from(1) });
                 }

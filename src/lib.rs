@@ -17,6 +17,7 @@ pub mod constraints;
 pub mod daemon;
 pub mod demo;
 pub mod doctor;
+pub mod events;
 pub mod gate;
 pub mod harness;
 pub mod hook;

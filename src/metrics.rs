@@ -85,26 +85,27 @@ impl Metrics {
     pub fn event(&self, kind: &str, payload: &serde_json::Value) {
         self.events.inc();
         let s = |k: &str| payload.get(k).and_then(|v| v.as_str()).unwrap_or("unknown").to_string();
+        use crate::events::kind as k;
         match kind {
-            "evaluation" => {
+            k::EVALUATION => {
                 let holds = payload.get("holds").and_then(|v| v.as_bool()).unwrap_or(false);
                 self.evaluations.get_or_create(&labels(&[("result", if holds { "holds" } else { "fails" })])).inc();
                 if let Some(ms) = payload.get("duration_ms").and_then(|v| v.as_f64()) {
                     self.evaluation_seconds.observe(ms / 1000.0);
                 }
             }
-            "decision" => {
+            k::DECISION => {
                 self.decisions.get_or_create(&labels(&[("decision", &s("decision"))])).inc();
             }
-            "stop.ungated" => {
+            k::STOP_UNGATED => {
                 self.decisions.get_or_create(&labels(&[("decision", "ungated")])).inc();
             }
-            "question.queued" | "question.delivered" => {
-                let state = kind.trim_start_matches("question.");
+            k::QUESTION_QUEUED | k::QUESTION_DELIVERED => {
+                let state = if kind == k::QUESTION_QUEUED { "queued" } else { "delivered" };
                 let source = if s("source") == "human" { "human" } else { "bank" };
                 self.questions.get_or_create(&labels(&[("state", state), ("source", source)])).inc();
             }
-            "moment" => {
+            k::MOMENT => {
                 self.moments.get_or_create(&labels(&[("moment", &s("moment"))])).inc();
             }
             _ => {}

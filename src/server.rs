@@ -1270,16 +1270,12 @@ async fn beam_tag(
         .map_err(|e| ApiError::Internal(e.into()))?
         .map_err(|e| ApiError::Invalid(format!("{e:#}")))?;
     state.supervisor.store().upsert_family(&id, &req.family, &r).await?;
-    state
-        .supervisor
-        .record(
-            &id,
-            None,
-            "beam.family",
-            None,
-            json!({"family": req.family, "ref": r, "commit": commit, "how": "tagged"}),
-        )
-        .await?;
+    let tagged = crate::events::Event::BeamFamily {
+        family: req.family.clone(),
+        git_ref: r.clone(),
+        how: crate::events::FamilyHow::Tagged { commit: commit.clone() },
+    };
+    state.supervisor.record_event(&id, None, None, tagged).await?;
     Ok(Json(BeamTagged { family: req.family, r#ref: r, commit }))
 }
 
@@ -1317,10 +1313,8 @@ async fn beam_abandon(
     if !state.supervisor.store().abandon_family(&id, &req.family, req.reason.trim()).await? {
         return Err(ApiError::NotFound(format!("no family `{}` in campaign {id}", req.family)));
     }
-    state
-        .supervisor
-        .record(&id, None, "beam.abandoned", None, json!({"family": req.family, "reason": req.reason}))
-        .await?;
+    let abandoned = crate::events::Event::BeamAbandoned { family: req.family.clone(), reason: req.reason.clone() };
+    state.supervisor.record_event(&id, None, None, abandoned).await?;
     Ok(Json(BeamAbandoned { family: req.family, status: "abandoned".into(), reason: req.reason }))
 }
 

@@ -17,6 +17,7 @@ use crate::bank::learn::{self, EntryStats};
 use crate::bank::live::LiveBank;
 use crate::bank::select;
 use crate::campaign::{self, CampaignSpec, Mode};
+use crate::events::{self, kind, DeliveredQuestion, Event, Via};
 use crate::gate::{self, Decision, Question};
 use crate::harness::{self, Evaluation};
 use crate::store::live::Announced;
@@ -234,12 +235,12 @@ impl Supervisor {
     /// them to the idle-plateau detector.
     fn count_tool_calls(&self, campaign_id: &str, kind: &str, payload: &Value) {
         let id = match kind {
-            "evaluation" => {
+            kind::EVALUATION => {
                 self.inner.tool_calls.lock().expect("tool call counts poisoned").remove(campaign_id);
                 return;
             }
-            "hook.post_tool_use" => payload["payload"]["tool_use_id"].as_str(),
-            "agent.tool_call" => payload["id"].as_str(),
+            kind::HOOK_POST_TOOL_USE => payload["payload"]["tool_use_id"].as_str(),
+            kind::AGENT_TOOL_CALL => payload["id"].as_str(),
             _ => return,
         };
         let send = {
@@ -510,17 +511,11 @@ impl Supervisor {
             "user-prompt-submit" => "UserPromptSubmit",
             _ => return Ok(None),
         };
-        let Some(q) = self.inner.store.claim_next_question(campaign_id, "hook_additional_context", None).await? else {
+        let via = Via::HookAdditionalContext;
+        let Some(q) = self.inner.store.claim_next_question(campaign_id, via.as_str(), None).await? else {
             return Ok(None);
         };
-        self.record(
-            campaign_id,
-            session,
-            "question.delivered",
-            None,
-            json!({"question_id": q.id, "source": q.source, "bank_id": q.bank_id, "moment": q.moment, "text": q.text, "via": "hook_additional_context"}),
-        )
-        .await?;
+        self.record_delivered(campaign_id, session, &q, via).await?;
         let text = question_message(&q);
         Ok(Some(json!({"hookSpecificOutput": {"hookEventName": hook_event, "additionalContext": text}})))
     }
@@ -530,7 +525,32 @@ impl Supervisor {
     }
 
     /// Records an event and publishes it to live watchers.
-    pub async fn record(
+    pub async fn record_event(
+        &self,
+        campaign_id: &str,
+        session_id: Option<&str>,
+        key: Option<&str>,
+        event: Event,
+    ) -> anyhow::Result<(i64, bool)> {
+        self.record(campaign_id, session_id, &event.kind(), key, event.body()).await
+    }
+
+    /// Records that a question reached the agent (the one writer of
+    /// `question.delivered`); its row is marked delivered by the caller.
+    pub async fn record_delivered(
+        &self,
+        campaign_id: &str,
+        session_id: Option<&str>,
+        question: impl Into<DeliveredQuestion>,
+        via: Via,
+    ) -> anyhow::Result<()> {
+        let event = Event::QuestionDelivered { question: question.into(), via };
+        self.record_event(campaign_id, session_id, None, event).await?;
+        Ok(())
+    }
+
+    /// [`Self::record_event`], given the kind and the body.
+    async fn record(
         &self,
         campaign_id: &str,
         session_id: Option<&str>,
@@ -580,7 +600,7 @@ impl Supervisor {
         payload: Value,
         created_at: String,
     ) {
-        if kind == "agent.message" {
+        if kind == kind::AGENT_MESSAGE {
             if let Some(text) = payload.get("text").and_then(Value::as_str).filter(|t| !t.trim().is_empty()) {
                 let _ = self.inner.moment_work.send(MomentWork::Message(
                     campaign_id.to_string(),
@@ -633,14 +653,14 @@ impl Supervisor {
             created_at: crate::store::now(),
         };
         self.inner.store.insert_campaign_with_pristine(&row, &pristine).await?;
-        self.record(
-            &row.id,
-            None,
-            "campaign.created",
-            None,
-            json!({"name": spec.name, "workspace": spec.workspace, "mode": row.mode, "scenarios": spec.harness.scenarios, "protected_files": protected.len()}),
-        )
-        .await?;
+        let created = Event::CampaignCreated {
+            name: spec.name.clone(),
+            workspace: spec.workspace.clone(),
+            mode: row.mode.clone(),
+            scenarios: spec.harness.scenarios.clone(),
+            protected_files: protected.len(),
+        };
+        self.record_event(&row.id, None, None, created).await?;
         tracing::info!(campaign = %row.id, "campaign created");
         if let Err(e) = crate::moments::at_start(self, &row.id, &spec).await {
             tracing::warn!(error = %e, "raising the start moment");
@@ -745,7 +765,7 @@ impl Supervisor {
         }
         let protected: BTreeMap<String, String> = serde_json::from_str(&row.protected_json).map_err(|e| anyhow!(e))?;
         let pristine = self.pristine(campaign_id).await?;
-        self.record(campaign_id, None, "evaluation.started", None, json!({"tree": tree})).await?;
+        self.record_event(campaign_id, None, None, Event::EvaluationStarted { tree: tree.to_string() }).await?;
         // A campaign with [harness] tags is evaluated by a worker (src/jobs.rs).
         let store = crate::snapshot::store_path(&self.inner.data_dir, campaign_id);
         let inputs = harness::Inputs {
@@ -764,24 +784,7 @@ impl Supervisor {
         }
         let id = self.inner.store.insert_evaluation(campaign_id, &eval).await?;
         eval.id = Some(id);
-        self.record(
-            campaign_id,
-            None,
-            "evaluation",
-            None,
-            json!({
-                "evaluation_id": id,
-                "tree": eval.tree,
-                "holds": eval.verdict.holds,
-                "geomean_speedup": eval.verdict.geomean_speedup,
-                "worst_scenario": eval.verdict.worst_scenario,
-                "worst_speedup": eval.verdict.worst_speedup,
-                "failing": eval.verdict.failing_count,
-                "failures": eval.verdict.failures,
-                "duration_ms": eval.duration_ms,
-            }),
-        )
-        .await?;
+        self.record_event(campaign_id, None, None, Event::evaluated(id, &eval)).await?;
         tracing::info!(campaign = %campaign_id, tree = %eval.tree, holds = eval.verdict.holds, ms = eval.duration_ms, "evaluated");
         if let Some(held) = moments {
             match crate::moments::after_evaluation(self, campaign_id, spec, &eval, held).await {
@@ -819,14 +822,8 @@ impl Supervisor {
             }
         }
         let id = self.inner.store.queue_question(campaign_id, "human", bank_id, moment, text).await?;
-        self.record(
-            campaign_id,
-            None,
-            "question.queued",
-            None,
-            json!({"question_id": id, "source": "human", "text": text}),
-        )
-        .await?;
+        let queued = Event::QuestionQueued { question_id: id, text: text.to_string(), by: events::QueuedBy::Human };
+        self.record_event(campaign_id, None, None, queued).await?;
         let q = self
             .inner
             .store
@@ -917,12 +914,12 @@ impl Supervisor {
         removed: Option<&Path>,
     ) -> Result<()> {
         self.campaign(campaign_id).await?;
-        let payload = match (installed, removed) {
-            (Some(i), _) => json!({"action": "installed", "install": i}),
-            (None, Some(p)) => json!({"action": "removed", "settings_path": p}),
+        let install = match (installed, removed) {
+            (Some(i), _) => events::HooksInstall::Installed(i.clone()),
+            (None, Some(p)) => events::HooksInstall::Removed { settings_path: p.to_path_buf() },
             (None, None) => return Err(SupervisorError::Invalid("give `installed` or `removed`".into())),
         };
-        self.record(campaign_id, None, "hooks.install", None, payload).await?;
+        self.record_event(campaign_id, None, None, Event::HooksInstall(install)).await?;
         Ok(())
     }
 
@@ -930,7 +927,7 @@ impl Supervisor {
     /// when nothing did, or none were recorded). `check_exe` also hashes
     /// the hook binary (done at SessionStart, not at every stop).
     pub async fn hook_install_changes(&self, campaign_id: &str, check_exe: bool) -> anyhow::Result<Vec<String>> {
-        let events = self.inner.store.recent_events(campaign_id, "hooks.install", 100).await?;
+        let events = self.inner.store.recent_events(campaign_id, kind::HOOKS_INSTALL, 100).await?;
         let mut active: BTreeMap<String, crate::agent::attach::Installed> = BTreeMap::new();
         for e in events.iter().rev() {
             match e.payload["action"].as_str() {
@@ -967,17 +964,11 @@ impl Supervisor {
     ) -> anyhow::Result<Vec<String>> {
         let changes = self.hook_install_changes(campaign_id, check_exe).await?;
         if !changes.is_empty() {
-            let last = self.inner.store.recent_events(campaign_id, "violation", 1).await?;
+            let last = self.inner.store.recent_events(campaign_id, kind::VIOLATION, 1).await?;
             let same = last.first().is_some_and(|e| e.payload["changes"] == json!(changes));
             if !same {
-                self.record(
-                    campaign_id,
-                    session,
-                    "violation",
-                    None,
-                    json!({"kind": "hooks_changed", "changes": changes}),
-                )
-                .await?;
+                let violation = events::Violation::HooksChanged { changes: changes.clone() };
+                self.record_event(campaign_id, session, None, Event::Violation(violation)).await?;
                 tracing::warn!(campaign = %campaign_id, ?changes, "gadfly's hooks were tampered with");
             }
         }
@@ -1041,14 +1032,12 @@ impl Supervisor {
                 question_id: None,
             })
             .await?;
-        self.record(
-            campaign_id,
-            session,
-            "stop.ungated",
-            None,
-            json!({"why": why, "event_id": event_id, "latest_evaluation_id": eval_id, "holds": holds, "claim": claim}),
-        )
-        .await?;
+        let ungated = Event::StopUngated {
+            why: why.to_string(),
+            claim: claim.map(str::to_string),
+            by: events::UngatedBy::Gate { event_id, latest_evaluation_id: eval_id, holds },
+        };
+        self.record_event(campaign_id, session, None, ungated).await?;
         tracing::warn!(campaign = %campaign_id, why, "ungated stop");
         Ok(())
     }
@@ -1070,12 +1059,9 @@ impl Supervisor {
         }
         let session = payload.get("session_id").and_then(Value::as_str).map(str::to_string);
         let key = idempotency_key(campaign_id, agent, event, call_id, payload);
-        let kind = format!("hook.{}", event.replace('-', "_"));
-        let mut body = json!({"agent": agent, "event": event, "payload": payload});
-        if let Some(meta) = spooled {
-            body["spooled"] = meta;
-        }
-        let (event_id, fresh) = self.record(campaign_id, session.as_deref(), &kind, key.as_deref(), body).await?;
+        let call =
+            Event::HookCall { agent: agent.to_string(), event: event.to_string(), payload: payload.clone(), spooled };
+        let (event_id, fresh) = self.record_event(campaign_id, session.as_deref(), key.as_deref(), call).await?;
         Ok((event_id, fresh, session))
     }
 
@@ -1235,19 +1221,13 @@ impl Supervisor {
                                 .await?
                         }
                     };
-                    self.inner.store.mark_delivered(id, "stop_hook_reason", eval.verdict.geomean_speedup).await?;
+                    let via = Via::StopHookReason;
+                    self.inner.store.mark_delivered(id, via.as_str(), eval.verdict.geomean_speedup).await?;
                     if let Some(i) = asked_claim {
                         let action = crate::moments::ClaimAction::AskedAtStop(id, &q.source, &q.text);
                         crate::moments::raise_claim(self, campaign_id, session, spec, &claims[i], action).await?;
                     }
-                    self.record(
-                        campaign_id,
-                        session,
-                        "question.delivered",
-                        None,
-                        json!({"question_id": id, "source": q.source, "bank_id": (q.source != "human").then_some(&q.source), "moment": q.moment, "text": q.text, "via": "stop_hook_reason"}),
-                    )
-                    .await?;
+                    self.record_delivered(campaign_id, session, DeliveredQuestion::asked_at_stop(id, q), via).await?;
                     question_id = Some(id);
                 }
                 (decision, reason, eval.id, eval.verdict.holds, question_id)
@@ -1277,7 +1257,15 @@ impl Supervisor {
             };
             crate::moments::raise_claim(self, campaign_id, session, spec, c, action).await?;
         }
-        let told = json!({"decision": decision.as_str(), "holds": holds, "evaluation_id": eval_id, "stop_event_id": event_id, "question_id": question_id, "reason": reason});
+        let told = Event::Decision {
+            decision,
+            holds,
+            evaluation_id: eval_id,
+            stop_event_id: event_id,
+            question_id,
+            reason: reason.clone(),
+        };
+        let (told_kind, told) = (told.kind(), told.body());
         let created_at = crate::store::now();
         let (_, decision_event) = self
             .inner
@@ -1296,12 +1284,12 @@ impl Supervisor {
                     reason: reason.as_deref(),
                     question_id,
                 },
-                "decision",
+                &told_kind,
                 &told,
                 &created_at,
             )
             .await?;
-        self.publish(decision_event, campaign_id, session, "decision", told, created_at);
+        self.publish(decision_event, campaign_id, session, &told_kind, told, created_at);
         tracing::info!(campaign = %campaign_id, decision = decision.as_str(), holds, "stop attempt judged");
         Ok(HookReply {
             output: match decision {

@@ -215,7 +215,7 @@ async fn judge(sup: &Supervisor, campaign: &str, line: &Line) -> anyhow::Result<
         return Ok(()); // gadfly's own run judges its turn ends
     }
     let ended = chrono::DateTime::parse_from_rfc3339(&line.timestamp).ok();
-    let gated = sup.store().recent_events(campaign, "hook.stop", 200).await?.into_iter().any(|e| {
+    let gated = sup.store().recent_events(campaign, crate::events::kind::HOOK_STOP, 200).await?.into_iter().any(|e| {
         e.session_id.as_deref() == Some(line.session.as_str())
             && match (ended, chrono::DateTime::parse_from_rfc3339(&e.created_at).ok()) {
                 // A little skew between the agent's clock and the daemon's.
@@ -227,16 +227,14 @@ async fn judge(sup: &Supervisor, campaign: &str, line: &Line) -> anyhow::Result<
         return Ok(());
     }
     let why = "the agent's turn ended with no Stop hook call (hooks disabled or removed?): seen in its transcript";
-    let (event_id, _) = sup
-        .record(
-            campaign,
-            Some(&line.session),
-            "violation",
-            Some(&format!("escape:{}", line.uuid)),
-            json!({"kind": "turn_ended_ungated", "changes": [why], "source": "transcript", "uuid": line.uuid,
-                   "timestamp": line.timestamp}),
-        )
-        .await?;
+    let violation = crate::events::Violation::TurnEndedUngated {
+        why: why.to_string(),
+        uuid: line.uuid.clone(),
+        timestamp: line.timestamp.clone(),
+    };
+    let key = format!("escape:{}", line.uuid);
+    let (event_id, _) =
+        sup.record_event(campaign, Some(&line.session), Some(&key), crate::events::Event::Violation(violation)).await?;
     let claim: String = line.text.chars().take(2000).collect();
     sup.record_ungated(campaign, "claude-code", event_id, Some(&line.session), Some(&claim), why).await
 }

@@ -20,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{AgentKind, AgentSpec};
 use crate::campaign::CampaignSpec;
+use crate::events::{self, Event, Via};
 use crate::supervisor::Supervisor;
 
 /// How a run ended.
@@ -155,14 +156,8 @@ pub async fn start(sup: &Supervisor, campaign_id: &str, kind: AgentKind) -> anyh
         }
     };
     sup.store().set_run_owner(run_id, sup.owner()).await?;
-    sup.record(
-        campaign_id,
-        None,
-        "run.started",
-        None,
-        json!({"run_id": run_id, "agent": kind.as_str(), "daemon": sup.owner()}),
-    )
-    .await?;
+    let started = Event::RunStarted { run_id, agent: kind.as_str().to_string(), daemon: sup.owner().to_string() };
+    sup.record_event(campaign_id, None, None, started).await?;
     launch(sup, campaign_id, spec, agent, kind, run_id, None, token);
     Ok(run_id)
 }
@@ -181,14 +176,14 @@ pub async fn resume(sup: &Supervisor, run: &crate::store::RunRow) -> anyhow::Res
         return Ok(());
     }
     sup.store().set_run_owner(run.id, sup.owner()).await?;
-    sup.record(
-        &run.campaign_id,
-        run.session_id.as_deref(),
-        "run.resumed",
-        None,
-        json!({"run_id": run.id, "agent": run.agent, "session_id": run.session_id, "from_daemon": run.owner, "daemon": sup.owner()}),
-    )
-    .await?;
+    let resumed = Event::RunResumed {
+        run_id: run.id,
+        agent: run.agent.clone(),
+        session_id: run.session_id.clone(),
+        from_daemon: run.owner.clone(),
+        daemon: sup.owner().to_string(),
+    };
+    sup.record_event(&run.campaign_id, run.session_id.as_deref(), None, resumed).await?;
     launch(sup, &run.campaign_id, spec, agent, kind, run.id, run.session_id.clone(), token);
     Ok(())
 }
@@ -220,15 +215,8 @@ fn launch(
             // `running` and the next daemon (this one restarted, or another
             // on the same database) resumes it.
             tracing::info!(campaign = %campaign, run = run_id, "agent run suspended for the daemon's shutdown");
-            let _ = sup2
-                .record(
-                    &campaign,
-                    None,
-                    "run.suspended",
-                    None,
-                    json!({"run_id": run_id, "why": "the daemon shut down; the next one resumes the run"}),
-                )
-                .await;
+            let why = "the daemon shut down; the next one resumes the run".to_string();
+            let _ = sup2.record_event(&campaign, None, None, Event::RunSuspended { run_id, why }).await;
             sup2.unregister_run(&campaign);
             sup2.release_lease(&campaign).await;
             return;
@@ -236,9 +224,8 @@ fn launch(
         let (status, text) = outcome.describe();
         tracing::info!(campaign = %campaign, run = run_id, outcome = status, "agent run ended");
         let _ = sup2.store().end_run(run_id, "ended", status).await;
-        let _ = sup2
-            .record(&campaign, None, "run.ended", None, json!({"run_id": run_id, "outcome": status, "detail": text}))
-            .await;
+        let ended = Event::RunEnded { run_id, outcome: status.to_string(), detail: text };
+        let _ = sup2.record_event(&campaign, None, None, ended).await;
         sup2.unregister_run(&campaign);
         sup2.release_lease(&campaign).await;
     });
@@ -289,16 +276,18 @@ impl RunCtx {
         let waiting = self.sup.store().list_questions(&self.campaign, true).await.unwrap_or_default();
         let mut out = Vec::new();
         for q in waiting {
-            if self.sup.store().mark_delivered(q.id, "agent_prompt", None).await.unwrap_or(false) {
-                self.record(session, "question.delivered", None, json!({"question_id": q.id, "source": q.source, "bank_id": q.bank_id, "moment": q.moment, "text": q.text, "via": "agent_prompt"})).await;
+            if self.sup.store().mark_delivered(q.id, Via::AgentPrompt.as_str(), None).await.unwrap_or(false) {
+                if let Err(e) = self.sup.record_delivered(&self.campaign, session, &q, Via::AgentPrompt).await {
+                    tracing::warn!(error = %e, "recording an agent event");
+                }
                 out.push(crate::supervisor::question_message(&q));
             }
         }
         out
     }
 
-    async fn record(&self, session: Option<&str>, kind: &str, key: Option<String>, payload: Value) {
-        if let Err(e) = self.sup.record(&self.campaign, session, kind, key.as_deref(), payload).await {
+    async fn record(&self, session: Option<&str>, key: Option<String>, event: Event) {
+        if let Err(e) = self.sup.record_event(&self.campaign, session, key.as_deref(), event).await {
             tracing::warn!(error = %e, "recording an agent event");
         }
     }
@@ -603,13 +592,12 @@ async fn claude_loop(ctx: &RunCtx) -> anyhow::Result<Outcome> {
                     Some(s) if s.decision == "block" => "the turn ended although its last stop was blocked",
                     _ => "the turn ended with no Stop hook decision",
                 };
-                ctx.record(
-                    session.as_deref(),
-                    "stop.ungated",
-                    None,
-                    json!({"why": why, "claim": truncate(&claim, 2000), "resumed_by": "run"}),
-                )
-                .await;
+                let ungated = Event::StopUngated {
+                    why: why.to_string(),
+                    claim: Some(truncate(&claim, 2000)),
+                    by: events::UngatedBy::Run,
+                };
+                ctx.record(session.as_deref(), None, ungated).await;
             }
             let reason =
                 if allowed_by_hook { None } else { ctx.judge("claude-code", &sid, &claim, last_blocked).await? };
@@ -658,13 +646,14 @@ async fn claude_loop(ctx: &RunCtx) -> anyhow::Result<Outcome> {
         restarts += 1;
         carry =
             unacked.lock().unwrap().drain(..).filter(|m| m.as_str() != RESTART_NOTE && *m != first_prompt).collect();
-        ctx.record(
-            session.as_deref(),
-            "agent.crashed",
-            None,
-            json!({"agent": "claude-code", "restart": restarts, "stderr_tail": truncate(&tail, 2000), "status": format!("{status:?}"), "resent_messages": carry.len(), "first_prompt_taken": prompted}),
-        )
-        .await;
+        let crashed = Event::AgentCrashed {
+            agent: "claude-code".to_string(),
+            restart: restarts,
+            status: format!("{status:?}"),
+            stderr_tail: truncate(&tail, 2000),
+            detail: events::CrashDetail::Stream { resent_messages: carry.len(), first_prompt_taken: prompted },
+        };
+        ctx.record(session.as_deref(), None, crashed).await;
         if restarts > ctx.agent.max_restarts {
             return Ok(Outcome::Failed(format!(
                 "the agent stopped unexpectedly {restarts} times; last stderr: {}",
@@ -697,7 +686,7 @@ fn drain_tail<R: tokio::io::AsyncRead + Unpin + Send + 'static>(r: R) -> tokio::
 async fn record_claude_line(ctx: &RunCtx, line: &str, session: &mut Option<String>) -> Option<Value> {
     let Ok(ev) = serde_json::from_str::<Value>(line) else {
         if !line.trim().is_empty() {
-            ctx.record(session.as_deref(), "agent.output", None, json!({"line": truncate(line, 2000)})).await;
+            ctx.record(session.as_deref(), None, Event::AgentOutput { line: truncate(line, 2000) }).await;
         }
         return None;
     };
@@ -710,23 +699,30 @@ async fn record_claude_line(ctx: &RunCtx, line: &str, session: &mut Option<Strin
     let key = ev["uuid"].as_str().map(|u| format!("cc-stream:{u}"));
     match ev["type"].as_str().unwrap_or("") {
         "system" if ev["subtype"] == "init" => {
-            ctx.record(sid.as_deref(), "agent.session", key, json!({"agent": "claude-code", "session_id": sid, "model": ev["model"], "cwd": ev["cwd"], "version": ev["claude_code_version"]})).await;
+            let opened = events::AgentSession::ClaudeCode {
+                session_id: sid.clone(),
+                model: ev["model"].clone(),
+                cwd: ev["cwd"].clone(),
+                version: ev["claude_code_version"].clone(),
+            };
+            ctx.record(sid.as_deref(), key, Event::AgentSession(opened)).await;
         }
         "assistant" => {
             for (i, block) in ev["message"]["content"].as_array().into_iter().flatten().enumerate() {
                 let k = key.as_ref().map(|k| format!("{k}:{i}"));
                 match block["type"].as_str() {
                     Some("text") => {
-                        ctx.record(sid.as_deref(), "agent.message", k, json!({"text": block["text"]})).await
+                        let message = Event::AgentMessage { text: block["text"].clone(), transcript: None };
+                        ctx.record(sid.as_deref(), k, message).await
                     }
                     Some("tool_use") => {
-                        ctx.record(
-                            sid.as_deref(),
-                            "agent.tool_call",
-                            k,
-                            json!({"id": block["id"], "name": block["name"], "input": block["input"]}),
-                        )
-                        .await
+                        let call = Event::AgentToolCall {
+                            id: block["id"].clone(),
+                            name: block["name"].clone(),
+                            input: block["input"].clone(),
+                            transcript: None,
+                        };
+                        ctx.record(sid.as_deref(), k, call).await
                     }
                     _ => {}
                 }
@@ -741,32 +737,38 @@ async fn record_claude_line(ctx: &RunCtx, line: &str, session: &mut Option<Strin
                             Value::String(s) => s.clone(),
                             other => other.to_string(),
                         };
-                        ctx.record(sid.as_deref(), "agent.tool_result", k, json!({"tool_use_id": block["tool_use_id"], "is_error": block["is_error"], "content": truncate(&content, 2000)})).await
+                        let result = Event::AgentToolResult {
+                            tool_use_id: block["tool_use_id"].clone(),
+                            status: events::ToolStatus::IsError(block["is_error"].clone()),
+                            content: truncate(&content, 2000),
+                            transcript: None,
+                        };
+                        ctx.record(sid.as_deref(), k, result).await
                     }
                     Some("text") => {
-                        ctx.record(
-                            sid.as_deref(),
-                            "agent.feedback",
-                            k,
-                            json!({"text": truncate(block["text"].as_str().unwrap_or(""), 4000)}),
-                        )
-                        .await
+                        let text = truncate(block["text"].as_str().unwrap_or(""), 4000);
+                        ctx.record(sid.as_deref(), k, Event::AgentFeedback { text }).await
                     }
                     _ => {}
                 }
             }
         }
         "result" => {
-            ctx.record(sid.as_deref(), "agent.result", key, json!({"subtype": ev["subtype"], "is_error": ev["is_error"], "num_turns": ev["num_turns"], "terminal_reason": ev["terminal_reason"], "result": truncate(ev["result"].as_str().unwrap_or(""), 4000)})).await;
+            let result = events::AgentResult::ClaudeCode {
+                subtype: ev["subtype"].clone(),
+                is_error: ev["is_error"].clone(),
+                num_turns: ev["num_turns"].clone(),
+                terminal_reason: ev["terminal_reason"].clone(),
+                result: truncate(ev["result"].as_str().unwrap_or(""), 4000),
+            };
+            ctx.record(sid.as_deref(), key, Event::AgentResult(result)).await;
         }
         "system" => {
-            ctx.record(
-                sid.as_deref(),
-                "agent.system",
-                key,
-                json!({"subtype": ev["subtype"], "content": ev.get("content").cloned().unwrap_or(Value::Null)}),
-            )
-            .await;
+            let system = Event::AgentSystem {
+                subtype: ev["subtype"].clone(),
+                content: ev.get("content").cloned().unwrap_or(Value::Null),
+            };
+            ctx.record(sid.as_deref(), key, system).await;
         }
         _ => {}
     }
@@ -800,19 +802,17 @@ fn spawn_question_forwarder(
                 else {
                     continue;
                 };
-                if sup.store().mark_delivered(id, "agent_stdin", None).await.unwrap_or(false) {
+                if sup.store().mark_delivered(id, Via::AgentStdin.as_str(), None).await.unwrap_or(false) {
                     let message = crate::supervisor::question_message(&q);
                     unacked.lock().unwrap().push(message.clone());
                     if tx.send(Some(user_line(&message))).await.is_err() {
                         return;
                     }
-                    let _ = sup
-                        .record(&campaign, None, "question.delivered", None, json!({"question_id": id, "source": q.source, "bank_id": q.bank_id, "moment": q.moment, "text": q.text, "via": "agent_stdin"}))
-                        .await;
+                    let _ = sup.record_delivered(&campaign, None, &q, Via::AgentStdin).await;
                 }
             }
             match bus.recv().await {
-                Ok(ev) if ev.campaign_id == campaign && ev.kind == "question.queued" => {
+                Ok(ev) if ev.campaign_id == campaign && ev.kind == events::kind::QUESTION_QUEUED => {
                     if let Some(id) = ev.payload["question_id"].as_i64() {
                         pending.push(id);
                     }
@@ -899,7 +899,7 @@ async fn turn_loop(ctx: &RunCtx, kind: AgentKind) -> anyhow::Result<Outcome> {
                 _ => {
                     if !line.trim().is_empty() {
                         claim = line.clone();
-                        ctx.record(Some(&local_session), "agent.output", None, json!({"line": truncate(&line, 2000)}))
+                        ctx.record(Some(&local_session), None, Event::AgentOutput { line: truncate(&line, 2000) })
                             .await;
                     }
                 }
@@ -932,7 +932,14 @@ async fn turn_loop(ctx: &RunCtx, kind: AgentKind) -> anyhow::Result<Outcome> {
             if !resent {
                 message = RESTART_NOTE.to_string();
             }
-            ctx.record(session.as_deref(), "agent.crashed", None, json!({"agent": kind.as_str(), "restart": restarts, "status": status.to_string(), "turn_started": turn.started, "message_resent": resent, "stderr_tail": truncate(&tail, 2000)})).await;
+            let crashed = Event::AgentCrashed {
+                agent: kind.as_str().to_string(),
+                restart: restarts,
+                status: status.to_string(),
+                stderr_tail: truncate(&tail, 2000),
+                detail: events::CrashDetail::Turn { turn_started: turn.started, message_resent: resent },
+            };
+            ctx.record(session.as_deref(), None, crashed).await;
             if restarts > ctx.agent.max_restarts {
                 return Ok(Outcome::Failed(format!(
                     "{} did not complete a turn ({status}); stderr: {}",
@@ -986,7 +993,7 @@ async fn record_codex_line(
 ) {
     let Ok(ev) = serde_json::from_str::<Value>(line) else {
         if !line.trim().is_empty() {
-            ctx.record(session.as_deref(), "agent.output", None, json!({"line": truncate(line, 2000)})).await;
+            ctx.record(session.as_deref(), None, Event::AgentOutput { line: truncate(line, 2000) }).await;
         }
         return;
     };
@@ -1001,7 +1008,8 @@ async fn record_codex_line(
             *session = Some(t.to_string());
             // Kept at once: a daemon that takes this run over resumes the thread.
             let _ = ctx.sup.store().update_run(ctx.run_id, Some(t), 0).await;
-            ctx.record(session.as_deref(), "agent.session", None, json!({"agent": "codex", "session_id": t})).await;
+            let opened = events::AgentSession::Codex { session_id: t.to_string() };
+            ctx.record(session.as_deref(), None, Event::AgentSession(opened)).await;
         }
         return;
     }
@@ -1010,32 +1018,34 @@ async fn record_codex_line(
     match (kind, item["type"].as_str()) {
         ("item.completed", Some("agent_message")) => {
             let text = item["text"].as_str().unwrap_or("").to_string();
-            ctx.record(session.as_deref(), "agent.message", key, json!({"text": text})).await;
+            let message = Event::AgentMessage { text: Value::String(text.clone()), transcript: None };
+            ctx.record(session.as_deref(), key, message).await;
             *claim = text;
         }
         ("item.started", Some("command_execution")) => {
-            ctx.record(
-                session.as_deref(),
-                "agent.tool_call",
-                key,
-                json!({"id": item["id"], "name": "exec_command", "input": {"cmd": item["command"]}}),
-            )
-            .await;
+            let call = Event::AgentToolCall {
+                id: item["id"].clone(),
+                name: json!("exec_command"),
+                input: json!({"cmd": item["command"]}),
+                transcript: None,
+            };
+            ctx.record(session.as_deref(), key, call).await;
         }
         ("item.completed", Some("command_execution")) => {
-            ctx.record(session.as_deref(), "agent.tool_result", key, json!({"tool_use_id": item["id"], "exit_code": item["exit_code"], "content": truncate(item["aggregated_output"].as_str().unwrap_or(""), 2000)})).await;
+            let result = Event::AgentToolResult {
+                tool_use_id: item["id"].clone(),
+                status: events::ToolStatus::ExitCode(item["exit_code"].clone()),
+                content: truncate(item["aggregated_output"].as_str().unwrap_or(""), 2000),
+                transcript: None,
+            };
+            ctx.record(session.as_deref(), key, result).await;
         }
         ("turn.completed", _) | ("turn.failed", _) | ("error", _) => {
-            ctx.record(
-                session.as_deref(),
-                "agent.result",
-                None,
-                json!({"agent": "codex", "event": kind, "detail": ev}),
-            )
-            .await;
+            let result = events::AgentResult::Codex { event: kind.to_string(), detail: ev.clone() };
+            ctx.record(session.as_deref(), None, Event::AgentResult(result)).await;
         }
         _ => {
-            ctx.record(session.as_deref(), "agent.event", key, json!({"agent": "codex", "event": ev})).await;
+            ctx.record(session.as_deref(), key, Event::AgentEvent { event: ev.clone() }).await;
         }
     }
 }

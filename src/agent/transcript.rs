@@ -12,6 +12,7 @@ use notify::{EventKind, RecursiveMode, Watcher};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
+use crate::events::{Event, ToolStatus, TranscriptLine};
 use crate::supervisor::Supervisor;
 
 /// One event to record from a transcript line: (kind, idempotency key, payload).
@@ -34,36 +35,34 @@ pub fn rows_of(line: &str) -> Vec<Row> {
     let role = v["type"].as_str().unwrap_or("");
     for (i, b) in blocks.iter().enumerate() {
         let key = format!("cc-transcript:{uuid}:{i}");
-        let base = json!({"uuid": uuid, "timestamp": v["timestamp"], "source": "transcript"});
-        let mut payload = base.clone();
-        let kind = match (role, b["type"].as_str()) {
-            ("assistant", Some("text")) => {
-                payload["text"] = b["text"].clone();
-                "agent.message"
-            }
-            ("assistant", Some("tool_use")) => {
-                payload["id"] = b["id"].clone();
-                payload["name"] = b["name"].clone();
-                payload["input"] = b["input"].clone();
-                "agent.tool_call"
-            }
+        let line = TranscriptLine { uuid: uuid.clone(), timestamp: v["timestamp"].clone() };
+        let event = match (role, b["type"].as_str()) {
+            ("assistant", Some("text")) => Event::AgentMessage { text: b["text"].clone(), transcript: Some(line) },
+            ("assistant", Some("tool_use")) => Event::AgentToolCall {
+                id: b["id"].clone(),
+                name: b["name"].clone(),
+                input: b["input"].clone(),
+                transcript: Some(line),
+            },
             ("user", Some("tool_result")) => {
                 let text = match &b["content"] {
                     Value::String(s) => s.clone(),
                     other => other.to_string(),
                 };
-                payload["tool_use_id"] = b["tool_use_id"].clone();
-                payload["is_error"] = b["is_error"].clone();
-                payload["content"] = json!(text.chars().take(2000).collect::<String>());
-                "agent.tool_result"
+                Event::AgentToolResult {
+                    tool_use_id: b["tool_use_id"].clone(),
+                    status: ToolStatus::IsError(b["is_error"].clone()),
+                    content: text.chars().take(2000).collect(),
+                    transcript: Some(line),
+                }
             }
-            ("user", Some("text")) => {
-                payload["text"] = json!(b["text"].as_str().unwrap_or("").chars().take(4000).collect::<String>());
-                "agent.user_message"
-            }
+            ("user", Some("text")) => Event::AgentUserMessage {
+                text: b["text"].as_str().unwrap_or("").chars().take(4000).collect(),
+                transcript: line,
+            },
             _ => continue,
         };
-        out.push((kind.to_string(), key, payload));
+        out.push((event.kind().into_owned(), key, event.body()));
     }
     out
 }

@@ -12,10 +12,9 @@ pub mod detect;
 pub mod edit_loop;
 pub mod recheck;
 
-use serde_json::{json, Value};
-
 use crate::campaign::{CampaignSpec, Mode};
 use crate::classify::{HybridClassifier, Label};
+use crate::events::{self, kind, ClaimEvidence, Event, MomentEvidence, MomentOutcome, QueuedBy, Suggestion, Via};
 use crate::harness::Evaluation;
 use crate::supervisor::Supervisor;
 use detect::{Finding, Settings};
@@ -71,9 +70,9 @@ pub async fn after_evaluation(
             continue;
         }
         if held.contains(&f.moment) {
-            let mut payload = finding_payload(&f, "numeric", count);
-            payload["no_question"] = json!("asked at the stop, whose claim shows the same moment");
-            sup.record(campaign_id, None, "moment", None, payload).await?;
+            let mut moment = finding_moment(&f, "numeric", count);
+            moment.outcome = MomentOutcome::NoQuestion("asked at the stop, whose claim shows the same moment".into());
+            sup.record_event(campaign_id, None, None, Event::Moment(moment)).await?;
             continue;
         }
         raise(sup, campaign_id, spec, &f, "numeric", count).await?;
@@ -138,7 +137,7 @@ async fn in_cooldown(
     count: usize,
     cooldown: usize,
 ) -> anyhow::Result<bool> {
-    let recent = sup.store().recent_events(campaign_id, "moment", 50).await?;
+    let recent = sup.store().recent_events(campaign_id, kind::MOMENT, 50).await?;
     Ok(recent.iter().any(|e| {
         e.payload["detector"] == detector
             && e.payload["evaluation_count"].as_u64().is_some_and(|c| (c as usize) + cooldown > count)
@@ -305,12 +304,11 @@ pub async fn raise_claim(
     // repeat only when no evaluation came between it and the last one.
     let count = sup.store().count_evaluations(campaign_id).await? as usize;
     let f = &c.finding;
-    let recent = sup.store().recent_events(campaign_id, "moment", 50).await?;
+    let recent = sup.store().recent_events(campaign_id, kind::MOMENT, 50).await?;
     let previous = recent.iter().find(|e| e.payload["moment"] == f.moment.as_str() && e.payload["source"] == "text");
     let repeated = previous.is_some_and(|p| p.payload["evaluation_count"].as_u64() == Some(count as u64));
-    let mut base = finding_payload(f, "text", count);
-    base["quote"] = json!(c.quote);
-    base["repeated"] = json!(repeated);
+    let mut base = finding_moment(f, "text", count);
+    base.claim = Some(ClaimEvidence { quote: c.quote.clone(), repeated });
     let action = match action {
         ClaimAction::Ask if f.moment == "completion_claim" => ClaimAction::RecordOnly("judged at the stop itself"),
         ClaimAction::Ask if c.waiting => ClaimAction::RecordOnly("a question for this moment already waits"),
@@ -319,26 +317,28 @@ pub async fn raise_claim(
     match action {
         ClaimAction::Ask => raise_with(sup, campaign_id, spec, f, base).await?,
         ClaimAction::AskedAtStop(id, bank_id, text) => {
-            let mut payload = base;
-            payload["question"] =
-                json!({"question_id": id, "bank_id": bank_id, "text": text, "via": "stop_hook_reason"});
-            sup.record(campaign_id, session, "moment", None, payload).await?;
+            let mut moment = base;
+            moment.outcome = MomentOutcome::Question {
+                question_id: id,
+                bank_id: bank_id.to_string(),
+                text: text.to_string(),
+                via: Some(Via::StopHookReason),
+            };
+            sup.record_event(campaign_id, session, None, Event::Moment(moment)).await?;
         }
         ClaimAction::RecordOnly(why) => {
-            let mut payload = base;
-            payload["no_question"] = json!(why);
-            sup.record(campaign_id, session, "moment", None, payload).await?;
+            let mut moment = base;
+            moment.outcome = MomentOutcome::NoQuestion(why.to_string());
+            sup.record_event(campaign_id, session, None, Event::Moment(moment)).await?;
         }
     }
     if repeated && f.moment != "completion_claim" {
-        sup.record(
-            campaign_id,
-            session,
-            "moment.escalated",
-            None,
-            json!({"moment": f.moment, "why": "the claim was repeated without fresh evidence (no new evaluation since its question)", "quote": c.quote}),
-        )
-        .await?;
+        let escalated = Event::MomentEscalated {
+            moment: f.moment.clone(),
+            why: "the claim was repeated without fresh evidence (no new evaluation since its question)".into(),
+            quote: c.quote.clone(),
+        };
+        sup.record_event(campaign_id, session, None, escalated).await?;
     }
     Ok(())
 }
@@ -355,12 +355,23 @@ pub async fn at_start(sup: &Supervisor, campaign_id: &str, spec: &CampaignSpec) 
     raise(sup, campaign_id, spec, &f, "start", 0).await
 }
 
-/// A moment event's payload: the finding and its evidence.
-fn finding_payload(f: &Finding, source: &str, count: usize) -> Value {
-    json!({
-        "moment": f.moment, "detector": f.detector, "evaluations": f.evaluations, "scenarios": f.scenarios,
-        "detail": f.detail, "source": source, "evaluation_count": count,
-    })
+/// A moment event: the finding and its evidence (recorded only, until
+/// something is done about it).
+fn finding_moment(f: &Finding, source: &str, count: usize) -> events::Moment {
+    events::Moment {
+        moment: f.moment.clone(),
+        detector: f.detector.clone(),
+        detail: f.detail.clone(),
+        source: source.to_string(),
+        evidence: MomentEvidence::Finding {
+            evaluations: f.evaluations.clone(),
+            scenarios: f.scenarios.clone(),
+            evaluation_count: count,
+        },
+        claim: None,
+        beam: None,
+        outcome: MomentOutcome::Recorded,
+    }
 }
 
 /// Records a moment with its evidence and acts on it by mode.
@@ -372,16 +383,16 @@ pub async fn raise(
     source: &str,
     count: usize,
 ) -> anyhow::Result<()> {
-    raise_with(sup, campaign_id, spec, f, finding_payload(f, source, count)).await
+    raise_with(sup, campaign_id, spec, f, finding_moment(f, source, count)).await
 }
 
-/// [`raise`] with a payload already built (a claim's quote added...).
+/// [`raise`] with the moment event already built (a claim's quote added...).
 async fn raise_with(
     sup: &Supervisor,
     campaign_id: &str,
     spec: &CampaignSpec,
     f: &Finding,
-    mut payload: Value,
+    mut moment: events::Moment,
 ) -> anyhow::Result<()> {
     match spec.mode {
         Mode::Autonomous => {
@@ -394,35 +405,35 @@ async fn raise_with(
             };
             let q = match beam_q {
                 Some((bank_id, text)) => {
-                    payload["beam"] = json!("too few live families");
+                    moment.beam = Some("too few live families".into());
                     crate::gate::Question { queued_id: None, source: bank_id, moment: f.moment.clone(), text }
                 }
                 None => sup.pick_question(campaign_id, spec, &f.moment, groups_for(&f.moment)).await?,
             };
             let id = sup.store().queue_question(campaign_id, "bank", Some(&q.source), Some(&f.moment), &q.text).await?;
-            payload["question"] = json!({"question_id": id, "bank_id": q.source, "text": q.text});
-            sup.record(campaign_id, None, "moment", None, payload).await?;
-            sup.record(
-                campaign_id,
-                None,
-                "question.queued",
-                None,
-                json!({"question_id": id, "source": "bank", "bank_id": q.source, "moment": f.moment, "text": q.text}),
-            )
-            .await?;
+            moment.outcome =
+                MomentOutcome::Question { question_id: id, bank_id: q.source.clone(), text: q.text.clone(), via: None };
+            sup.record_event(campaign_id, None, None, Event::Moment(moment)).await?;
+            let by = QueuedBy::Bank { bank_id: q.source, moment: f.moment.clone() };
+            let queued = Event::QuestionQueued { question_id: id, text: q.text, by };
+            sup.record_event(campaign_id, None, None, queued).await?;
         }
         Mode::Human => {
             let suggestions = sup.suggestions(campaign_id, &f.moment, 3).await.map_err(|e| anyhow::anyhow!("{e}"))?;
-            payload["suggestions"] = Value::Array(
+            moment.outcome = MomentOutcome::Suggestions(
                 suggestions
                     .iter()
-                    .map(|c| json!({"id": c.entry.id, "text": c.entry.text, "rationale": c.entry.rationale}))
+                    .map(|c| Suggestion {
+                        id: c.entry.id.clone(),
+                        text: c.entry.text.clone(),
+                        rationale: c.entry.rationale.clone(),
+                    })
                     .collect(),
             );
-            sup.record(campaign_id, None, "moment", None, payload).await?;
+            sup.record_event(campaign_id, None, None, Event::Moment(moment)).await?;
         }
         Mode::Audit => {
-            sup.record(campaign_id, None, "moment", None, payload).await?;
+            sup.record_event(campaign_id, None, None, Event::Moment(moment)).await?;
         }
     }
     Ok(())

@@ -8,9 +8,9 @@
 use std::collections::BTreeMap;
 
 use anyhow::anyhow;
-use serde_json::json;
 
 use crate::campaign::CampaignSpec;
+use crate::events::Event;
 use crate::harness::{self, Evaluation};
 use crate::supervisor::Supervisor;
 
@@ -62,7 +62,7 @@ pub async fn recheck(
             break s;
         }
     };
-    sup.record(campaign_id, None, "gain.recheck", None, json!({"evaluation_id": id, "tree": eval.tree, "seed": seed}))
+    sup.record_event(campaign_id, None, None, Event::GainRecheck { evaluation_id: id, tree: eval.tree.clone(), seed })
         .await?;
     let pristine = sup.pristine(campaign_id).await?;
     let store = crate::snapshot::store_path(sup.data_dir(), campaign_id);
@@ -80,28 +80,16 @@ pub async fn recheck(
     let second_id = sup.store().insert_evaluation(campaign_id, &second).await?;
     let problems = disagreements(eval, &second, seed);
     if problems.is_empty() {
-        sup.record(
-            campaign_id,
-            None,
-            "gain.confirmed",
-            None,
-            json!({"evaluation_id": id, "recheck_id": second_id, "seed": seed}),
-        )
-        .await?;
+        let confirmed = Event::GainConfirmed { evaluation_id: id, recheck_id: second_id, seed };
+        sup.record_event(campaign_id, None, None, confirmed).await?;
         return Ok(eval.clone());
     }
     let mut rejected = eval.clone();
     rejected.verdict.failures.push(format!("the gain did not survive gadfly's re-evaluation: {}", problems.join("; ")));
     rejected.verdict.holds = false;
     sup.store().replace_evaluation_body(id, &rejected).await?;
-    sup.record(
-        campaign_id,
-        None,
-        "gain.rejected",
-        None,
-        json!({"evaluation_id": id, "recheck_id": second_id, "seed": seed, "reasons": problems}),
-    )
-    .await?;
+    let rejected_event = Event::GainRejected { evaluation_id: id, recheck_id: second_id, seed, reasons: problems };
+    sup.record_event(campaign_id, None, None, rejected_event).await?;
     Ok(rejected)
 }
 
