@@ -395,3 +395,115 @@ fn a_gated_session_is_not_reported_by_the_transcript_watch() {
     let decisions: Vec<&str> = stops.as_array().unwrap().iter().map(|s| s["decision"].as_str().unwrap()).collect();
     assert_eq!(decisions, ["allow"], "{stops}");
 }
+
+/// Issue 29: an agent that runs as its hook's user can forge the hook's
+/// count of "supervisor unavailable" blocks. With the daemon down (here
+/// killed, as the agent could), it writes `unavailable_blocks` fake
+/// blocked stops of its own session into the spool, so its very first stop
+/// goes through ungated; then it deletes the spool, so nothing is ever
+/// replayed. While the daemon is down the count can only live in files the
+/// agent can write; what must hold is that the daemon, once back, still
+/// records that stop as ungated and a violation, from the transcript.
+#[test]
+fn a_forged_unavailable_count_and_a_deleted_spool_still_leave_an_ungated_stop() {
+    let Some(bin) = claude_bin("a_forged_unavailable_count_and_a_deleted_spool_still_leave_an_ungated_stop") else {
+        return;
+    };
+    let f = Fixture::new("");
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("claude-config");
+    std::fs::create_dir_all(&config).unwrap();
+    let spool = home.path().join("spool");
+    let mut d = daemon_reading_transcripts_in(&f, &config);
+    let id = d.create_campaign(&f.spec());
+    let mock = MockModel::start(vec![
+        Step::shell(&write_candidate("a true 50 100\nb false 40 100\nc true 80 100\n"))
+            .described("Write the new candidate"),
+        Step::text("All scenarios pass now. Done."),
+    ]);
+    // The session id the CLI will use, chosen here so the forgery can name it.
+    let r: u128 = rand::random();
+    let session = format!(
+        "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
+        (r >> 96) as u32,
+        (r >> 80) as u16,
+        (r >> 68) as u16 & 0xfff,
+        ((r >> 52) as u16 & 0x3fff) | 0x8000,
+        r as u64 & 0xffff_ffff_ffff
+    );
+    let mut cmd = claude(&bin, home.path(), &mock, &d, &id, &f.ws(), "Make every scenario pass");
+    cmd.arg("--session-id")
+        .arg(&session)
+        .env("GADFLY_SPOOL_DIR", &spool)
+        .env("GADFLY_HOOK_DEADLINE_S", "1");
+    d.kill();
+
+    // The forgery: as many "blocked" stops of this session as the hook
+    // allows, in the hook's own spool format.
+    let gate = gadfly::campaign::GateSpec::default();
+    for n in 0..gate.unavailable_blocks {
+        let forged = gadfly::spool::SpooledCall {
+            campaign: id.clone(),
+            agent: "claude-code".into(),
+            event: "stop".into(),
+            call_id: format!("forged{n}"),
+            payload: serde_json::json!({"session_id": session, "hook_event_name": "Stop"}),
+            spooled_at: chrono::Utc::now().to_rfc3339(),
+            outcome: "blocked".into(),
+            why: "connection refused".into(),
+        };
+        gadfly::spool::write(&spool, &forged).unwrap();
+    }
+    assert_eq!(gadfly::spool::blocked_stops(&spool, &id, Some(&session)), gate.unavailable_blocks as usize);
+
+    let run = run_agent(cmd, TIMEOUT);
+    eprintln!("claude ran for {:.2} s\n{}", run.elapsed.as_secs_f64(), mock.describe());
+    assert_success(&run, &mock);
+    let init = run.events().into_iter().find(|e| e["type"] == "system" && e["subtype"] == "init").unwrap();
+    assert_eq!(init["session_id"], session.as_str(), "{}", run.explain(&mock));
+    // The first stop went through: no block reached the model, no request
+    // came after the stop, and the hook spooled it as let through ungated.
+    assert_eq!(mock.steps_served(), 2, "{}", run.explain(&mock));
+    assert!(mock.unmatched().is_empty(), "{}", run.explain(&mock));
+    for r in mock.agent_requests() {
+        let text = r.to_string();
+        assert!(!text.contains("Stop hook feedback") && !text.contains("supervisor unavailable"), "{text}");
+    }
+    let (calls, _) = gadfly::spool::pending(&spool);
+    let stops: Vec<&gadfly::spool::SpooledCall> =
+        calls.iter().map(|(_, c)| c).filter(|c| c.event == "stop" && !c.call_id.starts_with("forged")).collect();
+    assert_eq!(stops.len(), 1, "{calls:?}");
+    assert_eq!(stops[0].outcome, "allowed", "{calls:?}");
+    assert!(stops[0].why.contains("Connection refused"), "{calls:?}");
+    assert_eq!(stops[0].payload["session_id"], session.as_str(), "{calls:?}");
+
+    // The agent hides its tracks.
+    for e in std::fs::read_dir(&spool).unwrap().flatten() {
+        std::fs::remove_file(e.path()).unwrap();
+    }
+    assert!(gadfly::spool::pending(&spool).0.is_empty());
+
+    let d = daemon_reading_transcripts_in(&f, &config);
+    let ungated = || {
+        let stops = d.api_get(&format!("/campaigns/{id}/stops"));
+        stops.as_array().unwrap().iter().any(|s| s["decision"] == "ungated" && s["session_id"] == session.as_str())
+    };
+    let violation = || {
+        let log = d.api_get(&format!("/campaigns/{id}/log"));
+        log.as_array().unwrap().iter().any(|e| {
+            e["kind"] == "violation"
+                && e["session_id"] == session.as_str()
+                && e["payload"]["kind"] == "turn_ended_ungated"
+                && e["payload"]["source"] == "transcript"
+        })
+    };
+    common::wait_until("the ungated stop and its violation, from the transcript", || ungated() && violation());
+    let stops = d.api_get(&format!("/campaigns/{id}/stops"));
+    let stops = stops.as_array().unwrap();
+    assert_eq!(stops.len(), 1, "{stops:?}");
+    assert_eq!(stops[0]["claim"], "All scenarios pass now. Done.", "{stops:?}");
+    assert!(stops[0]["reason"].as_str().unwrap().contains("no Stop hook call"), "{stops:?}");
+    // Judged once: the next rounds of the watch add nothing.
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(d.api_get(&format!("/campaigns/{id}/stops")).as_array().unwrap().len(), 1);
+}
