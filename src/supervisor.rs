@@ -1065,6 +1065,26 @@ impl Supervisor {
         Ok((event_id, fresh, session))
     }
 
+    /// Whether the transcript watch recorded a turn of `session` that ended
+    /// ungated shortly before `spooled_at` (the hook spools a stop at most
+    /// its deadline after the turn ends): the same stop, seen twice.
+    async fn seen_in_transcript(&self, campaign_id: &str, session: Option<&str>, spooled_at: &str) -> Result<bool> {
+        let (Some(session), Ok(at)) = (session, chrono::DateTime::parse_from_rfc3339(spooled_at)) else {
+            return Ok(false);
+        };
+        let (_, spec) = self.campaign(campaign_id).await?;
+        let window = chrono::TimeDelta::seconds(i64::from(spec.gate.stop_timeout_s) + 5);
+        let seen = self.inner.store.recent_events(campaign_id, crate::events::kind::VIOLATION, 200).await?;
+        Ok(seen.iter().any(|e| {
+            e.session_id.as_deref() == Some(session)
+                && e.payload["kind"] == "turn_ended_ungated"
+                && e.payload["timestamp"]
+                    .as_str()
+                    .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+                    .is_some_and(|ended| ended <= at + chrono::TimeDelta::seconds(5) && ended >= at - window)
+        }))
+    }
+
     /// A hook call the hook client could not deliver when it was made and
     /// spooled, replayed now. It is recorded once (same call id); a stop is
     /// not judged now (the tree has moved on): it is recorded as the hook
@@ -1099,7 +1119,12 @@ impl Supervisor {
                         "the supervisor was unavailable at {} ({}); the hook let this stop through ungated",
                         spooled.at, spooled.why
                     );
-                    self.record_ungated(campaign_id, agent, event_id, session.as_deref(), claim, &why).await?;
+                    // The transcript watch may have recorded this very stop
+                    // already (the daemon came back and read the turn's end
+                    // before the hook replayed its spool): once is enough.
+                    if !self.seen_in_transcript(campaign_id, session.as_deref(), &spooled.at).await? {
+                        self.record_ungated(campaign_id, agent, event_id, session.as_deref(), claim, &why).await?;
+                    }
                 }
                 Some(d) => {
                     let why = format!(

@@ -994,3 +994,57 @@ fn a_replay_the_hook_could_not_have_spooled_is_refused() {
     assert_eq!(stops.as_array().unwrap().len(), 1, "{stops}");
     assert_eq!(stops[0]["decision"], "ungated", "{stops}");
 }
+
+/// Issue 29: a stop the hook let through while the daemon was down can be
+/// seen twice once it is back: in the agent's transcript (the escape watch)
+/// and in the hook's spool, replayed later. It is one ungated stop; another
+/// session's replay is still recorded.
+#[test]
+fn a_stop_seen_in_the_transcript_and_then_replayed_from_the_spool_is_one_ungated_stop() {
+    let f = Fixture::new("");
+    let data = f.data_dir();
+    let config = f.dir.path().join("claude-config");
+    let ws = std::fs::canonicalize(f.ws()).unwrap();
+    let project = config.join("projects").join("ws");
+    std::fs::create_dir_all(&project).unwrap();
+    let mut serve = Daemon::serve_command(&data);
+    serve.env("GADFLY_CLAUDE_CONFIG_DIRS", &config).env("GADFLY_ESCAPE_GRACE_S", "1");
+    let d = Daemon::start_cmd(&data, serve);
+    let id = d.create_campaign(&f.spec());
+    // The turn ended 25 s ago; the hook, finding no daemon, let it through
+    // 20 s later and spooled it.
+    let ended = chrono::Utc::now() - chrono::TimeDelta::seconds(25);
+    let spooled_at = (ended + chrono::TimeDelta::seconds(20)).to_rfc3339();
+    let line = serde_json::json!({
+        "type": "assistant", "sessionId": "s-twice", "cwd": ws.display().to_string(), "uuid": "u-end",
+        "timestamp": ended.to_rfc3339(),
+        "message": {"role": "assistant", "content": [{"type": "text", "text": "All done."}], "stop_reason": "end_turn"}
+    });
+    std::fs::write(project.join("s-twice.jsonl"), format!("{line}\n")).unwrap();
+    let ungated = |session: &str| {
+        d.api_get(&format!("/campaigns/{id}/stops"))
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["decision"] == "ungated" && s["session_id"] == session)
+            .count()
+    };
+    common::wait_until("the transcript watch recorded the turn", || ungated("s-twice") == 1);
+    let hook_token = d.api_get(&format!("/campaigns/{id}/hook-token"))["token"].as_str().unwrap().to_string();
+    let replay = |session: &str, call: &str| {
+        let res = reqwest::blocking::Client::new()
+            .post(format!("{}/api/v1/campaigns/{id}/hooks/claude-code/stop", d.url))
+            .query(&[("spooled_at", spooled_at.as_str()), ("outcome", "allowed"), ("why", "connection refused")])
+            .bearer_auth(&hook_token)
+            .header("x-gadfly-call-id", call)
+            .header("content-type", "application/json")
+            .body(serde_json::json!({"session_id": session, "last_assistant_message": "All done."}).to_string())
+            .send()
+            .unwrap();
+        assert_eq!(res.status().as_u16(), 200, "{}", res.text().unwrap());
+    };
+    replay("s-twice", "spooled-1");
+    replay("s-other", "spooled-2");
+    assert_eq!(ungated("s-twice"), 1, "the same stop recorded twice");
+    assert_eq!(ungated("s-other"), 1, "another session's replay was dropped");
+}
