@@ -56,7 +56,7 @@ fn main() {
     // gadfly's hooks with `[hooks] transport = "http"`: Claude Code posts the
     // tool-call and prompt hooks to the daemon itself.
     let http_settings = home.path().join("gadfly-http-settings.json");
-    let http = gadfly::agent::attach::HttpHooks { url: d.url.clone(), token: d.token.clone() };
+    let http = gadfly::agent::attach::HttpHooks { url: d.url.clone() };
     let ours_http = gadfly::agent::attach::hooks_settings_with("gadfly", &id, Default::default(), Some(&http));
     std::fs::write(&http_settings, serde_json::to_string_pretty(&ours_http).unwrap()).unwrap();
 

@@ -13,8 +13,8 @@ use anyhow::{anyhow, bail, Context};
 use serde::{Deserialize, Serialize};
 
 use crate::campaign::CampaignSpec;
+use crate::evaluation::Evaluation;
 use crate::events::{self, Event};
-use crate::harness::Evaluation;
 use crate::supervisor::Supervisor;
 
 /// `[beam]` in the campaign spec; the beam is on when the section exists.

@@ -439,6 +439,11 @@ fn one_line(s: &str) -> String {
     })
 }
 
+/// A tag name or value: letters, digits, `.`, `_` and `-`.
+pub fn valid_tag(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 64 && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}
+
 /// Reads and validates a spec file; the workspace is resolved against the
 /// file's folder.
 pub fn load(path: &Path) -> anyhow::Result<CampaignSpec> {
@@ -551,7 +556,7 @@ pub fn parse(text: &str, file: &str, base: &Path) -> Result<CampaignSpec, SpecEr
                     "harness.tags",
                     "must be a table of tags (`tags = { gpu = \"h200\" }`), not a date-time",
                 ),
-                Some(v) if crate::jobs::valid_tag(key) && crate::jobs::valid_tag(v) => {
+                Some(v) if valid_tag(key) && valid_tag(v) => {
                     tags.insert(key.clone(), v.to_string());
                 }
                 Some(v) => loc.push(

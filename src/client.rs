@@ -8,6 +8,9 @@ use serde_json::Value;
 
 use crate::config::ClientConfig;
 
+/// One hook invocation's id; its retries send the same one.
+pub const CALL_ID_HEADER: &str = "x-gadfly-call-id";
+
 #[derive(Clone)]
 pub struct Client {
     http: reqwest::Client,
@@ -114,7 +117,7 @@ impl Client {
         let resp = self
             .request(reqwest::Method::POST, path)
             .header("content-type", "application/json")
-            .header(crate::server::CALL_ID_HEADER, call_id)
+            .header(CALL_ID_HEADER, call_id)
             .header(crate::signing::NONCE_HEADER, nonce)
             .body(body)
             .send()
@@ -143,7 +146,7 @@ impl Client {
         self.send(
             self.request(reqwest::Method::POST, path)
                 .header("content-type", "application/json")
-                .header(crate::server::CALL_ID_HEADER, call_id)
+                .header(CALL_ID_HEADER, call_id)
                 .body(body),
         )
         .await

@@ -33,7 +33,7 @@ impl std::fmt::Debug for DaemonConfig {
         f.debug_struct("DaemonConfig")
             .field("listen", &self.listen)
             .field("data_dir", &self.data_dir)
-            .field("database_url", &self.database_url.as_deref().map(crate::store::redact))
+            .field("database_url", &self.database_url.as_deref().map(redact))
             .field("bank_dir", &self.bank_dir)
             .finish()
     }
@@ -45,6 +45,20 @@ impl DaemonConfig {
             Some(u) if !u.is_empty() => u.clone(),
             _ => format!("sqlite:{}", self.data_dir.join("gadfly.db").display()),
         }
+    }
+}
+
+/// Hides a password in a database URL.
+pub fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(s), Some(at)) if at > s => {
+            let creds = &url[s + 3..at];
+            match creds.find(':') {
+                Some(c) => format!("{}{}:***{}", &url[..s + 3], &creds[..c], &url[at..]),
+                None => url.to_string(),
+            }
+        }
+        _ => url.to_string(),
     }
 }
 
@@ -96,6 +110,12 @@ impl ClientConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn redacts_passwords() {
+        assert_eq!(redact("postgres://u:secret@h/db"), "postgres://u:***@h/db");
+        assert_eq!(redact("sqlite:/x/y.db"), "sqlite:/x/y.db");
+    }
 
     #[test]
     fn token_is_created_once_with_mode_0600() {

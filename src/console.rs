@@ -6,7 +6,8 @@ use axum::extract::{Path, State};
 use axum::response::{Html, IntoResponse, Response};
 use serde_json::{json, Value};
 
-use crate::harness::Evaluation;
+use crate::evaluation::Evaluation;
+use crate::html::escape;
 use crate::server::{ApiError, AppState};
 use crate::supervisor::Supervisor;
 
@@ -70,10 +71,6 @@ pub async fn campaign_detail(s: &Supervisor, id: &str) -> Result<Value, ApiError
         "stop_attempts": stops,
         "questions": questions,
     }))
-}
-
-pub fn escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;").replace('\'', "&#39;")
 }
 
 const STYLE: &str = "body{font:14px system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}.pass{background:#e6f4e6}.fail{background:#fbe4e4}pre{white-space:pre-wrap;background:#f6f6f6;padding:8px}";

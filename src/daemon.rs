@@ -81,7 +81,7 @@ impl Daemon {
             crate::moments::classifier();
         });
         // Hook calls spooled while no daemon ran, into this data dir's spool.
-        let (imported, left) = crate::spool::import(&supervisor, &config.data_dir.join("spool")).await;
+        let (imported, left) = crate::supervisor::import_spool(&supervisor, &config.data_dir.join("spool")).await;
         if imported + left > 0 {
             tracing::info!(imported, left, "spooled hook calls replayed into the store");
         }
@@ -122,7 +122,7 @@ impl Daemon {
         let info = serde_json::json!({"url": self.url(), "pid": std::process::id()});
         let info_path = self.config.data_dir.join("daemon.json");
         std::fs::write(&info_path, info.to_string()).with_context(|| format!("writing {}", info_path.display()))?;
-        tracing::info!(url = %self.url(), data_dir = %self.config.data_dir.display(), database = %crate::store::redact(&self.config.database_url()), "gadfly daemon serving");
+        tracing::info!(url = %self.url(), data_dir = %self.config.data_dir.display(), database = %crate::config::redact(&self.config.database_url()), "gadfly daemon serving");
         let shutdown = self.state.shutdown.clone();
         let store = self.state.supervisor.store().clone();
         let supervisor = self.state.supervisor.clone();

@@ -1,12 +1,14 @@
 //! The Stop gate's decision, as a pure function of the campaign's mode, the
 //! verdict and the question to carry: block while the predicate fails (or
 //! a person's question waits), allow otherwise, never block in audit mode.
-//! Also the text of the block reason the agent reads.
+//! [`plan_stop`] is the whole stop decision (which question a blocked stop
+//! carries, the tamper override, what becomes of the claim moments), as
+//! data in, data out. Also the text of the block reason the agent reads.
 
 use serde::{Deserialize, Serialize};
 
 use crate::campaign::{Mode, PredicateSpec};
-use crate::harness::Evaluation;
+use crate::evaluation::Evaluation;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -44,6 +46,250 @@ pub fn decide(mode: Mode, holds: bool, human_question_waiting: bool) -> Decision
         _ if !holds => Decision::Block,
         _ if human_question_waiting => Decision::Block,
         _ => Decision::Allow,
+    }
+}
+
+/// The moments of a stop's words the evaluation is to hold back (no
+/// question of their own from the detectors): in autonomous mode the stop
+/// asks the first of them itself. Completion claims are judged by the stop
+/// and never held.
+pub fn held_moments(mode: Mode, claims: &[&str]) -> Vec<String> {
+    if mode != Mode::Autonomous {
+        return vec![];
+    }
+    claims.iter().filter(|m| **m != "completion_claim").map(|m| m.to_string()).collect()
+}
+
+/// What the stop's evaluation gave.
+#[derive(Debug, Clone, Copy)]
+pub enum Judged<'a> {
+    /// The candidate was evaluated: the verdict the gate judges.
+    Evaluated(&'a Evaluation),
+    /// It could not be evaluated: why (the error as `{e:#}` writes it).
+    Unevaluated(&'a str),
+}
+
+/// A question waiting in the campaign's queue, as the stop weighs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Waiting {
+    /// The queued question's row id.
+    pub id: i64,
+    /// A person's question (else one queued from the bank for a moment).
+    pub human: bool,
+    /// The moment it was queued for.
+    pub moment: Option<String>,
+}
+
+/// Everything the stop decision depends on, gathered beforehand: no I/O
+/// in [`plan_stop`].
+#[derive(Debug, Clone)]
+pub struct StopInput<'a> {
+    pub campaign_id: &'a str,
+    pub mode: Mode,
+    pub predicate: &'a PredicateSpec,
+    pub judged: Judged<'a>,
+    /// What changed in the hooks gadfly installed (empty: untouched).
+    pub tampered: &'a [String],
+    /// The queued questions, oldest first (not read when the candidate
+    /// could not be evaluated).
+    pub waiting: Vec<Waiting>,
+    /// The moments the stop's own words show, in the order the classifier
+    /// found them (`completion_claim` among them).
+    pub claims: Vec<&'a str>,
+}
+
+impl StopInput<'_> {
+    /// The waiting question `id` was delivered by someone else since the
+    /// queue was read (a PostToolUse hook claimed it): it waits no longer.
+    /// Plan again: the next choice in the chain, or no block at all when
+    /// that question was all that blocked.
+    pub fn delivered_elsewhere(&mut self, id: i64) {
+        self.waiting.retain(|q| q.id != id);
+    }
+}
+
+/// The question a blocked stop carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ask {
+    /// A waiting question, by its row id.
+    Queued(i64),
+    /// A fresh pick from the bank for `moment`, preferring `groups` (queued
+    /// and delivered at once).
+    Pick { moment: String, groups: Vec<&'static str> },
+}
+
+/// What becomes of one claim moment of the stop's words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClaimPlan {
+    /// Its question is the one the stop carries.
+    AskedAtStop,
+    /// Acted on by mode (its question queued for later, suggestions...).
+    Ask,
+    /// Recorded only, with why no question is asked.
+    RecordOnly(&'static str),
+}
+
+/// One part of a stop's reason; the parts are joined in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReasonPart {
+    /// The hooks were tampered with: this line (first, with a newline).
+    Tampered(String),
+    /// The candidate could not be evaluated: this text.
+    Unevaluated(String),
+    /// The verdict's [`block_reason`], with the question the stop carries.
+    Verdict,
+}
+
+/// What a stop attempt comes to: carried out by the caller (deliver the
+/// question, raise the claim moments, record the attempt).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StopPlan {
+    pub decision: Decision,
+    /// The question to deliver in the block reason (only when the verdict
+    /// blocks; a block for tampered hooks alone carries none).
+    pub ask: Option<Ask>,
+    /// One per claim moment of the input, in its order.
+    pub claims: Vec<ClaimPlan>,
+    /// The reason, in parts (none: no reason).
+    pub reason: Vec<ReasonPart>,
+}
+
+/// The stop decision. The question a blocked stop carries, first that
+/// applies:
+/// 1. the person's oldest waiting question;
+/// 2. autonomous mode only: for the first claim moment of the stop's words
+///    (completion claims excluded), the latest question waiting for that
+///    moment, else a fresh pick for it;
+/// 3. the latest waiting moment question (never the `start` one: it waits
+///    for a hook that can carry context);
+/// 4. a fresh completion-claim pick, preferring the groups that fit what
+///    failed (the bank's builtin questions are the picker's fallback).
+///
+/// A candidate that could not be evaluated blocks (fail closed), with no
+/// question. Tampered hooks block whatever the verdict, their line first.
+/// Audit mode only records.
+pub fn plan_stop(input: &StopInput) -> StopPlan {
+    let mode = input.mode;
+    let mut asked_claim = None;
+    let (decision, ask, mut reason) = match input.judged {
+        Judged::Unevaluated(why) => {
+            let d = if mode == Mode::Audit { Decision::Record } else { Decision::Block };
+            let text = format!(
+                "gadfly could not evaluate the candidate, so the stop predicate is not known to hold: {why}. Fix what this names (or ask the person supervising), then try to stop again."
+            );
+            (d, None, vec![ReasonPart::Unevaluated(text)])
+        }
+        Judged::Evaluated(eval) => {
+            let human = input.waiting.iter().find(|q| q.human);
+            let decision = decide(mode, eval.verdict.holds, human.is_some());
+            if decision != Decision::Block {
+                (decision, None, vec![])
+            } else {
+                let mut bank = input.waiting.iter().rev().filter(|q| !q.human);
+                // The first held moment (see `held_moments`).
+                let claim =
+                    held_moments(mode, &input.claims).first().and_then(|m| input.claims.iter().position(|c| c == m));
+                let ask = match (human, claim) {
+                    (Some(q), _) => Ask::Queued(q.id),
+                    (None, Some(i)) => {
+                        asked_claim = Some(i);
+                        let m = input.claims[i];
+                        match bank.find(|q| q.moment.as_deref() == Some(m)) {
+                            Some(q) => Ask::Queued(q.id),
+                            None => Ask::Pick { moment: m.to_string(), groups: crate::moments::groups_for(m).to_vec() },
+                        }
+                    }
+                    (None, None) => match bank.find(|q| q.moment.as_deref() != Some("start")) {
+                        Some(q) => Ask::Queued(q.id),
+                        None => Ask::Pick { moment: "completion_claim".into(), groups: prefer_groups(eval) },
+                    },
+                };
+                (decision, Some(ask), vec![ReasonPart::Verdict])
+            }
+        }
+    };
+    // Hooks the agent tampered with: no stop until they are restored.
+    let decision = if !input.tampered.is_empty() && mode != Mode::Audit {
+        reason.insert(
+            0,
+            ReasonPart::Tampered(format!(
+                "gadfly: you may not stop: the hooks that supervise this campaign were tampered with: {}. Restore them (the person supervising can run `gadfly attach {}` again), then try to stop again.",
+                input.tampered.join("; "),
+                input.campaign_id
+            )),
+        );
+        Decision::Block
+    } else {
+        decision
+    };
+    // The other claim moments: asked by mode, except that nobody is left
+    // to answer once an autonomous agent's stop is allowed.
+    let claims = (0..input.claims.len())
+        .map(|i| {
+            if Some(i) == asked_claim {
+                ClaimPlan::AskedAtStop
+            } else if mode == Mode::Autonomous && decision != Decision::Block {
+                ClaimPlan::RecordOnly("the stop was allowed: the predicate holds")
+            } else {
+                ClaimPlan::Ask
+            }
+        })
+        .collect();
+    StopPlan { decision, ask, claims, reason }
+}
+
+impl StopPlan {
+    /// The reason's text, with `question` the one the stop carries; none
+    /// when the plan has no reason.
+    pub fn reason_text(&self, input: &StopInput, question: Option<&Question>) -> Option<String> {
+        if self.reason.is_empty() {
+            return None;
+        }
+        let mut out = String::new();
+        for part in &self.reason {
+            match part {
+                ReasonPart::Tampered(line) => {
+                    out.push_str(line);
+                    out.push('\n');
+                }
+                ReasonPart::Unevaluated(text) => out.push_str(text),
+                ReasonPart::Verdict => {
+                    if let Judged::Evaluated(eval) = input.judged {
+                        out.push_str(&block_reason(eval, input.predicate, question));
+                    }
+                }
+            }
+        }
+        Some(out)
+    }
+
+    /// The plan with no question to carry (every choice was delivered
+    /// elsewhere meanwhile): the claim moment it would have asked is asked
+    /// by mode instead.
+    pub fn without_question(mut self) -> StopPlan {
+        self.ask = None;
+        for c in &mut self.claims {
+            if *c == ClaimPlan::AskedAtStop {
+                *c = ClaimPlan::Ask;
+            }
+        }
+        self
+    }
+}
+
+/// The bank groups that fit what failed: correctness questions for a wrong
+/// scenario, bound and gap questions for a slow one, measurement and
+/// benchmark questions when the evaluation itself broke.
+pub fn prefer_groups(eval: &Evaluation) -> Vec<&'static str> {
+    let v = &eval.verdict;
+    if v.scenarios.iter().any(|s| s.present && !s.correct) {
+        vec!["correctness"]
+    } else if v.scenarios.iter().any(|s| s.present && !s.passes) {
+        vec!["gap_analysis", "bound", "measurement"]
+    } else if !v.failures.is_empty() || v.scenarios.iter().any(|s| !s.present) {
+        vec!["benchmark_validity", "measurement", "correctness"]
+    } else {
+        vec![]
     }
 }
 
@@ -150,9 +396,16 @@ mod tests {
     use crate::results::ScenarioResult;
 
     fn eval(results: &[(&str, bool, f64)]) -> Evaluation {
+        eval_of(results, &["gone"])
+    }
+
+    /// An evaluation of `results`, with the `missing` scenarios required
+    /// but not measured.
+    fn eval_of(results: &[(&str, bool, f64)], missing: &[&str]) -> Evaluation {
         let spec =
             PredicateSpec { correct: true, min_speedup: 1.0, min_geomean_speedup: Some(1.1), ..Default::default() };
-        let names: Vec<String> = results.iter().map(|r| r.0.to_string()).chain(["gone".to_string()]).collect();
+        let names: Vec<String> =
+            results.iter().map(|r| r.0.to_string()).chain(missing.iter().map(|m| m.to_string())).collect();
         let measured: Vec<ScenarioResult> = results
             .iter()
             .map(|(n, c, s)| ScenarioResult {
@@ -183,6 +436,274 @@ mod tests {
             created_at: String::new(),
             cached: false,
         }
+    }
+
+    // -----------------------------------------------------------------
+    // plan_stop: the stop decision, data in, data out.
+    // -----------------------------------------------------------------
+
+    /// b is incorrect: the predicate fails (a correctness question fits).
+    fn failing() -> Evaluation {
+        eval_of(&[("a", true, 2.0), ("b", false, 2.0)], &[])
+    }
+
+    fn holding() -> Evaluation {
+        let e = eval_of(&[("a", true, 2.0), ("b", true, 2.0)], &[]);
+        assert!(e.verdict.holds);
+        e
+    }
+
+    fn person(id: i64) -> Waiting {
+        Waiting { id, human: true, moment: None }
+    }
+
+    fn queued(id: i64, moment: &str) -> Waiting {
+        Waiting { id, human: false, moment: Some(moment.into()) }
+    }
+
+    fn stop<'a>(mode: Mode, judged: Judged<'a>, waiting: Vec<Waiting>, claims: &[&'a str]) -> StopInput<'a> {
+        StopInput {
+            campaign_id: "c1",
+            mode,
+            predicate: Box::leak(Box::default()),
+            judged,
+            tampered: &[],
+            waiting,
+            claims: claims.to_vec(),
+        }
+    }
+
+    fn pick(moment: &str, groups: &[&'static str]) -> Option<Ask> {
+        Some(Ask::Pick { moment: moment.into(), groups: groups.to_vec() })
+    }
+
+    use ClaimPlan::{Ask as AskByMode, AskedAtStop};
+
+    #[test]
+    fn a_persons_oldest_question_comes_first() {
+        let e = failing();
+        let waiting = vec![queued(1, "correctness_dismissal"), person(2), person(3), queued(4, "suspicious_gain")];
+        // The stop's words show a claimed limit too: the person still wins.
+        let plan = plan_stop(&stop(Mode::Autonomous, Judged::Evaluated(&e), waiting, &["limit_claim"]));
+        assert_eq!(plan.decision, Decision::Block);
+        assert_eq!(plan.ask, Some(Ask::Queued(2)), "the oldest person's question");
+        assert_eq!(plan.claims, [AskByMode], "the claimed limit lost the stop: raised by mode");
+        assert_eq!(plan.reason, [ReasonPart::Verdict]);
+    }
+
+    #[test]
+    fn then_the_first_claim_moment_of_the_stops_words_in_autonomous_mode() {
+        let e = failing();
+        let waiting = vec![
+            queued(1, "start"),
+            queued(2, "correctness_dismissal"),
+            queued(3, "correctness_dismissal"),
+            queued(4, "suspicious_gain"),
+        ];
+        // The classifier's order (dismissal, then limit, then gain); a
+        // completion claim is never the one asked. The latest question
+        // waiting for that moment is carried.
+        let claims = ["correctness_dismissal", "limit_claim", "completion_claim"];
+        let plan = plan_stop(&stop(Mode::Autonomous, Judged::Evaluated(&e), waiting.clone(), &claims));
+        assert_eq!(plan.ask, Some(Ask::Queued(3)));
+        assert_eq!(plan.claims, [AskedAtStop, AskByMode, AskByMode]);
+        // No question waits for it: a fresh pick for that moment, in its groups.
+        let claims = ["completion_claim", "limit_claim", "suspicious_gain"];
+        let plan = plan_stop(&stop(Mode::Autonomous, Judged::Evaluated(&e), waiting.clone(), &claims));
+        assert_eq!(plan.ask, pick("limit_claim", crate::moments::groups_for("limit_claim")));
+        assert_eq!(plan.claims, [AskByMode, AskedAtStop, AskByMode]);
+        // Human mode: the words ask nothing themselves (the queue's latest).
+        let plan = plan_stop(&stop(Mode::Human, Judged::Evaluated(&e), waiting, &claims));
+        assert_eq!(plan.ask, Some(Ask::Queued(4)));
+        assert_eq!(plan.claims, [AskByMode; 3]);
+    }
+
+    #[test]
+    fn then_the_latest_queued_moment_question_never_the_start_one() {
+        let e = failing();
+        let waiting = vec![queued(1, "correctness_dismissal"), queued(2, "suspicious_gain"), queued(3, "start")];
+        let plan = plan_stop(&stop(Mode::Autonomous, Judged::Evaluated(&e), waiting, &["completion_claim"]));
+        assert_eq!(plan.ask, Some(Ask::Queued(2)));
+        assert_eq!(plan.claims, [AskByMode], "a completion claim is judged by the stop itself");
+        // Only the start question waits: a completion-claim pick.
+        let plan = plan_stop(&stop(Mode::Autonomous, Judged::Evaluated(&e), vec![queued(3, "start")], &[]));
+        assert_eq!(plan.ask, pick("completion_claim", &["correctness"]));
+    }
+
+    #[test]
+    fn then_a_completion_claim_pick_preferring_the_groups_that_fit_what_failed() {
+        let cases = [
+            (eval_of(&[("a", true, 2.0), ("b", false, 2.0)], &[]), vec!["correctness"]),
+            (eval_of(&[("a", true, 2.0), ("b", true, 0.5)], &[]), vec!["gap_analysis", "bound", "measurement"]),
+            (eval_of(&[("a", true, 2.0)], &["gone"]), vec!["benchmark_validity", "measurement", "correctness"]),
+        ];
+        for (e, groups) in cases {
+            assert!(!e.verdict.holds);
+            let plan = plan_stop(&stop(Mode::Autonomous, Judged::Evaluated(&e), vec![], &[]));
+            assert_eq!(plan.ask, pick("completion_claim", &groups));
+            assert_eq!(plan.reason, [ReasonPart::Verdict]);
+        }
+        assert!(prefer_groups(&holding()).is_empty());
+    }
+
+    #[test]
+    fn allowed_when_the_predicate_holds_and_no_persons_question_waits() {
+        let e = holding();
+        // Moment questions do not block; the claims are recorded only.
+        let waiting = vec![queued(1, "start"), queued(2, "plateau")];
+        let claims = ["limit_claim", "completion_claim"];
+        let plan = plan_stop(&stop(Mode::Autonomous, Judged::Evaluated(&e), waiting, &claims));
+        let allowed = ClaimPlan::RecordOnly("the stop was allowed: the predicate holds");
+        assert_eq!(
+            plan,
+            StopPlan { decision: Decision::Allow, ask: None, claims: vec![allowed, allowed], reason: vec![] }
+        );
+        let input = stop(Mode::Autonomous, Judged::Evaluated(&e), vec![], &[]);
+        assert_eq!(plan_stop(&input).reason_text(&input, None), None);
+        // A person's question waiting blocks it, and is carried.
+        let plan = plan_stop(&stop(Mode::Autonomous, Judged::Evaluated(&e), vec![person(7)], &claims));
+        assert_eq!((plan.decision, plan.ask), (Decision::Block, Some(Ask::Queued(7))));
+        assert_eq!(plan.claims, [AskByMode; 2]);
+    }
+
+    #[test]
+    fn human_mode_blocks_a_failing_stop_and_allows_a_holding_one() {
+        let (bad, good) = (failing(), holding());
+        let plan = plan_stop(&stop(Mode::Human, Judged::Evaluated(&bad), vec![queued(1, "start")], &["limit_claim"]));
+        assert_eq!(plan.decision, Decision::Block);
+        assert_eq!(plan.ask, pick("completion_claim", &["correctness"]));
+        assert_eq!(plan.claims, [AskByMode]);
+        let plan = plan_stop(&stop(Mode::Human, Judged::Evaluated(&good), vec![], &["limit_claim"]));
+        assert_eq!((plan.decision, plan.ask), (Decision::Allow, None));
+        assert_eq!(plan.claims, [AskByMode], "asked by mode: a person is there to answer");
+        let plan = plan_stop(&stop(Mode::Human, Judged::Evaluated(&good), vec![person(3)], &[]));
+        assert_eq!((plan.decision, plan.ask), (Decision::Block, Some(Ask::Queued(3))));
+    }
+
+    #[test]
+    fn audit_mode_only_records_even_with_a_persons_question_waiting() {
+        for e in [failing(), holding()] {
+            let plan = plan_stop(&stop(
+                Mode::Audit,
+                Judged::Evaluated(&e),
+                vec![person(1), queued(2, "plateau")],
+                &["limit_claim"],
+            ));
+            assert_eq!(
+                plan,
+                StopPlan { decision: Decision::Record, ask: None, claims: vec![AskByMode], reason: vec![] }
+            );
+        }
+    }
+
+    #[test]
+    fn a_stop_that_cannot_be_evaluated_blocks_with_no_question_and_is_recorded_in_audit_mode() {
+        let why = "taking a snapshot of the workspace: gone";
+        let text = format!(
+            "gadfly could not evaluate the candidate, so the stop predicate is not known to hold: {why}. Fix what this names (or ask the person supervising), then try to stop again."
+        );
+        for (mode, decision) in
+            [(Mode::Autonomous, Decision::Block), (Mode::Human, Decision::Block), (Mode::Audit, Decision::Record)]
+        {
+            let input = stop(mode, Judged::Unevaluated(why), vec![person(1)], &["limit_claim"]);
+            let plan = plan_stop(&input);
+            assert_eq!(plan.decision, decision, "{mode:?}");
+            assert_eq!(plan.ask, None, "no question without an evaluation");
+            assert_eq!(plan.reason, [ReasonPart::Unevaluated(text.clone())], "kept in audit mode too");
+            assert_eq!(plan.reason_text(&input, None).as_deref(), Some(text.as_str()));
+            assert_eq!(plan.claims, [AskByMode]);
+        }
+    }
+
+    #[test]
+    fn tampered_hooks_block_outside_audit_mode_their_line_first() {
+        let tampered = ["hooks were disabled".to_string(), "the hook binary changed".to_string()];
+        let line = "gadfly: you may not stop: the hooks that supervise this campaign were tampered with: hooks were disabled; the hook binary changed. Restore them (the person supervising can run `gadfly attach c1` again), then try to stop again.";
+        let (good, bad) = (holding(), failing());
+        // The predicate holds: blocked, with the tamper line alone and no question.
+        let mut input = stop(Mode::Autonomous, Judged::Evaluated(&good), vec![queued(1, "plateau")], &["limit_claim"]);
+        input.tampered = &tampered;
+        let plan = plan_stop(&input);
+        assert_eq!(plan.decision, Decision::Block);
+        assert_eq!(plan.ask, None);
+        assert_eq!(plan.reason, [ReasonPart::Tampered(line.into())]);
+        assert_eq!(plan.reason_text(&input, None), Some(format!("{line}\n")));
+        assert_eq!(plan.claims, [AskByMode], "blocked: the claim is asked by mode");
+        // The predicate fails: the tamper line, then the verdict's reason and question.
+        let mut input = stop(Mode::Human, Judged::Evaluated(&bad), vec![], &[]);
+        input.tampered = &tampered;
+        let plan = plan_stop(&input);
+        assert_eq!(plan.decision, Decision::Block);
+        assert_eq!(plan.ask, pick("completion_claim", &["correctness"]));
+        assert_eq!(plan.reason, [ReasonPart::Tampered(line.into()), ReasonPart::Verdict]);
+        let q = Question {
+            queued_id: None,
+            source: "correct-001".into(),
+            moment: "completion_claim".into(),
+            text: "Why?".into(),
+        };
+        let text = plan.reason_text(&input, Some(&q)).unwrap();
+        let (first, rest) = text.split_once('\n').unwrap();
+        assert_eq!(first, line);
+        assert_eq!(rest, block_reason(&bad, input.predicate, Some(&q)));
+        // Not evaluated: the tamper line, then why.
+        let mut input = stop(Mode::Autonomous, Judged::Unevaluated("no workspace"), vec![], &[]);
+        input.tampered = &tampered;
+        let plan = plan_stop(&input);
+        assert!(matches!(plan.reason.as_slice(), [ReasonPart::Tampered(_), ReasonPart::Unevaluated(_)]));
+        // Audit mode: recorded, no reason.
+        for judged in [Judged::Evaluated(&good), Judged::Evaluated(&bad)] {
+            let mut input = stop(Mode::Audit, judged, vec![], &[]);
+            input.tampered = &tampered;
+            let plan = plan_stop(&input);
+            assert_eq!((plan.decision, plan.ask, plan.reason), (Decision::Record, None, vec![]));
+        }
+    }
+
+    #[test]
+    fn a_question_delivered_elsewhere_meanwhile_gives_way_to_the_next_choice() {
+        let (bad, good) = (failing(), holding());
+        let waiting = vec![person(1), person(2), queued(3, "limit_claim"), queued(4, "plateau")];
+        let mut input = stop(Mode::Autonomous, Judged::Evaluated(&bad), waiting, &["limit_claim"]);
+        let mut asked = vec![];
+        loop {
+            let plan = plan_stop(&input);
+            match plan.ask {
+                Some(Ask::Queued(id)) => {
+                    asked.push((id, plan.claims.clone()));
+                    input.delivered_elsewhere(id);
+                }
+                other => {
+                    assert_eq!(other, pick("limit_claim", crate::moments::groups_for("limit_claim")));
+                    break;
+                }
+            }
+        }
+        // The next person's question, then the claim moment's waiting
+        // question, then a fresh pick for it (the plateau question waits).
+        assert_eq!(asked, [(1, vec![AskByMode]), (2, vec![AskByMode]), (3, vec![AskedAtStop])]);
+        assert_eq!(input.waiting, [queued(4, "plateau")]);
+        // A person's question was all that blocked a holding stop: once it
+        // is delivered elsewhere, the stop is allowed.
+        let mut input = stop(Mode::Autonomous, Judged::Evaluated(&good), vec![person(5)], &[]);
+        assert_eq!(plan_stop(&input).ask, Some(Ask::Queued(5)));
+        input.delivered_elsewhere(5);
+        let plan = plan_stop(&input);
+        assert_eq!((plan.decision, plan.ask, plan.reason), (Decision::Allow, None, vec![]));
+        // An id not waiting changes nothing.
+        let before = plan_stop(&input);
+        input.delivered_elsewhere(99);
+        assert_eq!(plan_stop(&input), before);
+    }
+
+    #[test]
+    fn a_plan_without_its_question_asks_the_claim_moment_by_mode() {
+        let e = failing();
+        let input = stop(Mode::Autonomous, Judged::Evaluated(&e), vec![], &["limit_claim", "suspicious_gain"]);
+        let plan = plan_stop(&input);
+        assert_eq!(plan.claims, [AskedAtStop, AskByMode]);
+        let bare = plan.clone().without_question();
+        assert_eq!(bare, StopPlan { ask: None, claims: vec![AskByMode, AskByMode], ..plan });
     }
 
     #[test]

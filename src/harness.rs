@@ -8,42 +8,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
-
 use crate::campaign::{CampaignSpec, SandboxMode};
-use crate::predicate::{self, Verdict};
+use crate::evaluation::{Evaluation, Step};
+use crate::predicate;
 use crate::process::{self, Exit, Outcome};
 use crate::{constraints, results, snapshot};
-
-/// One command of an evaluation and how it ended.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Step {
-    pub command: String,
-    pub ok: bool,
-    pub exit: String,
-    pub seconds: f64,
-    /// The last lines the command printed.
-    pub output_tail: String,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Evaluation {
-    /// The database id once stored.
-    #[serde(default)]
-    pub id: Option<i64>,
-    /// The git tree id of the snapshot that was evaluated.
-    pub tree: String,
-    #[serde(flatten)]
-    pub verdict: Verdict,
-    pub build: Option<Step>,
-    pub run: Option<Step>,
-    pub violations: Vec<String>,
-    pub duration_ms: u64,
-    pub created_at: String,
-    /// True when this answer came from the cache, not a new run.
-    #[serde(default)]
-    pub cached: bool,
-}
 
 /// The last snapshot of a workspace and the fingerprint it was taken at.
 #[derive(Debug, Clone)]
@@ -179,7 +148,7 @@ pub async fn refused_candidate(inputs: &Inputs<'_>, started: Instant) -> anyhow:
         run: None,
         violations: problems,
         duration_ms: started.elapsed().as_millis() as u64,
-        created_at: crate::store::now(),
+        created_at: crate::time::now(),
         cached: false,
     }))
 }
@@ -341,7 +310,7 @@ pub async fn evaluate_unpacked(
         run: run_step,
         violations,
         duration_ms: started.elapsed().as_millis() as u64,
-        created_at: crate::store::now(),
+        created_at: crate::time::now(),
         cached: false,
     })
 }

@@ -17,22 +17,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use crate::agent::CLAUDE_CODE_EVENTS;
 use crate::campaign::GateSpec;
 use crate::client::{ApiFailure, Client};
 use crate::config::ClientConfig;
-
-pub const CLAUDE_CODE_EVENTS: &[&str] = &[
-    "stop",
-    "subagent-stop",
-    "post-tool-use",
-    "pre-tool-use",
-    "user-prompt-submit",
-    "session-start",
-    "session-end",
-    "notification",
-    "pre-compact",
-    "stop-failure",
-];
 
 const MAX_PAYLOAD: usize = 16 * 1024 * 1024;
 
@@ -407,7 +395,7 @@ impl Unreachable<'_> {
             event: self.event.to_string(),
             call_id: self.call_id,
             payload: self.payload,
-            spooled_at: crate::store::now(),
+            spooled_at: crate::time::now(),
             outcome: outcome.to_string(),
             why: self.why,
         };

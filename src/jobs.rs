@@ -13,7 +13,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
-use crate::harness::{self, Evaluation, Inputs};
+use crate::campaign::valid_tag;
+use crate::evaluation::Evaluation;
+use crate::harness::{self, Inputs};
 use crate::store::Store;
 
 /// Attempts a job gets before it fails (`GADFLY_JOB_MAX_ATTEMPTS`).
@@ -21,11 +23,6 @@ pub const DEFAULT_MAX_ATTEMPTS: i64 = 3;
 
 /// How often a waiting daemon looks at its job.
 const POLL: Duration = Duration::from_millis(200);
-
-/// A tag name or value: letters, digits, `.`, `_` and `-`.
-pub fn valid_tag(s: &str) -> bool {
-    !s.is_empty() && s.len() <= 64 && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
-}
 
 /// Parses `gpu=h200` (or several, comma-separated: `gpu=h200,zone=a`).
 pub fn parse_tags(items: &[String]) -> anyhow::Result<BTreeMap<String, String>> {
@@ -122,7 +119,7 @@ fn failed_job(inputs: &Inputs<'_>, id: i64, reason: &str, started: Instant) -> E
         run: None,
         violations: vec![],
         duration_ms: started.elapsed().as_millis() as u64,
-        created_at: crate::store::now(),
+        created_at: crate::time::now(),
         cached: false,
     }
 }

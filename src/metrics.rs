@@ -76,7 +76,7 @@ pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
 
 impl Metrics {
     pub fn hook_call(&self, event: &str, ok: bool, seconds: f64) {
-        let event = if crate::hook::CLAUDE_CODE_EVENTS.contains(&event) { event } else { "other" };
+        let event = if crate::agent::CLAUDE_CODE_EVENTS.contains(&event) { event } else { "other" };
         self.hook_calls.get_or_create(&labels(&[("event", event), ("outcome", if ok { "ok" } else { "error" })])).inc();
         self.hook_seconds.get_or_create(&labels(&[("event", event)])).observe(seconds);
     }

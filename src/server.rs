@@ -19,6 +19,7 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 use utoipa::{IntoParams, ToSchema};
 
+use crate::client::CALL_ID_HEADER;
 use crate::openapi::{Forbidden, Internal, Invalid, NotFound, TooLarge, TooMany, Unauthorized};
 
 use crate::supervisor::{Supervisor, SupervisorError};
@@ -457,8 +458,6 @@ pub fn csrf_value(token: &str) -> String {
 pub const CSRF_HEADER: &str = "x-gadfly-csrf";
 
 pub const COOKIE: &str = "gadfly_session";
-/// One hook invocation's id; its retries send the same one.
-pub const CALL_ID_HEADER: &str = "x-gadfly-call-id";
 
 fn cookie_token(headers: &HeaderMap) -> Option<String> {
     headers.get_all(header::COOKIE).iter().filter_map(|v| v.to_str().ok()).find_map(|v| {

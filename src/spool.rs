@@ -127,43 +127,6 @@ pub fn blocked_stops(dir: &Path, campaign: &str, session: Option<&str>) -> usize
         .count()
 }
 
-/// Replays the spooled calls in `dir` straight into the store (the daemon
-/// does this at start for its own data dir's spool). Returns how many were
-/// recorded and how many were left (unreadable, or refused: kept aside).
-pub async fn import(sup: &crate::supervisor::Supervisor, dir: &Path) -> (usize, usize) {
-    let (pending, damaged) = pending(dir);
-    for d in &damaged {
-        tracing::warn!(file = %d, "a spooled hook call cannot be read; left in place");
-    }
-    let mut done_count = 0;
-    let mut left = damaged.len();
-    for (path, call) in pending {
-        let Some(claimed) = claim(&path) else { continue };
-        let meta = crate::supervisor::SpooledMeta { at: call.spooled_at, outcome: call.outcome, why: call.why };
-        match sup
-            .handle_spooled_hook(&call.campaign, &call.agent, &call.event, Some(&call.call_id), call.payload, &meta)
-            .await
-        {
-            Ok(_) => {
-                done(&claimed);
-                done_count += 1;
-            }
-            Err(crate::supervisor::SupervisorError::Internal(e)) => {
-                tracing::warn!(error = %e, file = %path.display(), "replaying a spooled hook call; kept for later");
-                release(&claimed, &path);
-                left += 1;
-            }
-            Err(e) => {
-                let kept = path.with_extension("rejected");
-                tracing::warn!(error = %e, file = %kept.display(), "a spooled hook call was refused; kept aside");
-                let _ = std::fs::rename(&claimed, &kept);
-                left += 1;
-            }
-        }
-    }
-    (done_count, left)
-}
-
 /// How far a replayed call's `spooled_at` may lie outside the campaign's
 /// life (clocks of the hook's and the daemon's hosts may differ a little).
 const CLOCK_SLACK: chrono::TimeDelta = chrono::TimeDelta::minutes(2);

@@ -17,9 +17,10 @@ use crate::bank::learn::{self, EntryStats};
 use crate::bank::live::LiveBank;
 use crate::bank::select;
 use crate::campaign::{self, CampaignSpec, Mode};
+use crate::evaluation::Evaluation;
 use crate::events::{self, kind, DeliveredQuestion, Event, Via};
 use crate::gate::{self, Decision, Question};
-use crate::harness::{self, Evaluation};
+use crate::harness;
 use crate::store::live::Announced;
 use crate::store::{CampaignRow, EventRow, NewStopAttempt, Store};
 
@@ -558,7 +559,7 @@ impl Supervisor {
         key: Option<&str>,
         payload: Value,
     ) -> anyhow::Result<(i64, bool)> {
-        let created_at = crate::store::now();
+        let created_at = crate::time::now();
         let (id, fresh) =
             self.inner.store.append_event(campaign_id, session_id, kind, key, &payload, &created_at).await?;
         if fresh {
@@ -578,7 +579,7 @@ impl Supervisor {
         if rows.is_empty() {
             return Ok(0);
         }
-        let created_at = crate::store::now();
+        let created_at = crate::time::now();
         let ids = self.inner.store.append_events(campaign_id, session_id, &rows, &created_at).await?;
         let mut fresh = 0;
         for ((kind, _, payload), id) in rows.into_iter().zip(ids) {
@@ -650,7 +651,7 @@ impl Supervisor {
             spec_toml: spec_toml.to_string(),
             spec_json: serde_json::to_string(&spec).map_err(|e| anyhow!(e))?,
             protected_json: serde_json::to_string(&protected).map_err(|e| anyhow!(e))?,
-            created_at: crate::store::now(),
+            created_at: crate::time::now(),
         };
         self.inner.store.insert_campaign_with_pristine(&row, &pristine).await?;
         let created = Event::CampaignCreated {
@@ -1176,112 +1177,60 @@ impl Supervisor {
             }),
             None => vec![],
         };
-        let held: Vec<String> = if spec.mode == Mode::Autonomous {
-            claims.iter().map(|c| c.finding.moment.clone()).filter(|m| m != "completion_claim").collect()
-        } else {
-            vec![]
-        };
+        let claim_moments: Vec<&str> = claims.iter().map(|c| c.finding.moment.as_str()).collect();
+        let held = gate::held_moments(spec.mode, &claim_moments);
         let tampered = self.check_hook_install(campaign_id, session, false).await?;
-        let evaluation = self.evaluate_holding(campaign_id, false, &held).await;
-        // The claim moment whose question this stop asks (its index in claims).
-        let mut asked_claim: Option<usize> = None;
-        let (decision, reason, eval_id, holds, question_id) = match evaluation {
-            Err(SupervisorError::Internal(e)) => {
-                // The gate fails closed: no verdict, no stop (except in audit mode).
-                let reason = format!(
-                    "gadfly could not evaluate the candidate, so the stop predicate is not known to hold: {e:#}. Fix what this names (or ask the person supervising), then try to stop again."
-                );
-                let d = if spec.mode == Mode::Audit { Decision::Record } else { Decision::Block };
-                (d, Some(reason), None, false, None)
-            }
+        let evaluation = match self.evaluate_holding(campaign_id, false, &held).await {
+            Ok(eval) => Ok(eval),
+            // The gate fails closed: no verdict, no stop (except in audit mode).
+            Err(SupervisorError::Internal(e)) => Err(format!("{e:#}")),
             Err(other) => return Err(other),
-            Ok(eval) => {
-                let waiting = self.inner.store.list_questions(campaign_id, true).await?;
-                let human = waiting.iter().find(|q| q.source == "human");
-                let decision = gate::decide(spec.mode, eval.verdict.holds, human.is_some());
-                let mut question = None;
-                if decision == Decision::Block {
-                    // A person's question first; then one for the moment the
-                    // stop's own words show; then the latest one a detected
-                    // moment queued (the start question waits for the
-                    // agent's next hook that can carry context); else one
-                    // for this claim of completion.
-                    asked_claim = held.first().and_then(|m| claims.iter().position(|c| &c.finding.moment == m));
-                    let moment_question = match asked_claim {
-                        Some(i) => {
-                            let m = claims[i].finding.moment.as_str();
-                            match waiting.iter().rev().find(|q| q.source != "human" && q.moment.as_deref() == Some(m)) {
-                                Some(q) => Some(queued_question(q)),
-                                None => {
-                                    Some(self.pick_question(campaign_id, spec, m, crate::moments::groups_for(m)).await?)
-                                }
-                            }
-                        }
-                        None => waiting
-                            .iter()
-                            .rev()
-                            .find(|q| q.source != "human" && q.moment.as_deref() != Some("start"))
-                            .map(queued_question),
-                    };
-                    question = Some(match human.map(queued_question).or(moment_question) {
-                        Some(q) => q,
-                        None => {
-                            self.pick_question(campaign_id, spec, "completion_claim", &prefer_groups(&eval)).await?
-                        }
-                    });
-                    if human.is_some() {
-                        asked_claim = None;
-                    }
-                }
-                let reason = (decision == Decision::Block)
-                    .then(|| gate::block_reason(&eval, &spec.predicate, question.as_ref()));
-                let mut question_id = None;
-                if let Some(q) = &question {
-                    let id = match q.queued_id {
-                        Some(id) => id,
-                        None => {
-                            self.inner
-                                .store
-                                .queue_question(campaign_id, "bank", Some(&q.source), Some(&q.moment), &q.text)
-                                .await?
-                        }
-                    };
-                    let via = Via::StopHookReason;
-                    self.inner.store.mark_delivered(id, via.as_str(), eval.verdict.geomean_speedup).await?;
-                    if let Some(i) = asked_claim {
-                        let action = crate::moments::ClaimAction::AskedAtStop(id, &q.source, &q.text);
-                        crate::moments::raise_claim(self, campaign_id, session, spec, &claims[i], action).await?;
-                    }
-                    self.record_delivered(campaign_id, session, DeliveredQuestion::asked_at_stop(id, q), via).await?;
-                    question_id = Some(id);
-                }
-                (decision, reason, eval.id, eval.verdict.holds, question_id)
-            }
         };
-        // Hooks the agent tampered with: no stop until they are restored.
-        let (decision, reason) = if !tampered.is_empty() && spec.mode != Mode::Audit {
-            let why = format!(
-                "gadfly: you may not stop: the hooks that supervise this campaign were tampered with: {}. Restore them (the person supervising can run `gadfly attach {campaign_id}` again), then try to stop again.\n{}",
-                tampered.join("; "),
-                reason.unwrap_or_default()
-            );
-            (Decision::Block, Some(why))
-        } else {
-            (decision, reason)
+        let waiting = match &evaluation {
+            Ok(_) => self.inner.store.list_questions(campaign_id, true).await?,
+            Err(_) => vec![],
         };
-        // The other claim moments: asked by mode, except that nobody is
-        // left to answer once an autonomous agent's stop is allowed.
-        for (i, c) in claims.iter().enumerate() {
-            if Some(i) == asked_claim {
-                continue;
+        let mut input = gate::StopInput {
+            campaign_id,
+            mode: spec.mode,
+            predicate: &spec.predicate,
+            judged: match &evaluation {
+                Ok(eval) => gate::Judged::Evaluated(eval),
+                Err(why) => gate::Judged::Unevaluated(why),
+            },
+            tampered: &tampered,
+            waiting: waiting
+                .iter()
+                .map(|q| gate::Waiting { id: q.id, human: q.source == "human", moment: q.moment.clone() })
+                .collect(),
+            claims: claim_moments,
+        };
+        let objective = evaluation.as_ref().ok().and_then(|e| e.verdict.geomean_speedup);
+        let (plan, asked) = self.deliver_at_stop(campaign_id, spec, &mut input, &waiting, objective).await?;
+        let reason = plan.reason_text(&input, asked.as_ref().map(|(_, q)| q));
+        let question_id = asked.as_ref().map(|(id, _)| *id);
+        if let Some((id, q)) = &asked {
+            if let Some(i) = plan.claims.iter().position(|c| *c == gate::ClaimPlan::AskedAtStop) {
+                let action = crate::moments::ClaimAction::AskedAtStop(*id, &q.source, &q.text);
+                crate::moments::raise_claim(self, campaign_id, session, spec, &claims[i], action).await?;
             }
-            let action = if spec.mode == Mode::Autonomous && decision != Decision::Block {
-                crate::moments::ClaimAction::RecordOnly("the stop was allowed: the predicate holds")
-            } else {
-                crate::moments::ClaimAction::Ask
+            let via = Via::StopHookReason;
+            self.record_delivered(campaign_id, session, DeliveredQuestion::asked_at_stop(*id, q), via).await?;
+        }
+        // The other claim moments, as planned (by mode, or recorded only).
+        for (c, planned) in claims.iter().zip(&plan.claims) {
+            let action = match *planned {
+                gate::ClaimPlan::AskedAtStop => continue,
+                gate::ClaimPlan::Ask => crate::moments::ClaimAction::Ask,
+                gate::ClaimPlan::RecordOnly(why) => crate::moments::ClaimAction::RecordOnly(why),
             };
             crate::moments::raise_claim(self, campaign_id, session, spec, c, action).await?;
         }
+        let decision = plan.decision;
+        let (eval_id, holds) = match &evaluation {
+            Ok(eval) => (eval.id, eval.verdict.holds),
+            Err(_) => (None, false),
+        };
         let told = Event::Decision {
             decision,
             holds,
@@ -1291,7 +1240,7 @@ impl Supervisor {
             reason: reason.clone(),
         };
         let (told_kind, told) = (told.kind(), told.body());
-        let created_at = crate::store::now();
+        let created_at = crate::time::now();
         let (_, decision_event) = self
             .inner
             .store
@@ -1324,6 +1273,52 @@ impl Supervisor {
             decision: Some(decision.as_str().to_string()),
             event_id,
         })
+    }
+
+    /// Plans the stop ([`gate::plan_stop`]) and delivers the question the
+    /// plan carries: a waiting one, or a fresh pick queued first. A waiting
+    /// question that another hook delivered since the queue was read (a
+    /// PostToolUse hook claimed it: its row is no longer queued) is not
+    /// carried, nor recorded as delivered again: the stop is planned again
+    /// without it. The plan, and the question delivered (its row id).
+    async fn deliver_at_stop(
+        &self,
+        campaign_id: &str,
+        spec: &CampaignSpec,
+        input: &mut gate::StopInput<'_>,
+        waiting: &[crate::store::QuestionRow],
+        objective: Option<f64>,
+    ) -> anyhow::Result<(gate::StopPlan, Option<(i64, Question)>)> {
+        // Each waiting question is lost at most once; a fresh pick lost to
+        // a hook that claimed it within moments is picked again, a few times.
+        for _ in 0..input.waiting.len() + 3 {
+            let plan = gate::plan_stop(input);
+            let question = match &plan.ask {
+                None => return Ok((plan, None)),
+                Some(gate::Ask::Queued(id)) => queued_question(
+                    waiting.iter().find(|q| q.id == *id).context("a planned question not in the queue")?,
+                ),
+                Some(gate::Ask::Pick { moment, groups }) => {
+                    self.pick_question(campaign_id, spec, moment, groups).await?
+                }
+            };
+            let id = match question.queued_id {
+                Some(id) => id,
+                None => {
+                    let q = &question;
+                    self.inner
+                        .store
+                        .queue_question(campaign_id, "bank", Some(&q.source), Some(&q.moment), &q.text)
+                        .await?
+                }
+            };
+            if self.inner.store.mark_delivered(id, Via::StopHookReason.as_str(), objective).await? {
+                return Ok((plan, Some((id, question))));
+            }
+            tracing::info!(campaign = %campaign_id, question = id, "the stop's question was delivered elsewhere meanwhile");
+            input.delivered_elsewhere(id);
+        }
+        Ok((gate::plan_stop(input).without_question(), None))
     }
 
     /// What selection needs of a campaign: the bank ids asked there (oldest
@@ -1427,22 +1422,6 @@ fn queued_question(q: &crate::store::QuestionRow) -> Question {
     }
 }
 
-/// The bank groups that fit what failed: correctness questions for a wrong
-/// scenario, bound and gap questions for a slow one, measurement and
-/// benchmark questions when the evaluation itself broke.
-fn prefer_groups(eval: &Evaluation) -> Vec<&'static str> {
-    let v = &eval.verdict;
-    if v.scenarios.iter().any(|s| s.present && !s.correct) {
-        vec!["correctness"]
-    } else if v.scenarios.iter().any(|s| s.present && !s.passes) {
-        vec!["gap_analysis", "bound", "measurement"]
-    } else if !v.failures.is_empty() || v.scenarios.iter().any(|s| !s.present) {
-        vec!["benchmark_validity", "measurement", "correctness"]
-    } else {
-        vec![]
-    }
-}
-
 fn block_json(reason: &str) -> Value {
     json!({"decision": "block", "reason": reason})
 }
@@ -1472,6 +1451,43 @@ pub fn idempotency_key(
         h.update([0]);
     }
     Some(hex::encode(h.finalize()))
+}
+
+/// Replays the spooled calls in `dir` straight into the store (the daemon
+/// does this at start for its own data dir's spool). Returns how many were
+/// recorded and how many were left (unreadable, or refused: kept aside).
+pub async fn import_spool(sup: &Supervisor, dir: &Path) -> (usize, usize) {
+    let (pending, damaged) = crate::spool::pending(dir);
+    for d in &damaged {
+        tracing::warn!(file = %d, "a spooled hook call cannot be read; left in place");
+    }
+    let mut done_count = 0;
+    let mut left = damaged.len();
+    for (path, call) in pending {
+        let Some(claimed) = crate::spool::claim(&path) else { continue };
+        let meta = SpooledMeta { at: call.spooled_at, outcome: call.outcome, why: call.why };
+        match sup
+            .handle_spooled_hook(&call.campaign, &call.agent, &call.event, Some(&call.call_id), call.payload, &meta)
+            .await
+        {
+            Ok(_) => {
+                crate::spool::done(&claimed);
+                done_count += 1;
+            }
+            Err(SupervisorError::Internal(e)) => {
+                tracing::warn!(error = %e, file = %path.display(), "replaying a spooled hook call; kept for later");
+                crate::spool::release(&claimed, &path);
+                left += 1;
+            }
+            Err(e) => {
+                let kept = path.with_extension("rejected");
+                tracing::warn!(error = %e, file = %kept.display(), "a spooled hook call was refused; kept aside");
+                let _ = std::fs::rename(&claimed, &kept);
+                left += 1;
+            }
+        }
+    }
+    (done_count, left)
 }
 
 fn new_campaign_id(name: &str) -> String {

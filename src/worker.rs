@@ -15,6 +15,7 @@ use anyhow::{bail, Context};
 use tokio_util::sync::CancellationToken;
 
 use crate::campaign::CampaignSpec;
+use crate::evaluation::Evaluation;
 use crate::harness::{self, Inputs};
 use crate::snapshot::{self, Sandbox};
 use crate::store::{ClaimedJob, Store};
@@ -166,7 +167,7 @@ async fn keep_lease(store: Store, job: ClaimedJob, name: String, lease: Duration
 
 /// The harness on the job's tree. An error is the worker's (the job is
 /// retried); a failing candidate is an evaluation that fails.
-async fn evaluate(store: &Store, config: &WorkerConfig, job: &ClaimedJob) -> anyhow::Result<harness::Evaluation> {
+async fn evaluate(store: &Store, config: &WorkerConfig, job: &ClaimedJob) -> anyhow::Result<Evaluation> {
     let started = Instant::now();
     let row = store
         .get_campaign(&job.campaign_id)

@@ -42,6 +42,21 @@ impl AgentKind {
     }
 }
 
+/// The Claude Code hook events gadfly takes (`gadfly hook claude-code
+/// EVENT`), as the hook command line spells them.
+pub const CLAUDE_CODE_EVENTS: &[&str] = &[
+    "stop",
+    "subagent-stop",
+    "post-tool-use",
+    "pre-tool-use",
+    "user-prompt-submit",
+    "session-start",
+    "session-end",
+    "notification",
+    "pre-compact",
+    "stop-failure",
+];
+
 /// The `[agent]` section of a campaign spec.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

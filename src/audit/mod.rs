@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::harness::Evaluation;
+use crate::evaluation::Evaluation;
 use crate::store::{StopAttemptRow, Store};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -338,7 +338,7 @@ pub fn transcript_markdown(r: &transcript::Report) -> String {
 
 /// A minimal, self-contained HTML rendering of a Markdown report's tables.
 pub fn html(title: &str, markdown: &str) -> String {
-    let esc = crate::console::escape;
+    let esc = crate::html::escape;
     let mut body = String::new();
     let mut in_table = false;
     for line in markdown.lines() {

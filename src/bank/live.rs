@@ -31,7 +31,7 @@ impl LiveBank {
     pub fn embedded() -> LiveBank {
         LiveBank {
             current: RwLock::new(Arc::new(super::embedded().clone())),
-            status: RwLock::new(ReloadStatus { loaded_at: crate::store::now(), ..Default::default() }),
+            status: RwLock::new(ReloadStatus { loaded_at: crate::time::now(), ..Default::default() }),
             dir: None,
         }
     }
@@ -47,7 +47,7 @@ impl LiveBank {
         }
         Ok(LiveBank {
             current: RwLock::new(Arc::new(bank)),
-            status: RwLock::new(ReloadStatus { loaded_at: crate::store::now(), ..Default::default() }),
+            status: RwLock::new(ReloadStatus { loaded_at: crate::time::now(), ..Default::default() }),
             dir: Some(dir.to_path_buf()),
         })
     }
@@ -75,7 +75,7 @@ impl LiveBank {
             Ok(bank) => {
                 tracing::info!(entries = bank.entries.len(), dir = %dir.display(), "question bank reloaded");
                 *self.current.write().expect("bank lock poisoned") = Arc::new(bank);
-                status.loaded_at = crate::store::now();
+                status.loaded_at = crate::time::now();
                 status.reloads += 1;
                 status.error = None;
                 Ok(())

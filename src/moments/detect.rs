@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::harness::Evaluation;
+use crate::evaluation::Evaluation;
 
 /// Thresholds, from the campaign's `[moments]` section.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -14,8 +14,8 @@ pub mod recheck;
 
 use crate::campaign::{CampaignSpec, Mode};
 use crate::classify::{HybridClassifier, Label};
+use crate::evaluation::Evaluation;
 use crate::events::{self, kind, ClaimEvidence, Event, MomentEvidence, MomentOutcome, QueuedBy, Suggestion, Via};
-use crate::harness::Evaluation;
 use crate::supervisor::Supervisor;
 use detect::{Finding, Settings};
 

@@ -10,8 +10,9 @@ use std::collections::BTreeMap;
 use anyhow::anyhow;
 
 use crate::campaign::CampaignSpec;
+use crate::evaluation::Evaluation;
 use crate::events::Event;
-use crate::harness::{self, Evaluation};
+use crate::harness;
 use crate::supervisor::Supervisor;
 
 /// What makes the second evaluation disagree with the first.

@@ -484,7 +484,7 @@ mod tests {
             kind: "hook.post_tool_use".into(),
             key: key.map(str::to_string),
             payload: format!("{{\"i\": {i}}}"),
-            created_at: crate::store::now(),
+            created_at: crate::time::now(),
         }
     }
 

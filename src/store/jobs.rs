@@ -11,7 +11,8 @@ use std::time::Duration;
 use anyhow::Context;
 use sqlx::Row;
 
-use super::{now, write_returning, write_returning_one, Backend, Store};
+use super::{write_returning, write_returning_one, Backend, Store};
+use crate::time::now;
 
 /// A job a worker holds: everything it needs besides the campaign.
 #[derive(Debug, Clone)]

@@ -1,0 +1,132 @@
+//! Campaigns (table `campaigns`) and their pristine protected files
+//! (`pristine_files`), written together.
+
+use serde::{Deserialize, Serialize};
+use sqlx::Row;
+
+use super::Store;
+
+#[derive(Debug, Clone, Serialize, Deserialize, sqlx::FromRow)]
+pub struct CampaignRow {
+    pub id: String,
+    pub name: String,
+    pub mode: String,
+    pub status: String,
+    pub spec_path: String,
+    pub spec_toml: String,
+    pub spec_json: String,
+    pub protected_json: String,
+    pub created_at: String,
+}
+
+impl Store {
+    pub async fn insert_campaign(&self, c: &CampaignRow) -> anyhow::Result<()> {
+        self.insert_campaign_with_pristine(c, &[]).await
+    }
+
+    /// A new campaign and its pristine protected files, in one transaction:
+    /// a daemon killed in between leaves neither (THREATS row 17: an active
+    /// campaign with no pristine files ran the agent's copies).
+    pub async fn insert_campaign_with_pristine(
+        &self,
+        c: &CampaignRow,
+        files: &[crate::snapshot::PristineFile],
+    ) -> anyhow::Result<()> {
+        let _turn = self.write_turn().await;
+        let mut tx = self.pool.begin().await?;
+        sqlx::query(
+            "insert into campaigns (id, name, mode, status, spec_path, spec_toml, spec_json, protected_json, created_at)
+             values ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        )
+        .bind(&c.id)
+        .bind(&c.name)
+        .bind(&c.mode)
+        .bind(&c.status)
+        .bind(&c.spec_path)
+        .bind(&c.spec_toml)
+        .bind(&c.spec_json)
+        .bind(&c.protected_json)
+        .bind(&c.created_at)
+        .execute(&mut *tx)
+        .await?;
+        for f in files {
+            sqlx::query(
+                "insert into pristine_files (campaign_id, path, sha256, mode, content_hex) values ($1, $2, $3, $4, $5)",
+            )
+            .bind(&c.id)
+            .bind(&f.path)
+            .bind(&f.sha256)
+            .bind(f.mode as i64)
+            .bind(hex::encode(&f.content))
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The campaign's pristine protected files (none for a campaign made
+    /// before gadfly kept them: its evaluations only compare hashes).
+    pub async fn list_pristine(&self, campaign_id: &str) -> anyhow::Result<Vec<crate::snapshot::PristineFile>> {
+        let rows = sqlx::query(
+            "select path, sha256, mode, content_hex from pristine_files where campaign_id = $1 order by path",
+        )
+        .bind(campaign_id)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                let path: String = r.try_get("path")?;
+                let content = hex::decode(r.try_get::<String, _>("content_hex")?)
+                    .map_err(|e| anyhow::anyhow!("pristine copy of {path} is damaged: {e}"))?;
+                Ok(crate::snapshot::PristineFile {
+                    sha256: r.try_get("sha256")?,
+                    mode: r.try_get::<i64, _>("mode")? as u32,
+                    content,
+                    path,
+                })
+            })
+            .collect()
+    }
+
+    pub async fn list_campaigns(&self) -> anyhow::Result<Vec<CampaignRow>> {
+        let rows = sqlx::query(&format!("{CAMPAIGN_SELECT} order by created_at, id")).fetch_all(&self.pool).await?;
+        rows.iter().map(campaign_from_row).collect()
+    }
+
+    pub async fn get_campaign(&self, id: &str) -> anyhow::Result<Option<CampaignRow>> {
+        let row = sqlx::query(&format!("{CAMPAIGN_SELECT} where id = $1")).bind(id).fetch_optional(&self.pool).await?;
+        row.as_ref().map(campaign_from_row).transpose()
+    }
+}
+
+const CAMPAIGN_SELECT: &str =
+    "select id, name, mode, status, spec_path, spec_toml, spec_json, protected_json, created_at from campaigns";
+
+fn campaign_from_row(r: &sqlx::any::AnyRow) -> anyhow::Result<CampaignRow> {
+    Ok(<CampaignRow as sqlx::FromRow<'_, sqlx::any::AnyRow>>::from_row(r)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::tests::test_campaign;
+
+    #[tokio::test]
+    async fn a_campaign_and_its_pristine_files_are_stored_together_or_not_at_all() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::connect(&format!("sqlite:{}", dir.path().join("t.db").display())).await.unwrap();
+        let file = |path: &str| crate::snapshot::PristineFile {
+            path: path.into(),
+            sha256: "00".into(),
+            mode: 0o644,
+            content: b"x".to_vec(),
+        };
+        // The second file fails (the same path twice): the campaign row goes too.
+        let err = store.insert_campaign_with_pristine(&test_campaign("c1"), &[file("h.sh"), file("h.sh")]).await;
+        assert!(err.is_err());
+        assert!(store.get_campaign("c1").await.unwrap().is_none(), "a campaign without its pristine files");
+        store.insert_campaign_with_pristine(&test_campaign("c1"), &[file("h.sh"), file("r.c")]).await.unwrap();
+        assert_eq!(store.list_pristine("c1").await.unwrap().len(), 2);
+    }
+}

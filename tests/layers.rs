@@ -1,0 +1,163 @@
+//! The house rules that a grep can check (issue #33): the hook client does
+//! not reach into the daemon, and the module table in `src/lib.rs` names
+//! every module there is, so it cannot silently go stale.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+/// The client layer: what `gadfly hook` runs, on every agent event.
+const CLIENT: &[&str] = &["hook", "spool", "client", "config", "time"];
+
+/// What the client layer never names: the persistence, the HTTP server and
+/// the application (and the homes the redesign gives the last two).
+const FORBIDDEN: &[&str] = &["store", "server", "supervisor", "api", "app"];
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+/// The `.rs` files of module `name`: `src/NAME.rs` and everything under
+/// `src/NAME/`.
+fn files_of(name: &str) -> Vec<PathBuf> {
+    let mut out = vec![];
+    let file = src().join(format!("{name}.rs"));
+    if file.is_file() {
+        out.push(file);
+    }
+    let mut dirs = vec![src().join(name)];
+    while let Some(dir) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The source without its comments (line comments, doc comments included),
+/// so a doc that mentions a module is not an import of it.
+fn code_of(text: &str) -> String {
+    text.lines().filter(|l| !l.trim_start().starts_with("//")).collect::<Vec<_>>().join("\n")
+}
+
+fn ident_at(s: &str) -> &str {
+    let end = s.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(s.len());
+    &s[..end]
+}
+
+/// Every top-level module a piece of code names through `crate::`:
+/// `crate::store::now`, `use crate::store;` and `use crate::{config, store::X}`.
+fn crate_modules(code: &str) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    let mut rest = code;
+    while let Some(i) = rest.find("crate::") {
+        let before = rest[..i].chars().next_back();
+        rest = &rest[i + "crate::".len()..];
+        if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {
+            continue; // `mycrate::`, not `crate::`
+        }
+        let s = rest.trim_start();
+        if let Some(group) = s.strip_prefix('{') {
+            // The first segment of each item of the group, at depth 0.
+            let (mut depth, mut start) = (0usize, true);
+            for (j, c) in group.char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => break,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => start = true,
+                    c if start && !c.is_whitespace() => {
+                        found.insert(ident_at(&group[j..]).to_string());
+                        start = false;
+                    }
+                    _ => {}
+                }
+            }
+        } else {
+            found.insert(ident_at(s).to_string());
+        }
+    }
+    found.retain(|m| !m.is_empty());
+    found
+}
+
+#[test]
+fn the_scanner_sees_every_way_of_naming_a_module() {
+    let code = "use crate::store::now;\nuse crate::{config, server::X};\nlet _ = crate::supervisor::f();\nuse crate::{\n    a::{b, c},\n    d,\n};\nmycrate::nope();";
+    let found: Vec<_> = crate_modules(code).into_iter().collect();
+    assert_eq!(found, ["a", "config", "d", "server", "store", "supervisor"]);
+    assert!(crate_modules(&code_of("//! see crate::store\nfn f() {}")).is_empty());
+}
+
+#[test]
+fn the_hook_client_does_not_reach_into_the_daemon() {
+    let mut breaks = vec![];
+    for module in CLIENT {
+        let files = files_of(module);
+        assert!(!files.is_empty(), "client module `{module}` has no file under src/");
+        for file in files {
+            let text = std::fs::read_to_string(&file).unwrap();
+            for m in crate_modules(&code_of(&text)) {
+                if FORBIDDEN.contains(&m.as_str()) {
+                    breaks.push(format!("{} names crate::{m}", file.display()));
+                }
+            }
+        }
+    }
+    assert!(
+        breaks.is_empty(),
+        "the client layer ({}) must not import {}; move the item down (see src/lib.rs):\n{}",
+        CLIENT.join(", "),
+        FORBIDDEN.join(", "),
+        breaks.join("\n")
+    );
+}
+
+/// Every module under src/: `NAME.rs` and folders holding Rust files
+/// (`lib.rs` is the table's own file).
+fn modules_on_disk() -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    for e in std::fs::read_dir(src()).unwrap().flatten() {
+        let p = e.path();
+        let name = p.file_stem().unwrap().to_string_lossy().to_string();
+        if p.is_dir() {
+            if !files_of(&name).is_empty() {
+                names.insert(name);
+            }
+        } else if p.extension().is_some_and(|x| x == "rs") && name != "lib" {
+            names.insert(name);
+        }
+    }
+    names
+}
+
+/// The modules the table in `src/lib.rs`'s `//!` doc has a row for: the
+/// first `name` in backticks of each row's first cell.
+fn modules_in_table() -> BTreeSet<String> {
+    let lib = std::fs::read_to_string(src().join("lib.rs")).unwrap();
+    let mut names = BTreeSet::new();
+    for line in lib.lines() {
+        let Some(row) = line.strip_prefix("//!").map(str::trim).and_then(|l| l.strip_prefix('|')) else { continue };
+        let first = row.split('|').next().unwrap_or("");
+        if let Some(name) = first.split('`').nth(1) {
+            names.insert(name.trim_end_matches('/').to_string());
+        }
+    }
+    names
+}
+
+#[test]
+fn the_module_table_names_every_module() {
+    let (disk, table) = (modules_on_disk(), modules_in_table());
+    assert!(disk.len() > 10 && table.len() > 10, "found {disk:?} on disk and {table:?} in the table");
+    let missing: Vec<_> = disk.difference(&table).collect();
+    assert!(missing.is_empty(), "src/lib.rs's module table has no row for {missing:?}: add one (owns, layer, imports)");
+    let gone: Vec<_> = table.difference(&disk).collect();
+    assert!(gone.is_empty(), "src/lib.rs's module table has rows for {gone:?}, which are not under src/ any more");
+}
