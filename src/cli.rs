@@ -420,7 +420,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Openapi => {
-            println!("{}", crate::openapi::json());
+            println!("{}", crate::api::openapi::json());
             Ok(ExitCode::SUCCESS)
         }
         Command::Campaign(c) => campaign(c).await,

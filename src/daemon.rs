@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::bank::live::LiveBank;
 use crate::config::{self, DaemonConfig};
-use crate::server::{self, AppState};
+use crate::api::{self, AppState};
 use crate::store::Store;
 use crate::supervisor::Supervisor;
 
@@ -134,8 +134,8 @@ impl Daemon {
         // Turns that end with no Stop hook call, seen in the agents' own
         // transcripts (hooks switched off): recorded as ungated stops.
         crate::agent::escapes::spawn(supervisor.clone(), shutdown.clone());
-        let app = server::router(self.state);
-        crate::http_serve::serve(self.listener, app, shutdown.clone()).await.context("serving HTTP")?;
+        let app = api::router(self.state);
+        crate::api::serve::serve(self.listener, app, shutdown.clone()).await.context("serving HTTP")?;
         supervisor.stop_everything();
         // Let the runs end their agents and record their suspension.
         let deadline = tokio::time::Instant::now() + Duration::from_secs(8);

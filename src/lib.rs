@@ -11,9 +11,9 @@
 //! - **entry**: the binary, the CLI and daemon start-up. Anything.
 //! - **HTTP**: the API, the console's pages, logins, OpenAPI. Application
 //!   and below.
-//! - **application**: `supervisor` and what it drives: the use cases, the
-//!   only layer that holds the store and the live bank together. Adapters
-//!   and below.
+//! - **application**: `app` (still reachable as `supervisor`) and what it
+//!   drives: the use cases, the only layer that holds the store and the
+//!   live bank together. Adapters and below.
 //! - **adapters** (`agent/`): the agents' command lines, hooks and
 //!   transcripts. The evaluation machine and below.
 //! - **evaluation machine**: snapshot a tree, run the harness in it,
@@ -24,9 +24,9 @@
 //! - **client**: what `gadfly hook` runs at every agent event, beside the
 //!   daemon rather than under it. One another, `signing`, and the types
 //!   it shares with the daemon (`campaign::GateSpec`,
-//!   `agent::CLAUDE_CODE_EVENTS`); never `store`, `server` or `supervisor`
-//!   (tests/layers.rs checks). Its leaves `time` and `config` may be
-//!   imported by every layer.
+//!   `agent::CLAUDE_CODE_EVENTS`); never `store`, `api`, `app` or
+//!   `supervisor` (tests/layers.rs checks). Its leaves `time` and
+//!   `config` may be imported by every layer.
 //!
 //! "Imports" lists the crate modules a module names today (tests included);
 //! **breaks:** marks the ones that point the wrong way. tests/layers.rs
@@ -35,22 +35,18 @@
 //! | module | owns | layer | imports |
 //! |---|---|---|---|
 //! | `main` | the `gadfly` binary: logging, then `cli::run` | entry | `cli`, `telemetry` |
-//! | `cli` | the clap tree and the client-side commands (API call plus rendering) | entry | `agent`, `audit`, `bank`, `campaign`, `classify`, `client`, `config`, `daemon`, `demo`, `doctor`, `events`, `hook`, `jobs`, `openapi`, `signing`, `worker` |
-//! | `daemon` | start-up and shutdown: open the store, build the supervisor, replay the spool, serve, drain | entry | `agent`, `bank`, `config`, `http_serve`, `moments`, `process`, `server`, `signing`, `store`, `supervisor` |
+//! | `cli` | the clap tree and the client-side commands (API call plus rendering) | entry | `agent`, `api`, `audit`, `bank`, `campaign`, `classify`, `client`, `config`, `daemon`, `demo`, `doctor`, `events`, `hook`, `jobs`, `signing`, `worker` |
+//! | `daemon` | start-up and shutdown: open the store, build the supervisor, replay the spool, serve, drain | entry | `agent`, `api`, `bank`, `config`, `moments`, `process`, `signing`, `store`, `supervisor` |
 //! | `demo` | `gadfly demo`: a daemon and a replay agent on the qr-cpu example | entry | `cli`, `client`, `config`, `daemon`, `signing` |
 //! | `doctor` | `gadfly doctor`: whether the gate is tamper-proof as deployed | entry | `agent`, `campaign`, `signing` |
 //! | `telemetry` | tracing to stderr, filtered by `RUST_LOG` | entry | nothing |
-//! | `server` | the router, middlewares, error shape, handlers, DTOs and SSE of `/api/v1` | HTTP | `agent`, `audit`, `auth`, `bank`, `beam`, `client`, `console`, `events`, `metrics`, `openapi`, `signing`, `store`, `supervisor`, `web`; handlers reach past the supervisor into `store` (`state.supervisor.store()`) |
-//! | `console` | the JSON of `GET /campaigns[/{id}]` and the plain server-rendered pages | HTTP | `evaluation`, `html`, `server`, `supervisor`; it and `server` import each other |
-//! | `web` | the console's static assets (embedded, or from `$GADFLY_WEB_DIR`) | HTTP | `console`, `server` |
-//! | `openapi` | the OpenAPI document assembled from `server`'s annotations | HTTP | `bank`, `server` |
-//! | `auth` | who may call what: the master token, hook tokens, login codes | HTTP | nothing |
-//! | `http_serve` | the accept loop: hyper HTTP/1.1 with a header-read deadline | HTTP | nothing |
-//! | `supervisor` | the hub: campaigns, event record and publish, hook handling, evaluation caches, `judge_stop`, leases, runs, questions, the spool replay | application | `agent`, `bank`, `campaign`, `evaluation`, `events`, `gate`, `harness`, `jobs`, `metrics`, `moments`, `snapshot`, `spool`, `store`, `time` |
+//! | `api` | the HTTP layer, a file per concern: `mod.rs` (the router, `AppState`, the error shape, the extractors), `middleware.rs` (token, cookie and CSRF, Host and Origin, hook-answer signing, the error shape of every answer, the timeout), the handlers by resource (`campaigns.rs`, `hooks.rs`, `questions.rs`, `events.rs` with the SSE stream, `runs.rs`, `beam.rs`, `login.rs`, `status.rs`), `views.rs` (the JSON of `GET /campaigns[/{id}]`, shared by the API and the pages), `pages.rs` (the plain server-rendered pages), `web.rs` (the console's static assets), `openapi.rs` (the description, from the handlers' annotations), `auth.rs` (master token, hook tokens, login codes), `serve.rs` (the accept loop: hyper HTTP/1.1 with a header-read deadline) | HTTP | `agent`, `app`, `audit`, `bank`, `beam`, `client`, `evaluation`, `events`, `html`, `metrics`, `signing`, `store`; handlers reach past the supervisor into `store` (`state.supervisor.store()`) |
+//! | `app/` | the use cases over one handle, `Supervisor` (to be renamed `App`): `mod.rs` (state, event record and publish, campaigns and their cache), `hooks` (hook calls, context delivery, ungated ends, spooled replays, the spool import), `stop` (`judge_stop`, `deliver_at_stop`), `installs` (hook-install records, tamper checks), `evaluate` (eval locks, snapshot and pristine caches, local or worker dispatch), `questions` (ask, pick, suggest, bank stats, `record_delivered`), `runs` (run registry, leases, lease keeper, transcript followers, `stop_everything`), `relay` (the PostgreSQL event relay) | application | `agent`, `bank`, `campaign`, `evaluation`, `events`, `gate`, `harness`, `jobs`, `metrics`, `moments`, `snapshot`, `spool`, `store`, `time` |
+//! | `supervisor` | shim re-exporting `app`, to be removed once every caller names `crate::app` | application | `app` |
 //! | `beam` | a beam of candidate families kept as git refs; revisit questions | application | `campaign`, `evaluation`, `events`, `snapshot`, `supervisor` |
 //! | `audit` | claim audits: live (from the store) and offline (a transcript), as Markdown, JSON or HTML | application | `classify`, `evaluation`, `html`, `store` |
-//! | `metrics` | the Prometheus registry (`METRICS`) the supervisor counts into and `server` serves | application | `agent`, `events` |
-//! | `agent` | adapters: `attach` (hooks into Claude Code's settings), `run` (spawned agents and their loops), `transcript`, `escapes`, `jail`; `AgentKind`, `CLAUDE_CODE_EVENTS` | adapters | `campaign`, `events`, `harness`, `signing`; **breaks:** `supervisor` (`run`, `transcript` and `escapes` hold a `Supervisor`; `run` judges a turn end through `handle_hook`), `store` (`run`: `RunRow`), `auth` (`run`: `hook_token`) |
+//! | `metrics` | the Prometheus registry (`METRICS`) the supervisor counts into and `api` serves | application | `agent`, `events` |
+//! | `agent` | adapters: `attach` (hooks into Claude Code's settings), `run` (spawned agents and their loops), `transcript`, `escapes`, `jail`; `AgentKind`, `CLAUDE_CODE_EVENTS` | adapters | `campaign`, `events`, `harness`, `signing`; **breaks:** `supervisor` (`run`, `transcript` and `escapes` hold a `Supervisor`; `run` judges a turn end through `handle_hook`), `store` (`run`: `RunRow`), `api` (`run`: `auth::hook_token`) |
 //! | `harness` | one evaluation: export the tree, build and run with deadlines, parse, check, judge | evaluation machine | `campaign`, `constraints`, `evaluation`, `predicate`, `process`, `results`, `snapshot`, `time` |
 //! | `snapshot` | workspace trees in gadfly's private git store, pristine files, hardened git | evaluation machine | nothing |
 //! | `process` | one shell command in its own process group with a hard deadline | evaluation machine | nothing |
@@ -76,8 +72,9 @@
 //! | `signing` | the daemon's Ed25519 identity: it signs every hook answer, the hook verifies | client | nothing |
 
 pub mod agent;
+pub mod api;
+pub mod app;
 pub mod audit;
-pub mod auth;
 pub mod bank;
 pub mod beam;
 pub mod campaign;
@@ -85,7 +82,6 @@ pub mod classify;
 pub mod cli;
 pub mod client;
 pub mod config;
-pub mod console;
 pub mod constraints;
 pub mod daemon;
 pub mod demo;
@@ -96,15 +92,12 @@ pub mod gate;
 pub mod harness;
 pub mod hook;
 pub mod html;
-pub mod http_serve;
 pub mod jobs;
 pub mod metrics;
 pub mod moments;
-pub mod openapi;
 pub mod predicate;
 pub mod process;
 pub mod results;
-pub mod server;
 pub mod signing;
 pub mod snapshot;
 pub mod spool;
@@ -112,5 +105,4 @@ pub mod store;
 pub mod supervisor;
 pub mod telemetry;
 pub mod time;
-pub mod web;
 pub mod worker;

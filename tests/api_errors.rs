@@ -275,10 +275,11 @@ fn operations(doc: &Value) -> BTreeSet<String> {
     ops
 }
 
-/// The routes `server::router` registers under /api/v1, read from its source.
+/// The routes `api::router` registers under /api/v1, read from its source
+/// (src/api/mod.rs).
 fn router_routes() -> BTreeSet<String> {
-    let src = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/src/server.rs")).unwrap();
-    let start = src.find("let api = Router::new()").expect("the API router in server.rs");
+    let src = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/src/api/mod.rs")).unwrap();
+    let start = src.find("let api = Router::new()").expect("the API router in src/api/mod.rs");
     let block = &src[start..start + src[start..].find(';').unwrap()];
     let mut routes = BTreeSet::new();
     for line in block.lines().map(str::trim).filter(|l| l.starts_with(".route(\"")) {
@@ -303,7 +304,7 @@ fn the_openapi_description_lists_every_route_and_needs_no_token() {
     assert!(doc["openapi"].as_str().unwrap().starts_with("3."));
     let want: BTreeSet<String> = ROUTES.iter().map(|s| s.to_string()).collect();
     assert_eq!(operations(&doc), want, "the description's operations");
-    assert_eq!(router_routes(), want, "the router's routes (src/server.rs)");
+    assert_eq!(router_routes(), want, "the router's routes (src/api/mod.rs)");
 
     // Bearer token everywhere but /health and /openapi.json; every
     // operation documents its errors in the one shape.

@@ -52,7 +52,7 @@ fn assert_serves_this_web_dir(d: &Daemon) {
         assert!(
             status.is_success() && served.as_ref() == std::fs::read(entry.path()).unwrap().as_slice(),
             "the daemon serves a stale or missing web/{rel} (HTTP {status}): the binary embeds web/ when it is built; \
-             cargo rebuilds it when an embedded file changes, but not when a file is added or removed: `touch src/web.rs`"
+             cargo rebuilds it when an embedded file changes, but not when a file is added or removed: `touch src/api/web.rs`"
         );
         checked += 1;
     }

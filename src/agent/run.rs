@@ -251,7 +251,7 @@ impl RunCtx {
             ("GADFLY_URL".to_string(), url),
             // The campaign's hook token, never the master token: the agent
             // can post its hook events and ask for evaluations, nothing more.
-            ("GADFLY_TOKEN".to_string(), crate::auth::hook_token(&token, &self.campaign)),
+            ("GADFLY_TOKEN".to_string(), crate::api::auth::hook_token(&token, &self.campaign)),
             ("GADFLY_CAMPAIGN".to_string(), self.campaign.clone()),
             // Hook calls made while the daemon is down wait here; the
             // daemon replays them when it starts again.

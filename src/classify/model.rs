@@ -21,10 +21,10 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::LazyLock;
 
-use super::{
-    any_match, is_question, parse_examples, parse_num, prose, sentences, tokenize, Classifier, Example, Label,
-    LabelScore, Pattern, RuleClassifier, Tok, CLASSES, LIBRARIES,
-};
+use super::lexicon::{CLASSES, LIBRARIES, NEG_OPENERS, RATIO_JOINERS};
+use super::pattern::{any_match, Pattern};
+use super::text::{is_question, parse_num, prose, sentences, tokenize, Tok};
+use super::{parse_examples, Classifier, Example, Label, LabelScore, RuleClassifier};
 
 /// The labeled sets the model is trained on: all the development data.
 const TRAINING_SETS: [(&str, &str); 4] = [
@@ -106,9 +106,6 @@ impl Default for ModelConfig {
 // Features
 // ---------------------------------------------------------------------------
 
-/// Words that open a negation scope, which the next punctuation closes.
-const NEG_OPENERS: &[&str] = &["not", "no", "never"];
-
 /// Speed-up factors from this one on read as `<bigmult>`.
 const BIG_MULT: f64 = 3.0;
 
@@ -156,7 +153,7 @@ fn sentence_features(sentence: &str, cfg: &ModelConfig) -> Vec<String> {
         let pre = if neg { "NOT_" } else { "" };
         f.push(format!("{qp}{pre}{w}"));
         if cfg.classes {
-            for (name, ws) in CLASSES {
+            for (name, ws) in CLASSES.iter() {
                 if in_class(ws, &t.w) {
                     f.push(format!("{qp}{pre}C_{name}"));
                 }
@@ -208,10 +205,6 @@ fn sentence_features(sentence: &str, cfg: &ModelConfig) -> Vec<String> {
     f
 }
 
-/// Words that join two measurements: "from 180 ns to 19 ns", "11 minutes
-/// instead of 2 hours", "3.2 GB/s vs 0.35 GB/s".
-const RATIO_JOINERS: &[&str] = &["to", "from", "instead", "vs", "versus", "down", "up", "than", "compared"];
-
 /// A number's value, `k` and `m` suffixes read ("6.9k").
 fn leading_number(w: &str) -> Option<f64> {
     let (n, scale) = match w.strip_suffix('k') {
@@ -225,7 +218,7 @@ fn leading_number(w: &str) -> Option<f64> {
 }
 
 /// The largest ratio between two numbers joined by a word of
-/// [`RATIO_JOINERS`] within four tokens.
+/// `data/words/ratio_joiners.txt` within four tokens.
 fn implied_ratio(toks: &[Tok]) -> Option<f64> {
     let mut best: Option<f64> = None;
     for i in 0..toks.len() {

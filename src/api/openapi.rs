@@ -1,5 +1,5 @@
 //! The OpenAPI description of the HTTP API, assembled from the handlers'
-//! `#[utoipa::path]` annotations in `server`: served at
+//! `#[utoipa::path]` annotations in `api`: served at
 //! GET /api/v1/openapi.json and printed by `gadfly openapi`.
 
 use std::collections::BTreeMap;
@@ -9,7 +9,7 @@ use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
 use utoipa::{Modify, OpenApi};
 
-use crate::server;
+use super::{beam, campaigns, events, hooks, login, questions, runs, status};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -21,34 +21,34 @@ use crate::server;
     ),
     servers((url = "/api/v1")),
     paths(
-        server::health,
-        server::openapi,
-        server::list_campaigns,
-        server::create_campaign,
-        server::show_campaign,
-        server::evaluate,
-        server::list_evaluations,
-        server::hook,
-        server::list_questions,
-        server::ask,
-        server::list_stops,
-        server::campaign_audit,
-        server::beam_list,
-        server::beam_tag,
-        server::beam_abandon,
-        server::stream_events,
-        server::list_events,
-        server::suggestions,
-        server::list_runs,
-        server::start_run,
-        server::stop_run,
-        server::hook_token,
-        server::login_code,
-        server::hook_install,
-        server::bank,
-        server::bank_stats,
+        status::health,
+        status::openapi,
+        campaigns::list_campaigns,
+        campaigns::create_campaign,
+        campaigns::show_campaign,
+        campaigns::evaluate,
+        campaigns::list_evaluations,
+        hooks::hook,
+        questions::list_questions,
+        questions::ask,
+        campaigns::list_stops,
+        campaigns::campaign_audit,
+        beam::beam_list,
+        beam::beam_tag,
+        beam::beam_abandon,
+        events::stream_events,
+        events::list_events,
+        questions::suggestions,
+        runs::list_runs,
+        runs::start_run,
+        runs::stop_run,
+        hooks::hook_token,
+        login::login_code,
+        hooks::hook_install,
+        questions::bank,
+        questions::bank_stats,
     ),
-    components(schemas(server::ErrorBody)),
+    components(schemas(super::ErrorBody)),
     modifiers(&BearerToken),
     security(("bearer" = []))
 )]

@@ -6,7 +6,7 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use include_dir::{include_dir, Dir};
 
-use crate::server::AppState;
+use super::AppState;
 
 static WEB: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/web");
 
@@ -46,12 +46,12 @@ pub async fn serve_asset(Path(path): Path<String>) -> Response {
 }
 
 /// The console's single page, when web/index.html exists, with the CSRF
-/// token its scripts send with every change (see `server::csrf_value`).
+/// token its scripts send with every change (see `middleware::csrf_value`).
 pub fn index(token: &str) -> Option<Response> {
     asset("index.html").map(|b| {
         let page = String::from_utf8_lossy(&b).replacen(
             "<meta name=\"gadfly-csrf\" content=\"\">",
-            &format!("<meta name=\"gadfly-csrf\" content=\"{}\">", crate::server::csrf_value(token)),
+            &format!("<meta name=\"gadfly-csrf\" content=\"{}\">", super::middleware::csrf_value(token)),
             1,
         );
         ([(header::CONTENT_TYPE, "text/html; charset=utf-8"), (header::CACHE_CONTROL, "no-store")], page)
@@ -62,14 +62,14 @@ pub fn index(token: &str) -> Option<Response> {
 pub async fn campaigns_page(state: State<AppState>) -> Response {
     match index(&state.token) {
         Some(r) => r,
-        None => crate::console::campaigns_page(state).await,
+        None => super::pages::campaigns_page(state).await,
     }
 }
 
 pub async fn campaign_page(state: State<AppState>, id: Path<String>) -> Response {
     match index(&state.token) {
         Some(r) => r,
-        None => crate::console::campaign_page(state, id).await,
+        None => super::pages::campaign_page(state, id).await,
     }
 }
 

@@ -1,0 +1,153 @@
+//! Campaigns: create, list and show them, evaluate a workspace, and what
+//! a campaign recorded (evaluations, stop attempts, the claim audit).
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use utoipa::{IntoParams, ToSchema};
+
+use super::middleware::HookCaller;
+use super::openapi::{Forbidden, Internal, Invalid, NotFound, TooLarge, TooMany, Unauthorized};
+use super::{ApiError, ApiPath, ApiQuery, ApiResult, AppState, CampaignId, JsonBody};
+
+/// Every campaign with its status and latest verdict.
+#[utoipa::path(get, path = "/campaigns", tag = "campaigns",
+    responses((status = 200, description = "ok", body = [Object]), Unauthorized, Forbidden, Internal))]
+pub(super) async fn list_campaigns(State(state): State<AppState>) -> ApiResult<Json<Value>> {
+    Ok(Json(json!(super::views::campaign_summaries(&state.supervisor).await?)))
+}
+
+#[derive(Deserialize, ToSchema)]
+pub(super) struct CreateCampaign {
+    /// The campaign spec (TOML).
+    spec_toml: String,
+    /// Where the spec was read from, absolute: relative paths in it are taken from its folder.
+    #[schema(pattern = "^/")]
+    spec_path: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub(super) struct CreatedCampaign {
+    id: String,
+    name: String,
+    mode: String,
+}
+
+/// Create a campaign from its spec.
+#[utoipa::path(post, path = "/campaigns", tag = "campaigns", request_body = CreateCampaign,
+    responses((status = 201, description = "created", body = CreatedCampaign),
+        Invalid, Unauthorized, Forbidden, TooLarge, Internal))]
+pub(super) async fn create_campaign(
+    State(state): State<AppState>,
+    JsonBody(req): JsonBody<CreateCampaign>,
+) -> ApiResult<(StatusCode, Json<CreatedCampaign>)> {
+    let row = state.supervisor.create_campaign(&req.spec_toml, &req.spec_path).await?;
+    Ok((StatusCode::CREATED, Json(CreatedCampaign { id: row.id, name: row.name, mode: row.mode })))
+}
+
+/// One campaign: spec, status, latest evaluation, runs.
+#[utoipa::path(get, path = "/campaigns/{id}", tag = "campaigns", params(CampaignId),
+    responses((status = 200, description = "ok", body = Object), Invalid, Unauthorized, Forbidden, NotFound, Internal))]
+pub(super) async fn show_campaign(
+    State(state): State<AppState>,
+    ApiPath(CampaignId { id }): ApiPath<CampaignId>,
+) -> ApiResult<Json<Value>> {
+    Ok(Json(super::views::campaign_detail(&state.supervisor, &id).await?))
+}
+
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(super) struct EvalQuery {
+    /// Run the harness even if this tree was evaluated before.
+    #[serde(default)]
+    force: Option<bool>,
+}
+
+/// Evaluate the campaign's workspace now (a snapshot built and run in a
+/// fresh folder; cached per tree unless `force`) and return the verdict.
+#[utoipa::path(post, path = "/campaigns/{id}/evaluate", tag = "campaigns", params(CampaignId, EvalQuery),
+    responses((status = 200, description = "ok", body = Object), Invalid, Unauthorized, Forbidden, NotFound, TooMany, Internal))]
+pub(super) async fn evaluate(
+    State(state): State<AppState>,
+    ApiPath(CampaignId { id }): ApiPath<CampaignId>,
+    ApiQuery(q): ApiQuery<EvalQuery>,
+    hook: Option<axum::extract::Extension<HookCaller>>,
+) -> ApiResult<Json<Value>> {
+    let force = q.force.unwrap_or(false);
+    if force && hook.is_some() {
+        forced_by_hook_token(&id)?;
+    }
+    let e = state.supervisor.evaluate(&id, force).await?;
+    Ok(Json(serde_json::to_value(e).map_err(anyhow::Error::from)?))
+}
+
+/// How often a hook token may force an evaluation of its campaign: each
+/// one runs the harness (minutes on a GPU, and the machine is shared), and
+/// an unchanged tree's verdict is cached anyway (THREATS row 16).
+const FORCED_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
+
+fn forced_by_hook_token(campaign: &str) -> ApiResult<()> {
+    static LAST: std::sync::LazyLock<std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>> =
+        std::sync::LazyLock::new(Default::default);
+    let mut last = LAST.lock().expect("forced-evaluation times poisoned");
+    let now = std::time::Instant::now();
+    if let Some(at) = last.get(campaign) {
+        let wait = FORCED_EVERY.saturating_sub(now.duration_since(*at));
+        if !wait.is_zero() {
+            return Err(ApiError::TooMany(format!(
+                "a hook token may force an evaluation of {campaign} once a minute; try again in {} s, or drop \
+                 `force` (an unchanged tree's verdict is cached, a changed one is evaluated anyway)",
+                wait.as_secs().max(1)
+            )));
+        }
+    }
+    last.insert(campaign.to_string(), now);
+    Ok(())
+}
+
+/// Every evaluation of the campaign, oldest first.
+#[utoipa::path(get, path = "/campaigns/{id}/evaluations", tag = "campaigns", params(CampaignId),
+    responses((status = 200, description = "ok", body = [Object]),
+        Invalid, Unauthorized, Forbidden, NotFound, Internal))]
+pub(super) async fn list_evaluations(
+    State(state): State<AppState>,
+    ApiPath(CampaignId { id }): ApiPath<CampaignId>,
+) -> ApiResult<Json<Value>> {
+    state.supervisor.campaign(&id).await?;
+    let rows = state.supervisor.store().list_evaluations(&id).await?;
+    let list: Vec<Value> = rows
+        .into_iter()
+        .filter_map(|(eid, body)| {
+            let mut v: Value = serde_json::from_str(&body).ok()?;
+            v["id"] = json!(eid);
+            Some(v)
+        })
+        .collect();
+    Ok(Json(json!(list)))
+}
+
+/// Every stop attempt (completion claim) and the gate's decision.
+#[utoipa::path(get, path = "/campaigns/{id}/stops", tag = "campaigns", params(CampaignId),
+    responses((status = 200, description = "ok", body = [Object]),
+        Invalid, Unauthorized, Forbidden, NotFound, Internal))]
+pub(super) async fn list_stops(
+    State(state): State<AppState>,
+    ApiPath(CampaignId { id }): ApiPath<CampaignId>,
+) -> ApiResult<Json<Value>> {
+    state.supervisor.campaign(&id).await?;
+    Ok(Json(json!(state.supervisor.store().list_stop_attempts(&id).await?)))
+}
+
+/// Every completion claim: verdict, decision, question, what followed (docs/AUDIT.md).
+#[utoipa::path(get, path = "/campaigns/{id}/audit", tag = "campaigns", params(CampaignId),
+    responses((status = 200, description = "ok", body = Object), Invalid, Unauthorized, Forbidden, NotFound, Internal))]
+pub(super) async fn campaign_audit(
+    State(state): State<AppState>,
+    ApiPath(CampaignId { id }): ApiPath<CampaignId>,
+) -> ApiResult<Json<Value>> {
+    state.supervisor.campaign(&id).await?;
+    let audit = crate::audit::campaign(state.supervisor.store(), &id).await?;
+    Ok(Json(crate::audit::campaign_json(&audit)))
+}

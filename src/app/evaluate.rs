@@ -1,0 +1,128 @@
+//! Evaluations: one at a time per campaign (the eval locks), the last
+//! snapshot and the pristine files cached, an unchanged tree answered from
+//! the store, the rest run here or by a worker.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use anyhow::{anyhow, Context};
+
+use crate::campaign::CampaignSpec;
+use crate::evaluation::Evaluation;
+use crate::events::Event;
+use crate::harness;
+use crate::store::CampaignRow;
+
+use super::{Result, Supervisor};
+
+impl Supervisor {
+    /// The campaign's pristine protected files (they never change).
+    pub async fn pristine(&self, campaign_id: &str) -> anyhow::Result<Arc<Vec<crate::snapshot::PristineFile>>> {
+        if let Some(hit) = self.inner.pristine.lock().expect("pristine cache poisoned").get(campaign_id) {
+            return Ok(hit.clone());
+        }
+        let files = Arc::new(self.inner.store.list_pristine(campaign_id).await?);
+        self.inner.pristine.lock().expect("pristine cache poisoned").insert(campaign_id.to_string(), files.clone());
+        Ok(files)
+    }
+
+    /// Evaluates the campaign's workspace as it is now. An unchanged tree
+    /// is answered from the store unless `force` is set.
+    pub async fn evaluate(&self, campaign_id: &str, force: bool) -> Result<Evaluation> {
+        self.evaluate_holding(campaign_id, force, &[]).await
+    }
+
+    /// [`Self::evaluate`], where the moments named in `held` ask no
+    /// question of their own (a stop attempt asks it).
+    pub(super) async fn evaluate_holding(&self, campaign_id: &str, force: bool, held: &[String]) -> Result<Evaluation> {
+        let (row, spec) = self.campaign(campaign_id).await?;
+        let lock = self.eval_lock(campaign_id);
+        let mut last = lock.lock().await;
+        let index = self.inner.indexes.join(format!("{campaign_id}.index"));
+        let store = crate::snapshot::store_path(&self.inner.data_dir, campaign_id);
+        let (tree, remember) = harness::snapshot_tree(&spec, &store, &index, last.clone())
+            .await
+            .context("taking a snapshot of the workspace")?;
+        *last = remember;
+        self.evaluate_tree_locked(&row, &spec, &tree, force, Some(held)).await
+    }
+
+    /// Evaluates a given tree of the workspace's repository (a beam
+    /// candidate's commit), through the same cache and records. Moments
+    /// are not raised for it: it is not the candidate the agent presents.
+    pub async fn evaluate_tree(&self, campaign_id: &str, tree: &str) -> Result<Evaluation> {
+        let (row, spec) = self.campaign(campaign_id).await?;
+        let lock = self.eval_lock(campaign_id);
+        let _guard = lock.lock().await;
+        // The tree is re-made in gadfly's private store from its content
+        // (and cut to the candidate), so its id names what is evaluated.
+        let store = crate::snapshot::store_path(&self.inner.data_dir, campaign_id);
+        let (ws, t, candidate) = (spec.workspace.clone(), tree.to_string(), spec.harness.candidate.clone());
+        let tree = tokio::task::spawn_blocking(move || -> anyhow::Result<String> {
+            let imported = crate::snapshot::import_tree(&store, &ws, &t)?;
+            if candidate.is_empty() {
+                Ok(imported)
+            } else {
+                crate::snapshot::candidate_tree(&store, &imported, &candidate)
+            }
+        })
+        .await
+        .map_err(|e| anyhow!(e))?
+        .with_context(|| format!("bringing tree {tree} into gadfly's snapshot store"))?;
+        self.evaluate_tree_locked(&row, &spec, &tree, false, None).await
+    }
+
+    fn eval_lock(&self, campaign_id: &str) -> Arc<tokio::sync::Mutex<Option<harness::LastSnapshot>>> {
+        let mut locks = self.inner.eval_locks.lock().expect("evaluation lock table poisoned");
+        locks.entry(campaign_id.to_string()).or_default().clone()
+    }
+
+    async fn evaluate_tree_locked(
+        &self,
+        row: &CampaignRow,
+        spec: &CampaignSpec,
+        tree: &str,
+        force: bool,
+        moments: Option<&[String]>,
+    ) -> Result<Evaluation> {
+        let campaign_id = row.id.as_str();
+        if !force {
+            if let Some((id, body)) = self.inner.store.find_evaluation(campaign_id, tree).await? {
+                let mut e: Evaluation = serde_json::from_str(&body).map_err(|e| anyhow!(e))?;
+                e.id = Some(id);
+                e.cached = true;
+                return Ok(e);
+            }
+        }
+        let protected: BTreeMap<String, String> = serde_json::from_str(&row.protected_json).map_err(|e| anyhow!(e))?;
+        let pristine = self.pristine(campaign_id).await?;
+        self.record_event(campaign_id, None, None, Event::EvaluationStarted { tree: tree.to_string() }).await?;
+        // A campaign with [harness] tags is evaluated by a worker (src/jobs.rs).
+        let store = crate::snapshot::store_path(&self.inner.data_dir, campaign_id);
+        let inputs = harness::Inputs {
+            spec,
+            campaign_id,
+            tree,
+            protected: &protected,
+            pristine: &pristine,
+            seed: harness::DEFAULT_SEED,
+            store: &store,
+        };
+        let mut eval = crate::jobs::evaluate(&self.inner.store, &inputs, &self.inner.scratch).await?;
+        if force {
+            // A forced re-run replaces nothing: it is stored under its own tree key suffix.
+            eval.tree = format!("{tree}+{}", self.inner.store.count_evaluations(campaign_id).await?);
+        }
+        let id = self.inner.store.insert_evaluation(campaign_id, &eval).await?;
+        eval.id = Some(id);
+        self.record_event(campaign_id, None, None, Event::evaluated(id, &eval)).await?;
+        tracing::info!(campaign = %campaign_id, tree = %eval.tree, holds = eval.verdict.holds, ms = eval.duration_ms, "evaluated");
+        if let Some(held) = moments {
+            match crate::moments::after_evaluation(self, campaign_id, spec, &eval, held).await {
+                Ok(now) => eval = now,
+                Err(e) => tracing::warn!(error = %e, "moment detection after an evaluation"),
+            }
+        }
+        Ok(eval)
+    }
+}

@@ -1,0 +1,157 @@
+//! Questions: a person's, queued; a bank pick or suggestions for a moment;
+//! the bank's learned yield; and the record that a question reached the
+//! agent (the one writer of `question.delivered`).
+
+use std::collections::HashMap;
+
+use anyhow::anyhow;
+
+use crate::bank::learn::{self, EntryStats};
+use crate::bank::select;
+use crate::campaign::CampaignSpec;
+use crate::events::{self, DeliveredQuestion, Event, Via};
+use crate::gate::{self, Question};
+
+use super::{Result, Supervisor, SupervisorError};
+
+impl Supervisor {
+    /// Queues a person's question; it reaches the agent at its next stop.
+    pub async fn ask(&self, campaign_id: &str, text: &str) -> Result<crate::store::QuestionRow> {
+        self.ask_with(campaign_id, text, None, None).await
+    }
+
+    /// Like [`Self::ask`], naming the bank entry and moment it started from.
+    pub async fn ask_with(
+        &self,
+        campaign_id: &str,
+        text: &str,
+        bank_id: Option<&str>,
+        moment: Option<&str>,
+    ) -> Result<crate::store::QuestionRow> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Err(SupervisorError::Invalid("the question text is empty".into()));
+        }
+        if text.chars().count() > 4000 {
+            return Err(SupervisorError::Invalid("the question is longer than 4000 characters".into()));
+        }
+        self.campaign(campaign_id).await?;
+        if let Some(m) = moment {
+            if !crate::bank::MOMENTS.contains(&m) {
+                return Err(SupervisorError::Invalid(format!("unknown moment `{m}`")));
+            }
+        }
+        let id = self.inner.store.queue_question(campaign_id, "human", bank_id, moment, text).await?;
+        let queued = Event::QuestionQueued { question_id: id, text: text.to_string(), by: events::QueuedBy::Human };
+        self.record_event(campaign_id, None, None, queued).await?;
+        let q = self
+            .inner
+            .store
+            .list_questions(campaign_id, false)
+            .await?
+            .into_iter()
+            .find(|q| q.id == id)
+            .ok_or_else(|| anyhow!("question {id} vanished"))?;
+        Ok(q)
+    }
+
+    /// Records that a question reached the agent (the one writer of
+    /// `question.delivered`); its row is marked delivered by the caller.
+    pub async fn record_delivered(
+        &self,
+        campaign_id: &str,
+        session_id: Option<&str>,
+        question: impl Into<DeliveredQuestion>,
+        via: Via,
+    ) -> anyhow::Result<()> {
+        let event = Event::QuestionDelivered { question: question.into(), via };
+        self.record_event(campaign_id, session_id, None, event).await?;
+        Ok(())
+    }
+
+    /// What selection needs of a campaign: the bank ids asked there (oldest
+    /// first), how many questions it was asked, and the learned yield.
+    async fn selection_inputs(
+        &self,
+        campaign_id: &str,
+    ) -> anyhow::Result<(Vec<select::AskedHere>, usize, HashMap<String, EntryStats>)> {
+        let (asked_ids, asked) = self.inner.store.asked_bank_ids(campaign_id).await?;
+        let stats: HashMap<String, EntryStats> = self.bank_stats().await?.into_iter().collect();
+        Ok((asked_ids, asked, stats))
+    }
+
+    /// A bank question for `moment` (see [`crate::bank::select`]), or a
+    /// built-in one when no entry applies.
+    pub async fn pick_question(
+        &self,
+        campaign_id: &str,
+        spec: &CampaignSpec,
+        moment: &str,
+        prefer: &[&str],
+    ) -> anyhow::Result<Question> {
+        let (asked_ids, asked, stats) = self.selection_inputs(campaign_id).await?;
+        let bank = self.inner.bank.get();
+        let req = select::Request {
+            moment,
+            spec,
+            asked: &asked_ids,
+            prefer,
+            stats: &stats,
+            seed: select::seed_for(campaign_id, asked),
+        };
+        if let Some(choice) = select::pick(&bank.entries, &req) {
+            return Ok(Question {
+                queued_id: None,
+                source: choice.entry.id,
+                moment: moment.to_string(),
+                text: choice.entry.text,
+            });
+        }
+        let builtin = gate::BUILTIN_COMPLETION_QUESTIONS;
+        let n: usize = asked_ids.iter().filter(|a| a.bank_id.starts_with("builtin-")).map(|a| a.times).sum();
+        let (id, text) = builtin[n % builtin.len()];
+        Ok(Question { queued_id: None, source: id.to_string(), moment: moment.to_string(), text: text.to_string() })
+    }
+
+    /// Bank suggestions for a person choosing a question for `moment`.
+    pub async fn suggestions(&self, campaign_id: &str, moment: &str, n: usize) -> Result<Vec<select::Choice>> {
+        if !crate::bank::MOMENTS.contains(&moment) {
+            return Err(SupervisorError::Invalid(format!(
+                "unknown moment `{moment}`; expected one of {}",
+                crate::bank::MOMENTS.join(", ")
+            )));
+        }
+        let (_row, spec) = self.campaign(campaign_id).await?;
+        let (asked_ids, asked, stats) = self.selection_inputs(campaign_id).await?;
+        let bank = self.inner.bank.get();
+        let req = select::Request {
+            moment,
+            spec: &spec,
+            asked: &asked_ids,
+            prefer: &[],
+            stats: &stats,
+            seed: select::seed_for(campaign_id, asked),
+        };
+        Ok(select::suggest(&bank.entries, &req, n))
+    }
+
+    /// Learned yield of every bank entry asked so far, over all campaigns.
+    pub async fn bank_stats(&self) -> anyhow::Result<std::collections::BTreeMap<String, EntryStats>> {
+        let (asked, evals) = self.inner.store.yield_history().await?;
+        let attributions = learn::attribute(&asked, &evals, learn::DEFAULT_WINDOW, learn::DEFAULT_THRESHOLD);
+        Ok(learn::stats(&attributions))
+    }
+}
+
+/// How a queued question is put to the agent outside a block reason.
+pub fn question_message(q: &crate::store::QuestionRow) -> String {
+    match q.source.as_str() {
+        "human" => format!("A question from the person supervising this campaign: {}\nAnswer it with a measurement or an experiment.", q.text),
+        _ => format!(
+            "gadfly noticed a {} moment. Question ({}): {}\nAnswer it with a measurement or an experiment, not an argument.",
+            q.moment.as_deref().unwrap_or("campaign").replace('_', " "),
+            q.bank_id.as_deref().unwrap_or("bank"),
+            q.text
+        ),
+    }
+}

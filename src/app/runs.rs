@@ -1,0 +1,174 @@
+//! Agent runs this daemon supervises: the run registry, campaign leases and
+//! the lease keeper (which takes over the runs of a daemon that stopped),
+//! transcript followers, and `stop_everything` at shutdown.
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::Supervisor;
+
+/// How long a campaign's lease lasts unless renewed: `$GADFLY_LEASE_SECONDS`,
+/// else 15 s. A daemon renews its leases every third of it; another takes a
+/// campaign over once its lease has expired.
+pub(super) fn lease_ttl_from_env() -> std::time::Duration {
+    let s = std::env::var("GADFLY_LEASE_SECONDS").ok().and_then(|v| v.parse::<f64>().ok()).unwrap_or(15.0);
+    std::time::Duration::from_secs_f64(s.clamp(0.5, 3600.0))
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+}
+
+impl Supervisor {
+    /// True once the daemon is shutting down: a run stopped now is
+    /// suspended (left to the next daemon to resume), not ended.
+    pub fn shutting_down(&self) -> bool {
+        self.inner.shutting_down.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// How many runs this daemon supervises now.
+    pub fn local_runs(&self) -> usize {
+        self.inner.runs.lock().expect("runs lock poisoned").len()
+    }
+
+    /// This daemon's lease owner id.
+    pub fn owner(&self) -> &str {
+        &self.inner.owner
+    }
+
+    /// Takes the campaign's lease for this daemon (or renews it); false
+    /// while another live daemon holds it.
+    pub async fn acquire_lease(&self, campaign_id: &str) -> anyhow::Result<bool> {
+        let now = now_ms();
+        let take_any = self.inner.store.backend == crate::store::Backend::Sqlite;
+        self.inner
+            .store
+            .acquire_lease(campaign_id, &self.inner.owner, now, now + self.inner.lease_ttl.as_millis() as i64, take_any)
+            .await
+    }
+
+    pub async fn release_lease(&self, campaign_id: &str) {
+        if let Err(e) = self.inner.store.release_lease(campaign_id, &self.inner.owner).await {
+            tracing::warn!(error = %e, campaign = %campaign_id, "releasing a lease");
+        }
+    }
+
+    /// Renews the leases of the runs this daemon runs and takes over the
+    /// runs whose daemon stopped renewing (or, on SQLite, any left by the
+    /// daemon before this one), every third of the lease time, until
+    /// `stop`.
+    pub fn spawn_lease_keeper(&self, stop: CancellationToken) {
+        let sup = self.clone();
+        tokio::spawn(async move {
+            let period = sup.inner.lease_ttl / 3;
+            loop {
+                if let Err(e) = sup.keep_leases().await {
+                    tracing::warn!(error = %e, "keeping leases");
+                }
+                tokio::select! {
+                    _ = stop.cancelled() => break,
+                    _ = tokio::time::sleep(period) => {}
+                }
+            }
+        });
+    }
+
+    async fn keep_leases(&self) -> anyhow::Result<()> {
+        let mine: Vec<String> = self.inner.runs.lock().expect("runs lock poisoned").keys().cloned().collect();
+        for campaign in &mine {
+            if !self.acquire_lease(campaign).await? {
+                // Another daemon took it: this one's lease had expired (a
+                // long pause); its run goes on there, so stop ours.
+                tracing::warn!(campaign = %campaign, "lost the campaign's lease to another daemon; stopping the local run");
+                self.stop_run(campaign);
+            }
+        }
+        for run in self.inner.store.running_runs().await? {
+            if mine.contains(&run.campaign_id)
+                || self.inner.runs.lock().expect("runs lock poisoned").contains_key(&run.campaign_id)
+            {
+                continue;
+            }
+            if !self.acquire_lease(&run.campaign_id).await? {
+                continue;
+            }
+            let from = run.owner.clone().unwrap_or_default();
+            tracing::warn!(campaign = %run.campaign_id, run = run.id, from = %from, "taking over a run whose daemon stopped");
+            if let Err(e) = crate::agent::run::resume(self, &run).await {
+                tracing::warn!(error = %e, campaign = %run.campaign_id, run = run.id, "resuming a run");
+                self.release_lease(&run.campaign_id).await;
+            }
+        }
+        Ok(())
+    }
+
+    /// Marks a run as going for the campaign; false when one already is.
+    pub fn register_run(&self, campaign_id: &str, token: CancellationToken) -> bool {
+        let mut runs = self.inner.runs.lock().expect("runs lock poisoned");
+        if runs.contains_key(campaign_id) {
+            return false;
+        }
+        runs.insert(campaign_id.to_string(), token);
+        true
+    }
+
+    pub fn unregister_run(&self, campaign_id: &str) {
+        self.inner.runs.lock().expect("runs lock poisoned").remove(campaign_id);
+    }
+
+    /// Stops the campaign's running agent (its whole process group); false when none runs.
+    pub fn stop_run(&self, campaign_id: &str) -> bool {
+        match self.inner.runs.lock().expect("runs lock poisoned").get(campaign_id) {
+            Some(t) => {
+                t.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Stops every run and transcript follower (daemon shutdown).
+    pub fn stop_everything(&self) {
+        self.inner.shutting_down.store(true, std::sync::atomic::Ordering::SeqCst);
+        for t in self.inner.runs.lock().expect("runs lock poisoned").values() {
+            t.cancel();
+        }
+        for t in self.inner.followers.lock().expect("followers lock poisoned").values() {
+            t.cancel();
+        }
+    }
+
+    /// Starts following an attached session's transcript once.
+    pub(super) fn follow_transcript(&self, campaign_id: &str, session: &str, payload: &Value) {
+        let Some(path) = payload.get("transcript_path").and_then(Value::as_str).filter(|p| !p.is_empty()) else {
+            return;
+        };
+        let path = PathBuf::from(path);
+        if !path.is_absolute() {
+            return;
+        }
+        let key = (campaign_id.to_string(), session.to_string());
+        let mut followers = self.inner.followers.lock().expect("followers lock poisoned");
+        if followers.contains_key(&key) {
+            return;
+        }
+        let token = CancellationToken::new();
+        followers.insert(key, token.clone());
+        crate::agent::transcript::spawn_follower(
+            self.clone(),
+            campaign_id.to_string(),
+            session.to_string(),
+            path,
+            token,
+        );
+    }
+
+    pub(super) fn unfollow_transcript(&self, campaign_id: &str, session: &str) {
+        let key = (campaign_id.to_string(), session.to_string());
+        if let Some(t) = self.inner.followers.lock().expect("followers lock poisoned").remove(&key) {
+            t.cancel();
+        }
+    }
+}

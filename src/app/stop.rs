@@ -1,0 +1,192 @@
+//! The Stop use case: gather the stop's claims, evaluate, read the waiting
+//! questions, plan with [`gate::plan_stop`], deliver the planned question
+//! and persist one stop attempt with its decision event.
+
+use anyhow::Context;
+use serde_json::Value;
+
+use crate::campaign::CampaignSpec;
+use crate::events::{DeliveredQuestion, Event, Via};
+use crate::gate::{self, Decision, Question};
+use crate::store::NewStopAttempt;
+
+use super::hooks::block_json;
+use super::{HookReply, Result, Supervisor, SupervisorError};
+
+impl Supervisor {
+    pub(super) async fn judge_stop(
+        &self,
+        campaign_id: &str,
+        spec: &CampaignSpec,
+        agent: &str,
+        event_id: i64,
+        session: Option<&str>,
+        payload: &Value,
+    ) -> Result<HookReply> {
+        let claim = payload.get("last_assistant_message").and_then(Value::as_str);
+        let stop_hook_active = payload.get("stop_hook_active").and_then(Value::as_bool).unwrap_or(false);
+        // The moments the agent's last words show (a claimed limit, a
+        // dismissed failure...): in autonomous mode a blocked stop asks
+        // their question, and the evaluation below does not ask its own
+        // question for the same moment.
+        let claims = match claim {
+            Some(text) => crate::moments::at_stop(self, campaign_id, session, text).await.unwrap_or_else(|e| {
+                tracing::warn!(error = %e, "classifying the stop's claim");
+                vec![]
+            }),
+            None => vec![],
+        };
+        let claim_moments: Vec<&str> = claims.iter().map(|c| c.finding.moment.as_str()).collect();
+        let held = gate::held_moments(spec.mode, &claim_moments);
+        let tampered = self.check_hook_install(campaign_id, session, false).await?;
+        let evaluation = match self.evaluate_holding(campaign_id, false, &held).await {
+            Ok(eval) => Ok(eval),
+            // The gate fails closed: no verdict, no stop (except in audit mode).
+            Err(SupervisorError::Internal(e)) => Err(format!("{e:#}")),
+            Err(other) => return Err(other),
+        };
+        let waiting = match &evaluation {
+            Ok(_) => self.inner.store.list_questions(campaign_id, true).await?,
+            Err(_) => vec![],
+        };
+        let mut input = gate::StopInput {
+            campaign_id,
+            mode: spec.mode,
+            predicate: &spec.predicate,
+            judged: match &evaluation {
+                Ok(eval) => gate::Judged::Evaluated(eval),
+                Err(why) => gate::Judged::Unevaluated(why),
+            },
+            tampered: &tampered,
+            waiting: waiting
+                .iter()
+                .map(|q| gate::Waiting { id: q.id, human: q.source == "human", moment: q.moment.clone() })
+                .collect(),
+            claims: claim_moments,
+        };
+        let objective = evaluation.as_ref().ok().and_then(|e| e.verdict.geomean_speedup);
+        let (plan, asked) = self.deliver_at_stop(campaign_id, spec, &mut input, &waiting, objective).await?;
+        let reason = plan.reason_text(&input, asked.as_ref().map(|(_, q)| q));
+        let question_id = asked.as_ref().map(|(id, _)| *id);
+        if let Some((id, q)) = &asked {
+            if let Some(i) = plan.claims.iter().position(|c| *c == gate::ClaimPlan::AskedAtStop) {
+                let action = crate::moments::ClaimAction::AskedAtStop(*id, &q.source, &q.text);
+                crate::moments::raise_claim(self, campaign_id, session, spec, &claims[i], action).await?;
+            }
+            let via = Via::StopHookReason;
+            self.record_delivered(campaign_id, session, DeliveredQuestion::asked_at_stop(*id, q), via).await?;
+        }
+        // The other claim moments, as planned (by mode, or recorded only).
+        for (c, planned) in claims.iter().zip(&plan.claims) {
+            let action = match *planned {
+                gate::ClaimPlan::AskedAtStop => continue,
+                gate::ClaimPlan::Ask => crate::moments::ClaimAction::Ask,
+                gate::ClaimPlan::RecordOnly(why) => crate::moments::ClaimAction::RecordOnly(why),
+            };
+            crate::moments::raise_claim(self, campaign_id, session, spec, c, action).await?;
+        }
+        let decision = plan.decision;
+        let (eval_id, holds) = match &evaluation {
+            Ok(eval) => (eval.id, eval.verdict.holds),
+            Err(_) => (None, false),
+        };
+        let told = Event::Decision {
+            decision,
+            holds,
+            evaluation_id: eval_id,
+            stop_event_id: event_id,
+            question_id,
+            reason: reason.clone(),
+        };
+        let (told_kind, told) = (told.kind(), told.body());
+        let created_at = crate::time::now();
+        let (_, decision_event) = self
+            .inner
+            .store
+            .insert_stop_attempt_with_event(
+                &NewStopAttempt {
+                    campaign_id,
+                    event_id,
+                    session_id: session,
+                    agent,
+                    claim,
+                    stop_hook_active,
+                    evaluation_id: eval_id,
+                    holds,
+                    decision: decision.as_str(),
+                    reason: reason.as_deref(),
+                    question_id,
+                },
+                &told_kind,
+                &told,
+                &created_at,
+            )
+            .await?;
+        self.publish(decision_event, campaign_id, session, &told_kind, told, created_at);
+        tracing::info!(campaign = %campaign_id, decision = decision.as_str(), holds, "stop attempt judged");
+        Ok(HookReply {
+            output: match decision {
+                Decision::Block => reason.as_deref().map(block_json),
+                _ => None,
+            },
+            decision: Some(decision.as_str().to_string()),
+            event_id,
+        })
+    }
+
+    /// Plans the stop ([`gate::plan_stop`]) and delivers the question the
+    /// plan carries: a waiting one, or a fresh pick queued first. A waiting
+    /// question that another hook delivered since the queue was read (a
+    /// PostToolUse hook claimed it: its row is no longer queued) is not
+    /// carried, nor recorded as delivered again: the stop is planned again
+    /// without it. The plan, and the question delivered (its row id).
+    async fn deliver_at_stop(
+        &self,
+        campaign_id: &str,
+        spec: &CampaignSpec,
+        input: &mut gate::StopInput<'_>,
+        waiting: &[crate::store::QuestionRow],
+        objective: Option<f64>,
+    ) -> anyhow::Result<(gate::StopPlan, Option<(i64, Question)>)> {
+        // Each waiting question is lost at most once; a fresh pick lost to
+        // a hook that claimed it within moments is picked again, a few times.
+        for _ in 0..input.waiting.len() + 3 {
+            let plan = gate::plan_stop(input);
+            let question = match &plan.ask {
+                None => return Ok((plan, None)),
+                Some(gate::Ask::Queued(id)) => queued_question(
+                    waiting.iter().find(|q| q.id == *id).context("a planned question not in the queue")?,
+                ),
+                Some(gate::Ask::Pick { moment, groups }) => {
+                    self.pick_question(campaign_id, spec, moment, groups).await?
+                }
+            };
+            let id = match question.queued_id {
+                Some(id) => id,
+                None => {
+                    let q = &question;
+                    self.inner
+                        .store
+                        .queue_question(campaign_id, "bank", Some(&q.source), Some(&q.moment), &q.text)
+                        .await?
+                }
+            };
+            if self.inner.store.mark_delivered(id, Via::StopHookReason.as_str(), objective).await? {
+                return Ok((plan, Some((id, question))));
+            }
+            tracing::info!(campaign = %campaign_id, question = id, "the stop's question was delivered elsewhere meanwhile");
+            input.delivered_elsewhere(id);
+        }
+        Ok((gate::plan_stop(input).without_question(), None))
+    }
+}
+
+/// A queued question, as the gate carries it.
+fn queued_question(q: &crate::store::QuestionRow) -> Question {
+    Question {
+        queued_id: Some(q.id),
+        source: if q.source == "human" { "human".into() } else { q.bank_id.clone().unwrap_or_else(|| "bank".into()) },
+        moment: q.moment.clone().unwrap_or_else(|| "completion_claim".into()),
+        text: q.text.clone(),
+    }
+}
