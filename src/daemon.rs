@@ -1,5 +1,6 @@
 //! Startup and shutdown of the daemon: bind, open and migrate the store,
-//! write the token, serve until SIGINT/SIGTERM, drain.
+//! write the token, serve until SIGINT/SIGTERM, drain: the background
+//! tasks are stopped by one token and waited for, for a bounded time.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -67,8 +68,19 @@ impl Daemon {
             Some(dir) => LiveBank::from_dir(dir)?,
             None => LiveBank::embedded(),
         });
-        bank.spawn_watcher(shutdown.child_token()).context("watching the question bank folder")?;
-        let supervisor = Supervisor::new(store, &config.data_dir, bank, (format!("http://{addr}"), token.clone()));
+        let bank_watch = bank.watcher(shutdown.child_token()).context("watching the question bank folder")?;
+        // Every background task from here on is the supervisor's: named,
+        // tracked, and stopped by `shutdown` (see app/tasks.rs).
+        let supervisor = Supervisor::new(
+            store,
+            &config.data_dir,
+            bank,
+            (format!("http://{addr}"), token.clone()),
+            shutdown.clone(),
+        );
+        if let Some(watch) = bank_watch {
+            supervisor.spawn_task("bank-watch", watch);
+        }
         // Left over from a run that was killed mid-evaluation: its harness
         // processes first (they would hold the CPU or GPU), then its folders.
         let leftovers = crate::process::kill_leftovers(&config.data_dir.join("evaluations"));
@@ -136,13 +148,13 @@ impl Daemon {
         crate::agent::escapes::spawn(supervisor.clone(), shutdown.clone());
         let app = api::router(self.state);
         crate::api::serve::serve(self.listener, app, shutdown.clone()).await.context("serving HTTP")?;
+        // The server has drained: every background task is told to stop
+        // (the watches and the relay by the token, the runs and transcript
+        // followers by stop_everything), then waited for, for a bounded
+        // time: the runs end their agents and record their suspension.
+        shutdown.cancel();
         supervisor.stop_everything();
-        // Let the runs end their agents and record their suspension.
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(8);
-        while supervisor.local_runs() > 0 && tokio::time::Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        let _ = supervisor.wait_for_tasks(crate::supervisor::SHUTDOWN_WAIT).await;
         tokio::time::timeout(Duration::from_secs(5), store.close()).await.ok();
         let _ = std::fs::remove_file(&info_path);
         tracing::info!("gadfly daemon stopped");

@@ -266,6 +266,10 @@ impl Store {
     pub async fn close(&self) {
         self.events.close().await;
         self.pool.close().await;
+        // The announcements of the last events written, then its task ends.
+        if let Some(a) = &self.announcer {
+            a.close().await;
+        }
     }
 
     fn announce_event(&self, campaign_id: &str, id: i64) {

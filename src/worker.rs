@@ -166,7 +166,15 @@ async fn keep_lease(store: Store, job: ClaimedJob, name: String, lease: Duration
 }
 
 /// The harness on the job's tree. An error is the worker's (the job is
-/// retried); a failing candidate is an evaluation that fails.
+/// retried); a failing candidate is an evaluation that fails. Runs in an
+/// `evaluation` span, as the daemon's own evaluations do.
+#[tracing::instrument(name = "evaluation", skip_all, fields(
+    campaign = %job.campaign_id,
+    tree = %job.tree,
+    seed = job.seed,
+    r#where = %"worker",
+    job = job.id,
+))]
 async fn evaluate(store: &Store, config: &WorkerConfig, job: &ClaimedJob) -> anyhow::Result<Evaluation> {
     let started = Instant::now();
     let row = store

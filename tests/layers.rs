@@ -1,6 +1,8 @@
 //! The house rules that a grep can check (issue #33): the hook client does
-//! not reach into the daemon, and the module table in `src/lib.rs` names
-//! every module there is, so it cannot silently go stale.
+//! not reach into the daemon, the domain modules are pure (they name
+//! neither the application nor the store, only one another and the
+//! leaves), and the module table in `src/lib.rs` names every module there
+//! is, so it cannot silently go stale.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -117,6 +119,101 @@ fn the_hook_client_does_not_reach_into_the_daemon() {
         FORBIDDEN.join(", "),
         breaks.join("\n")
     );
+}
+
+/// The domain: pure rules and types, findings in and findings out.
+const DOMAIN: &[&str] = &[
+    "moments",
+    "bank",
+    "classify",
+    "gate",
+    "predicate",
+    "results",
+    "campaign",
+    "events",
+    "evaluation",
+    "html",
+    "pristine",
+];
+
+/// What the domain never names: the application (and its shim) and the
+/// store. The application gathers for the domain and acts on what it
+/// returns; the domain does not call back up.
+const DOMAIN_FORBIDDEN: &[&str] = &["app", "supervisor", "store"];
+
+/// The leaves every layer may import.
+const LEAVES: &[&str] = &["time", "config"];
+
+/// Where a domain file names a module outside the domain and the leaves,
+/// and why that is allowed: (a file under src/, or the start of its path,
+/// and the module it names).
+const DOMAIN_EXCEPTIONS: &[(&str, &str)] = &[
+    // The edit-loop detector diffs two evaluated trees in gadfly's private
+    // snapshot store with its hardened git (REDESIGN.md §7: the domain does
+    // no I/O "except edit_loop's git diff").
+    ("moments/edit_loop.rs", "snapshot"),
+    // A spec's workspace must be a git work tree: `campaign::parse` asks
+    // git, through the hardened command (the leaf `git`, not `snapshot`).
+    ("campaign", "git"),
+];
+
+/// The crate modules each domain file names: (file relative to src/, module).
+fn domain_imports() -> Vec<(String, String)> {
+    let mut out = vec![];
+    for module in DOMAIN {
+        let files = files_of(module);
+        assert!(!files.is_empty(), "domain module `{module}` has no file under src/");
+        for file in files {
+            let text = std::fs::read_to_string(&file).unwrap();
+            let rel = file.strip_prefix(src()).unwrap().to_string_lossy().replace('\\', "/");
+            for m in crate_modules(&code_of(&text)) {
+                out.push((rel.clone(), m));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn domain_modules_name_neither_the_application_nor_the_store() {
+    let breaks: Vec<String> = domain_imports()
+        .into_iter()
+        .filter(|(_, m)| DOMAIN_FORBIDDEN.contains(&m.as_str()))
+        .map(|(file, m)| format!("src/{file} names crate::{m}"))
+        .collect();
+    assert!(
+        breaks.is_empty(),
+        "the domain ({}) must not name {}: return data and let src/app/ act on it (see src/lib.rs):\n{}",
+        DOMAIN.join(", "),
+        DOMAIN_FORBIDDEN.join(", "),
+        breaks.join("\n")
+    );
+}
+
+#[test]
+fn domain_modules_name_only_the_domain_and_the_leaves() {
+    let breaks: Vec<String> = domain_imports()
+        .into_iter()
+        .filter(|(file, m)| {
+            !DOMAIN.contains(&m.as_str())
+                && !LEAVES.contains(&m.as_str())
+                && !DOMAIN_EXCEPTIONS.iter().any(|(f, x)| file.starts_with(f) && x == m)
+        })
+        .map(|(file, m)| format!("src/{file} names crate::{m}"))
+        .collect();
+    assert!(
+        breaks.is_empty(),
+        "a domain module names a module above the domain; move the item down, or the call up (see src/lib.rs):\n{}",
+        breaks.join("\n")
+    );
+    // An exception that no longer applies goes, so the list stays honest.
+    let imports = domain_imports();
+    for (file, m) in DOMAIN_EXCEPTIONS {
+        assert!(
+            imports.iter().any(|(f, x)| f.starts_with(file) && x == m),
+            "src/{file} no longer names crate::{m}: remove the exception"
+        );
+    }
 }
 
 /// Every module under src/: `NAME.rs` and folders holding Rust files

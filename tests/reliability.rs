@@ -1048,3 +1048,131 @@ fn a_stop_seen_in_the_transcript_and_then_replayed_from_the_spool_is_one_ungated
     assert_eq!(ungated("s-twice"), 1, "the same stop recorded twice");
     assert_eq!(ungated("s-other"), 1, "another session's replay was dropped");
 }
+
+/// The daemon's log as written so far (every `daemon-*.log` that
+/// [`Daemon::start_cmd`] left in `dir`), without its colour codes.
+fn daemon_log(dir: &std::path::Path) -> String {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("daemon-"))
+        .collect();
+    files.sort();
+    let text: String = files.iter().map(|p| std::fs::read_to_string(p).unwrap_or_default()).collect();
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // An SGR sequence: ESC [ ... m
+            for c in chars.by_ref() {
+                if c == 'm' {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Issue 33: one stop can be followed in the log. The lines written while
+/// the hook call is handled, its evaluation's included, carry the hook
+/// call's span (campaign, call id, session), and the evaluation's carry
+/// its own (campaign, tree, seed, where).
+#[test]
+fn the_log_lines_of_one_stop_carry_its_call_id_from_the_hook_to_the_evaluation() {
+    let f = Fixture::new("");
+    let data = f.data_dir();
+    let mut serve = Daemon::serve_command(&data);
+    serve.env("RUST_LOG", "info,gadfly=debug");
+    let d = Daemon::start_cmd(&data, serve);
+    let id = d.create_campaign(&f.spec());
+    f.set_candidate("a false 50 100\n");
+    let res = reqwest::blocking::Client::new()
+        .post(format!("{}/api/v1/campaigns/{id}/hooks/claude-code/stop", d.url))
+        .bearer_auth(&d.token)
+        .header("x-gadfly-call-id", "trace-call-1")
+        .json(&serde_json::json!({
+            "session_id": "sess-trace", "hook_event_name": "Stop", "stop_hook_active": false,
+            "last_assistant_message": "Done."
+        }))
+        .send()
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 200);
+    let reply: Value = res.json().unwrap();
+    assert_eq!(reply["decision"], "block", "{reply}");
+
+    let log = daemon_log(f.dir.path());
+    let hook_span = format!("hook{{campaign={id} agent=claude-code event=stop call_id=trace-call-1 session=sess-trace}}");
+    let of_the_call: Vec<&str> = log.lines().filter(|l| l.contains(&hook_span)).collect();
+    let answered = of_the_call.iter().find(|l| l.contains("hook call answered"));
+    assert!(answered.is_some_and(|l| l.contains("decision=\"block\"")), "no answer line in the hook's span:\n{log}");
+    assert!(of_the_call.iter().any(|l| l.contains("hook call recorded")), "{log}");
+    let evaluated = of_the_call
+        .iter()
+        .find(|l| l.contains(&format!("}}:evaluation{{campaign={id} tree=")) && l.contains(" evaluated"))
+        .unwrap_or_else(|| panic!("the evaluation's line is not in the hook call's span:\n{log}"));
+    assert!(evaluated.contains("seed=1 where=local}"), "{evaluated}");
+    // Another call's lines carry its own call id, not this one's.
+    assert!(!log.lines().any(|l| l.contains("call_id=trace-call-1") && !l.contains(&hook_span)), "{log}");
+}
+
+/// Issue 33: at SIGTERM the daemon stops every background task it runs (the
+/// watches, the lease keeper, the relay, the moment worker, a transcript
+/// follower, an agent run) and waits for them, for a bounded time: none is
+/// left, and the bound is not what ended the wait.
+#[test]
+fn the_daemon_stops_every_background_task_at_shutdown_within_its_bound() {
+    const AGENT: &str = "#!/bin/sh\nsleep 60\n";
+    let f = Fixture::new(
+        "[agent]\nkind = \"command\"\nstart = \"sh ../agent.sh {prompt}\"\nresume = \"sh ../agent.sh {message}\"\n",
+    );
+    std::fs::write(f.dir.path().join("agent.sh"), AGENT).unwrap();
+    let bank = f.dir.path().join("bank");
+    std::fs::create_dir_all(&bank).unwrap();
+    for e in std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/question_bank")).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "toml") {
+            std::fs::copy(&p, bank.join(p.file_name().unwrap())).unwrap();
+        }
+    }
+    let data = f.data_dir();
+    let mut serve = Daemon::serve_command(&data);
+    serve.arg("--bank-dir").arg(&bank).env("RUST_LOG", "info,gadfly=debug");
+    let mut d = Daemon::start_cmd(&data, serve);
+    let id = d.create_campaign(&f.spec());
+    // An attached session: its transcript is followed.
+    let transcript = f.dir.path().join("sess-bg.jsonl");
+    std::fs::write(&transcript, "").unwrap();
+    let start = serde_json::json!({"session_id": "sess-bg", "hook_event_name": "SessionStart",
+        "transcript_path": transcript.display().to_string()});
+    d.post_hook(&reqwest::blocking::Client::new(), "session-start", &id, &start);
+    let out = d.run(&["run", &id, "--agent", "command", "--detach"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let started = |name: &str| {
+        daemon_log(f.dir.path()).lines().any(|l| l.contains(&format!("task{{name={name}")) && l.contains("task started"))
+    };
+    for name in ["moment-worker", "bank-watch", "lease-keeper", "event-relay", "escape-watch", "transcript-follower", "run "]
+    {
+        common::wait_until(&format!("the task {name} to start"), || started(name));
+    }
+    assert_eq!(d.api_get(&format!("/campaigns/{id}/runs"))[0]["status"], "running");
+    // Let the agent's process start.
+    std::thread::sleep(Duration::from_millis(500));
+
+    let status = d.terminate();
+    assert!(status.success(), "graceful shutdown on SIGTERM: {status:?}");
+    let log = daemon_log(f.dir.path());
+    assert!(!log.contains("background tasks still running at shutdown"), "the bound ran out:\n{log}");
+    assert!(log.contains("every background task stopped"), "{log}");
+    assert!(log.contains("agent run suspended for the daemon's shutdown"), "{log}");
+    // Every task that started ended.
+    let count = |what: &str| log.lines().filter(|l| l.contains(what)).count();
+    assert_eq!(count("task started"), count("task ended"), "{log}");
+    assert!(log.contains("gadfly daemon stopped"), "{log}");
+    if std::env::var_os("GADFLY_TEST_SHOW_LOG").is_some() {
+        eprintln!("{log}");
+    }
+}

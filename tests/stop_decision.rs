@@ -131,7 +131,7 @@ fn text_moments(d: &Daemon, id: &str, moment: &str) -> Vec<Value> {
 // ---------------------------------------------------------------------------
 // 1. The priority chain of the question a blocked stop carries.
 //
-// Today's chain (src/supervisor.rs, judge_stop), for a BLOCKED stop:
+// Today's chain (src/app/stop.rs judge_stop, deciding through gate::plan_stop), for a BLOCKED stop:
 //   1. a person's waiting question (the OLDEST one: `waiting.iter().find`);
 //   2. autonomous mode only: the first claim moment of the stop's own words
 //      (dismissal, then limit, then gain; completion claims excluded) — its

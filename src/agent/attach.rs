@@ -277,20 +277,10 @@ pub fn detach(dir: &Path, campaign: &str) -> anyhow::Result<usize> {
 
 /// The hooks gadfly installed for a campaign, as recorded when it wrote
 /// them: checked again at every SessionStart and stop, so an agent that
-/// edits them (or disables hooks, or swaps the hook binary) is caught.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, PartialEq)]
-pub struct Installed {
-    /// `attach` (entries merged into the project's settings) or `spawn`
-    /// (a settings file of gadfly's own, passed with --settings).
-    pub kind: String,
-    pub settings_path: PathBuf,
-    /// The folder the agent runs in: its `.claude/settings*.json` can
-    /// disable every hook.
-    pub dir: PathBuf,
-    pub exe: PathBuf,
-    pub exe_sha256: String,
-    pub fingerprint: String,
-}
+/// edits them (or disables hooks, or swaps the hook binary) is caught. The
+/// plain data is the event vocabulary's (`hooks.install` carries it); its
+/// reading and checking are here.
+pub use crate::events::Installed;
 
 impl Installed {
     pub fn new(kind: &str, settings_path: &Path, dir: &Path, exe: &Path, campaign: &str) -> anyhow::Result<Installed> {

@@ -105,9 +105,11 @@ struct Followed {
     judged: HashSet<String>,
 }
 
-/// The watch: every few seconds, every active campaign's workspace.
+/// The watch: every few seconds, every active campaign's workspace, until
+/// `cancel`; a background task of the supervisor's (`escape-watch`).
 pub fn spawn(sup: Supervisor, cancel: CancellationToken) {
-    tokio::spawn(async move {
+    let tasks = sup.clone();
+    tasks.spawn_task("escape-watch", async move {
         let mut followed: HashMap<PathBuf, Followed> = HashMap::new();
         let mut tick = tokio::time::interval(Duration::from_secs(2));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

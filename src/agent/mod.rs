@@ -2,8 +2,15 @@
 //! ([`attach`]), spawns and supervises one itself ([`run`]: Claude Code,
 //! Codex, any command line), and follows an attached session's transcript
 //! ([`transcript`]).
+//!
+//! A spawned agent's output lines are read by `claude` (Claude Code's
+//! stream-json) and `codex` (`codex exec --json`); `budget` keeps a run's
+//! budgets.
 
 pub mod attach;
+mod budget;
+mod claude;
+mod codex;
 pub mod escapes;
 pub mod jail;
 pub mod run;
@@ -166,5 +173,24 @@ impl AgentSpec {
             },
             protected = if spec.harness.protected.is_empty() { "none".into() } else { spec.harness.protected.join(", ") },
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::borrow::Cow;
+
+    use crate::events::{hook_kind, ALL_KINDS};
+
+    /// Every hook event gadfly listens to has a kind constant of its own in
+    /// the event vocabulary, named after the event.
+    #[test]
+    fn every_claude_code_hook_event_has_a_kind_constant() {
+        for event in super::CLAUDE_CODE_EVENTS {
+            let k = hook_kind(event);
+            assert!(matches!(k, Cow::Borrowed(_)), "{event} has no kind constant");
+            assert_eq!(k, format!("hook.{}", event.replace('-', "_")));
+            assert!(ALL_KINDS.contains(&&*k));
+        }
     }
 }

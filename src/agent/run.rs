@@ -7,17 +7,20 @@
 
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context};
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
-use serde_json::{json, Value};
+use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::budget::Budget;
+use super::claude::{record_claude_line, replayed_text, user_line};
+use super::codex::{record_codex_line, TurnSeen};
 use super::{AgentKind, AgentSpec};
 use crate::campaign::CampaignSpec;
 use crate::events::{self, Event, Via};
@@ -46,82 +49,6 @@ impl Outcome {
             Outcome::Stopped => ("stopped", "stopped on request".into()),
             Outcome::Failed(why) => ("failed", format!("failed: {why}")),
         }
-    }
-}
-
-/// Budgets of one run.
-struct Budget {
-    started: Instant,
-    max_wall: Option<Duration>,
-    max_turns: Option<u32>,
-    max_blocks: u32,
-    turns: u32,
-    blocks_without_gain: u32,
-    best: Option<f64>,
-}
-
-impl Budget {
-    fn new(a: &AgentSpec) -> Budget {
-        Budget {
-            started: Instant::now(),
-            max_wall: a.max_wall_s.map(Duration::from_secs),
-            max_turns: a.max_turns,
-            max_blocks: a.max_blocks_without_gain.max(1),
-            turns: 0,
-            blocks_without_gain: 0,
-            best: None,
-        }
-    }
-
-    /// Counts a judged turn end; returns why the run must stop, if it must.
-    fn after_blocked_turn(&mut self, geomean: Option<f64>) -> Option<String> {
-        self.turns += 1;
-        let gained = match (geomean, self.best) {
-            (Some(g), Some(b)) => g > b * 1.001,
-            (Some(_), None) => true,
-            _ => false,
-        };
-        if gained {
-            self.best = geomean;
-            self.blocks_without_gain = 0;
-        } else {
-            self.blocks_without_gain += 1;
-        }
-        self.exhausted()
-    }
-
-    /// When the wall-time budget runs out, if there is one: a turn in
-    /// progress (or a hung agent) is ended then, not only at its end.
-    fn deadline(&self) -> Option<tokio::time::Instant> {
-        self.max_wall.map(|w| tokio::time::Instant::from_std(self.started + w))
-    }
-
-    fn wall_reason(&self) -> String {
-        format!(
-            "wall time {} s reached (max_wall_s = {})",
-            self.started.elapsed().as_secs(),
-            self.max_wall.map_or(0, |w| w.as_secs())
-        )
-    }
-
-    fn exhausted(&self) -> Option<String> {
-        if let Some(w) = self.max_wall {
-            if self.started.elapsed() >= w {
-                return Some(self.wall_reason());
-            }
-        }
-        if let Some(t) = self.max_turns {
-            if self.turns >= t {
-                return Some(format!("{} turns (max_turns = {t})", self.turns));
-            }
-        }
-        if self.blocks_without_gain >= self.max_blocks {
-            return Some(format!(
-                "{} blocked stops in a row without any gain (max_blocks_without_gain = {})",
-                self.blocks_without_gain, self.max_blocks
-            ));
-        }
-        None
     }
 }
 
@@ -203,7 +130,7 @@ fn launch(
 ) {
     let sup2 = sup.clone();
     let campaign = campaign_id.to_string();
-    tokio::spawn(async move {
+    let task = async move {
         let ctx = RunCtx { sup: sup2.clone(), campaign: campaign.clone(), spec, agent, run_id, token, resume_session };
         let outcome = match kind {
             AgentKind::ClaudeCode => claude_loop(&ctx).await,
@@ -228,15 +155,22 @@ fn launch(
         let _ = sup2.record_event(&campaign, None, None, ended).await;
         sup2.unregister_run(&campaign);
         sup2.release_lease(&campaign).await;
+    };
+    // Every log line of the run (its turn ends' hook calls included)
+    // carries the campaign, the run and the agent kind, under the task's span.
+    let campaign = campaign_id.to_string();
+    sup.spawn_task(format!("run {campaign_id}"), async move {
+        let span = tracing::info_span!("run", campaign = %campaign, run_id, agent = %kind.as_str());
+        tracing::Instrument::instrument(task, span).await
     });
 }
 
-struct RunCtx {
-    sup: Supervisor,
+pub(super) struct RunCtx {
+    pub(super) sup: Supervisor,
     campaign: String,
     spec: CampaignSpec,
     agent: AgentSpec,
-    run_id: i64,
+    pub(super) run_id: i64,
     token: CancellationToken,
     /// The session to resume (a run taken over from a daemon that stopped).
     resume_session: Option<String>,
@@ -286,7 +220,7 @@ impl RunCtx {
         out
     }
 
-    async fn record(&self, session: Option<&str>, key: Option<String>, event: Event) {
+    pub(super) async fn record(&self, session: Option<&str>, key: Option<String>, event: Event) {
         if let Err(e) = self.sup.record_event(&self.campaign, session, key.as_deref(), event).await {
             tracing::warn!(error = %e, "recording an agent event");
         }
@@ -400,7 +334,7 @@ async fn end_group(child: &mut Child, first: Signal) {
     }
 }
 
-fn truncate(s: &str, n: usize) -> String {
+pub(super) fn truncate(s: &str, n: usize) -> String {
     if s.chars().count() <= n {
         s.to_string()
     } else {
@@ -408,11 +342,6 @@ fn truncate(s: &str, n: usize) -> String {
         t.push('…');
         t
     }
-}
-
-fn user_line(text: &str) -> String {
-    json!({"type": "user", "message": {"role": "user", "content": text}, "parent_tool_use_id": null, "session_id": ""})
-        .to_string()
 }
 
 fn backoff(restarts: u32) -> Duration {
@@ -433,18 +362,6 @@ async fn until(deadline: Option<tokio::time::Instant>) {
 /// Messages written to an agent's stdin that it has not taken in yet (no
 /// `--replay-user-messages` echo seen), in order.
 type Unacked = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
-
-/// The text of a user message echoed by `--replay-user-messages`.
-fn replayed_text(ev: &Value) -> Option<String> {
-    if ev["type"] != "user" || ev["isReplay"] != true {
-        return None;
-    }
-    match &ev["message"]["content"] {
-        Value::String(s) => Some(s.clone()),
-        Value::Array(parts) => Some(parts.iter().filter_map(|p| p["text"].as_str()).collect::<Vec<_>>().join("\n")),
-        _ => None,
-    }
-}
 
 /// Claude Code in stream-json mode: one long-lived process per session;
 /// the Stop hook (from a generated --settings file) gates each stop; after
@@ -682,99 +599,6 @@ fn drain_tail<R: tokio::io::AsyncRead + Unpin + Send + 'static>(r: R) -> tokio::
     })
 }
 
-/// Records one stream-json line of Claude Code as events; returns it parsed.
-async fn record_claude_line(ctx: &RunCtx, line: &str, session: &mut Option<String>) -> Option<Value> {
-    let Ok(ev) = serde_json::from_str::<Value>(line) else {
-        if !line.trim().is_empty() {
-            ctx.record(session.as_deref(), None, Event::AgentOutput { line: truncate(line, 2000) }).await;
-        }
-        return None;
-    };
-    if let Some(s) = ev["session_id"].as_str().filter(|s| !s.is_empty()) {
-        if session.as_deref() != Some(s) {
-            *session = Some(s.to_string());
-        }
-    }
-    let sid = session.clone();
-    let key = ev["uuid"].as_str().map(|u| format!("cc-stream:{u}"));
-    match ev["type"].as_str().unwrap_or("") {
-        "system" if ev["subtype"] == "init" => {
-            let opened = events::AgentSession::ClaudeCode {
-                session_id: sid.clone(),
-                model: ev["model"].clone(),
-                cwd: ev["cwd"].clone(),
-                version: ev["claude_code_version"].clone(),
-            };
-            ctx.record(sid.as_deref(), key, Event::AgentSession(opened)).await;
-        }
-        "assistant" => {
-            for (i, block) in ev["message"]["content"].as_array().into_iter().flatten().enumerate() {
-                let k = key.as_ref().map(|k| format!("{k}:{i}"));
-                match block["type"].as_str() {
-                    Some("text") => {
-                        let message = Event::AgentMessage { text: block["text"].clone(), transcript: None };
-                        ctx.record(sid.as_deref(), k, message).await
-                    }
-                    Some("tool_use") => {
-                        let call = Event::AgentToolCall {
-                            id: block["id"].clone(),
-                            name: block["name"].clone(),
-                            input: block["input"].clone(),
-                            transcript: None,
-                        };
-                        ctx.record(sid.as_deref(), k, call).await
-                    }
-                    _ => {}
-                }
-            }
-        }
-        "user" => {
-            for (i, block) in ev["message"]["content"].as_array().into_iter().flatten().enumerate() {
-                let k = key.as_ref().map(|k| format!("{k}:{i}"));
-                match block["type"].as_str() {
-                    Some("tool_result") => {
-                        let content = match &block["content"] {
-                            Value::String(s) => s.clone(),
-                            other => other.to_string(),
-                        };
-                        let result = Event::AgentToolResult {
-                            tool_use_id: block["tool_use_id"].clone(),
-                            status: events::ToolStatus::IsError(block["is_error"].clone()),
-                            content: truncate(&content, 2000),
-                            transcript: None,
-                        };
-                        ctx.record(sid.as_deref(), k, result).await
-                    }
-                    Some("text") => {
-                        let text = truncate(block["text"].as_str().unwrap_or(""), 4000);
-                        ctx.record(sid.as_deref(), k, Event::AgentFeedback { text }).await
-                    }
-                    _ => {}
-                }
-            }
-        }
-        "result" => {
-            let result = events::AgentResult::ClaudeCode {
-                subtype: ev["subtype"].clone(),
-                is_error: ev["is_error"].clone(),
-                num_turns: ev["num_turns"].clone(),
-                terminal_reason: ev["terminal_reason"].clone(),
-                result: truncate(ev["result"].as_str().unwrap_or(""), 4000),
-            };
-            ctx.record(sid.as_deref(), key, Event::AgentResult(result)).await;
-        }
-        "system" => {
-            let system = Event::AgentSystem {
-                subtype: ev["subtype"].clone(),
-                content: ev.get("content").cloned().unwrap_or(Value::Null),
-            };
-            ctx.record(sid.as_deref(), key, system).await;
-        }
-        _ => {}
-    }
-    Some(ev)
-}
-
 /// Writes a person's question into the running agent's stdin as soon as it
 /// is queued (Claude Code folds it into the current turn), noting it in
 /// `unacked` until the agent echoes it.
@@ -971,125 +795,11 @@ async fn turn_loop(ctx: &RunCtx, kind: AgentKind) -> anyhow::Result<Outcome> {
     }
 }
 
-/// What a `codex exec --json` process said of its turn.
-#[derive(Default)]
-struct TurnSeen {
-    started: bool,
-    completed: bool,
-}
-
 fn quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
-}
-
-/// Records one `codex exec --json` line; keeps the thread id and the last
-/// agent message (the claim).
-async fn record_codex_line(
-    ctx: &RunCtx,
-    line: &str,
-    session: &mut Option<String>,
-    claim: &mut String,
-    turn: &mut TurnSeen,
-) {
-    let Ok(ev) = serde_json::from_str::<Value>(line) else {
-        if !line.trim().is_empty() {
-            ctx.record(session.as_deref(), None, Event::AgentOutput { line: truncate(line, 2000) }).await;
-        }
-        return;
-    };
-    let kind = ev["type"].as_str().unwrap_or("");
-    match kind {
-        "turn.started" => turn.started = true,
-        "turn.completed" => turn.completed = true,
-        _ => {}
-    }
-    if kind == "thread.started" {
-        if let Some(t) = ev["thread_id"].as_str() {
-            *session = Some(t.to_string());
-            // Kept at once: a daemon that takes this run over resumes the thread.
-            let _ = ctx.sup.store().update_run(ctx.run_id, Some(t), 0).await;
-            let opened = events::AgentSession::Codex { session_id: t.to_string() };
-            ctx.record(session.as_deref(), None, Event::AgentSession(opened)).await;
-        }
-        return;
-    }
-    let item = &ev["item"];
-    let key = item["id"].as_str().zip(session.as_deref()).map(|(i, s)| format!("codex:{s}:{kind}:{i}"));
-    match (kind, item["type"].as_str()) {
-        ("item.completed", Some("agent_message")) => {
-            let text = item["text"].as_str().unwrap_or("").to_string();
-            let message = Event::AgentMessage { text: Value::String(text.clone()), transcript: None };
-            ctx.record(session.as_deref(), key, message).await;
-            *claim = text;
-        }
-        ("item.started", Some("command_execution")) => {
-            let call = Event::AgentToolCall {
-                id: item["id"].clone(),
-                name: json!("exec_command"),
-                input: json!({"cmd": item["command"]}),
-                transcript: None,
-            };
-            ctx.record(session.as_deref(), key, call).await;
-        }
-        ("item.completed", Some("command_execution")) => {
-            let result = Event::AgentToolResult {
-                tool_use_id: item["id"].clone(),
-                status: events::ToolStatus::ExitCode(item["exit_code"].clone()),
-                content: truncate(item["aggregated_output"].as_str().unwrap_or(""), 2000),
-                transcript: None,
-            };
-            ctx.record(session.as_deref(), key, result).await;
-        }
-        ("turn.completed", _) | ("turn.failed", _) | ("error", _) => {
-            let result = events::AgentResult::Codex { event: kind.to_string(), detail: ev.clone() };
-            ctx.record(session.as_deref(), None, Event::AgentResult(result)).await;
-        }
-        _ => {
-            ctx.record(session.as_deref(), key, Event::AgentEvent { event: ev.clone() }).await;
-        }
-    }
 }
 
 /// Where a campaign's spawned agents keep their files.
 pub fn run_dir(data_dir: &std::path::Path, campaign: &str) -> PathBuf {
     data_dir.join("runs").join(campaign)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn budgets_end_runs_with_a_reason() {
-        let a = AgentSpec { max_turns: Some(3), max_blocks_without_gain: 2, ..Default::default() };
-        let mut b = Budget::new(&a);
-        assert_eq!(b.after_blocked_turn(Some(1.0)), None, "a first objective is a gain");
-        assert_eq!(b.after_blocked_turn(Some(1.0005)), None);
-        let why = b.after_blocked_turn(Some(0.9)).unwrap();
-        assert!(why.contains("3 turns") || why.contains("without any gain"), "{why}");
-        let a = AgentSpec { max_blocks_without_gain: 2, ..Default::default() };
-        let mut b = Budget::new(&a);
-        assert_eq!(b.after_blocked_turn(Some(1.0)), None);
-        assert_eq!(b.after_blocked_turn(Some(1.2)), None, "a gain resets the count");
-        assert_eq!(b.after_blocked_turn(Some(1.2)), None);
-        assert!(b.after_blocked_turn(None).unwrap().contains("2 blocked stops in a row without any gain"));
-    }
-
-    #[test]
-    fn replayed_user_messages_are_recognized() {
-        let echo = json!({"type": "user", "isReplay": true, "message": {"role": "user", "content": "a question"}});
-        assert_eq!(replayed_text(&echo).as_deref(), Some("a question"));
-        let parts = json!({"type": "user", "isReplay": true, "message": {"content": [{"type": "text", "text": "x"}, {"type": "text", "text": "y"}]}});
-        assert_eq!(replayed_text(&parts).as_deref(), Some("x\ny"));
-        // Tool results and hook feedback are the CLI's own user lines, not echoes.
-        let own = json!({"type": "user", "message": {"content": [{"type": "tool_result", "content": "ok"}]}});
-        assert_eq!(replayed_text(&own), None);
-    }
-
-    #[test]
-    fn stream_json_user_lines_are_valid() {
-        let v: Value = serde_json::from_str(&user_line("say \"hi\"\nnow")).unwrap();
-        assert_eq!(v["type"], "user");
-        assert_eq!(v["message"]["content"], "say \"hi\"\nnow");
-    }
 }

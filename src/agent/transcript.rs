@@ -82,9 +82,11 @@ pub fn read_new_lines(path: &Path, offset: u64) -> std::io::Result<(Vec<String>,
 }
 
 /// Follows `path` for the session until `token` is cancelled; a final read
-/// happens after cancellation so the session's last lines are kept.
+/// happens after cancellation so the session's last lines are kept. A
+/// background task of the supervisor's (`transcript-follower`).
 pub fn spawn_follower(sup: Supervisor, campaign: String, session: String, path: PathBuf, token: CancellationToken) {
-    tokio::spawn(async move {
+    let (tasks, name) = (sup.clone(), format!("transcript-follower {campaign}/{session}"));
+    tasks.spawn_task(name, async move {
         let (tx, mut rx) = tokio::sync::mpsc::channel::<()>(16);
         // The transcript's folder may not exist yet when the session starts
         // (a first session in a project): until it does, the file is polled

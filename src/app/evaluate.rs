@@ -77,6 +77,14 @@ impl Supervisor {
         locks.entry(campaign_id.to_string()).or_default().clone()
     }
 
+    /// Runs in an `evaluation` span (campaign, tree, seed, and where: here
+    /// or on a worker), inside the hook call's span when a stop asked for it.
+    #[tracing::instrument(name = "evaluation", skip_all, fields(
+        campaign = %row.id,
+        tree = %tree,
+        seed = harness::DEFAULT_SEED,
+        r#where = %(if spec.harness.tags.is_empty() { "local" } else { "worker" }),
+    ))]
     async fn evaluate_tree_locked(
         &self,
         row: &CampaignRow,
@@ -118,7 +126,7 @@ impl Supervisor {
         self.record_event(campaign_id, None, None, Event::evaluated(id, &eval)).await?;
         tracing::info!(campaign = %campaign_id, tree = %eval.tree, holds = eval.verdict.holds, ms = eval.duration_ms, "evaluated");
         if let Some(held) = moments {
-            match crate::moments::after_evaluation(self, campaign_id, spec, &eval, held).await {
+            match super::moments::after_evaluation(self, campaign_id, spec, &eval, held).await {
                 Ok(now) => eval = now,
                 Err(e) => tracing::warn!(error = %e, "moment detection after an evaluation"),
             }

@@ -38,7 +38,16 @@ impl Supervisor {
     /// Handles one hook call of an agent. The call is recorded before any
     /// answer; a stop attempt is judged on a fresh (or cached) evaluation.
     /// `call_id` identifies one invocation of the hook command (its retries
-    /// share it).
+    /// share it). Runs in a `hook` span, so every log line of the call (its
+    /// evaluation's included) carries the campaign, the call id and the
+    /// session.
+    #[tracing::instrument(name = "hook", skip_all, fields(
+        campaign = %campaign_id,
+        agent = %agent,
+        event = %event,
+        call_id = %call_id.unwrap_or(""),
+        session = %payload.get("session_id").and_then(serde_json::Value::as_str).unwrap_or(""),
+    ))]
     pub async fn handle_hook(
         &self,
         campaign_id: &str,
@@ -50,6 +59,15 @@ impl Supervisor {
         let started = std::time::Instant::now();
         let reply = self.handle_hook_timed(campaign_id, agent, event, call_id, payload).await;
         crate::metrics::METRICS.hook_call(event, reply.is_ok(), started.elapsed().as_secs_f64());
+        match &reply {
+            Ok(r) => tracing::debug!(
+                decision = r.decision.as_deref().unwrap_or(""),
+                event_id = r.event_id,
+                ms = started.elapsed().as_millis() as u64,
+                "hook call answered"
+            ),
+            Err(e) => tracing::debug!(error = %e, "hook call refused"),
+        }
         reply
     }
 
@@ -64,6 +82,7 @@ impl Supervisor {
         let (_row, spec) = self.campaign(campaign_id).await?;
         let (event_id, fresh, session) =
             self.record_hook_call(campaign_id, agent, event, call_id, &payload, None).await?;
+        tracing::debug!(event_id, fresh, "hook call recorded");
         if agent == "claude-code" {
             if let Some(s) = session.as_deref() {
                 if event == "session-end" {
@@ -76,7 +95,7 @@ impl Supervisor {
         if fresh && event == "session-start" {
             // Hashing the hook binary takes a moment: not on the hook's clock.
             let (sup, campaign, session) = (self.clone(), campaign_id.to_string(), session.clone());
-            tokio::spawn(async move {
+            self.spawn_task(format!("hook-install-check {campaign_id}"), async move {
                 if let Err(e) = sup.check_hook_install(&campaign, session.as_deref(), true).await {
                     tracing::warn!(error = %e, "checking gadfly's installed hooks");
                 }
@@ -242,6 +261,14 @@ impl Supervisor {
     /// spooled, replayed now. It is recorded once (same call id); a stop is
     /// not judged now (the tree has moved on): it is recorded as the hook
     /// answered it then, blocked by the hook itself or let through ungated.
+    #[tracing::instrument(name = "hook", skip_all, fields(
+        campaign = %campaign_id,
+        agent = %agent,
+        event = %event,
+        call_id = %call_id.unwrap_or(""),
+        session = %payload.get("session_id").and_then(serde_json::Value::as_str).unwrap_or(""),
+        spooled = true,
+    ))]
     pub async fn handle_spooled_hook(
         &self,
         campaign_id: &str,

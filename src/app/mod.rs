@@ -14,7 +14,10 @@
 //!   (the one writer of `question.delivered`);
 //! - `runs`: the run registry, leases, the lease keeper, transcript
 //!   followers, `stop_everything`;
-//! - `relay`: the PostgreSQL event relay.
+//! - `relay`: the PostgreSQL event relay;
+//! - `tasks`: the background tasks, each named and tracked
+//!   (`spawn_task`), stopped by the daemon's token and waited for at
+//!   shutdown (`wait_for_tasks`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -34,13 +37,17 @@ use crate::store::{CampaignRow, EventRow, Store};
 mod evaluate;
 mod hooks;
 mod installs;
+mod moments;
 mod questions;
+mod recheck;
 mod relay;
 mod runs;
 mod stop;
+mod tasks;
 
 pub use hooks::{idempotency_key, import_spool, HookReply, SpooledMeta};
 pub use questions::question_message;
+pub use tasks::SHUTDOWN_WAIT;
 
 use relay::RecentIds;
 use runs::lease_ttl_from_env;
@@ -89,7 +96,7 @@ struct Inner {
     moment_work: tokio::sync::mpsc::UnboundedSender<MomentWork>,
     /// Agent messages classified recently (the stream and the Stop hook
     /// carry the same last words).
-    seen_claims: crate::moments::SeenClaims,
+    seen_claims: moments::SeenClaims,
     /// Tool calls since each campaign's last evaluation (idle plateau).
     tool_calls: Mutex<HashMap<String, ToolCalls>>,
     /// Campaigns' pristine protected files, read once.
@@ -101,6 +108,8 @@ struct Inner {
     /// Ids of the events this daemon published lately (the relay of other
     /// daemons' events skips them).
     published: Mutex<RecentIds>,
+    /// The background tasks, tracked, and the daemon's shutdown token.
+    tasks: tasks::Tasks,
 }
 
 /// What the moment detectors are handed as events are recorded.
@@ -127,7 +136,15 @@ struct ToolCalls {
 }
 
 impl Supervisor {
-    pub fn new(store: Store, data_dir: &Path, bank: Arc<LiveBank>, endpoint: (String, String)) -> Supervisor {
+    /// `shutdown` is the daemon's token: the background tasks stop when it
+    /// is cancelled (see [`Self::spawn_task`]).
+    pub fn new(
+        store: Store,
+        data_dir: &Path,
+        bank: Arc<LiveBank>,
+        endpoint: (String, String),
+        shutdown: CancellationToken,
+    ) -> Supervisor {
         let (bus, _) = broadcast::channel(4096);
         let (moment_work, mut inbox) = tokio::sync::mpsc::unbounded_channel::<MomentWork>();
         let sup = Supervisor {
@@ -156,17 +173,21 @@ impl Supervisor {
                 lease_ttl: lease_ttl_from_env(),
                 shutting_down: Default::default(),
                 published: Mutex::new(RecentIds::default()),
+                tasks: tasks::Tasks::new(shutdown),
             }),
         };
         // Messages are classified off the recording path, in order.
+        // Work already queued is done first; once the daemon shuts down and
+        // the queue is empty, the worker stops.
         let weak = Arc::downgrade(&sup.inner);
-        tokio::spawn(async move {
-            while let Some(work) = inbox.recv().await {
+        let stop = sup.shutdown_token().clone();
+        sup.spawn_task("moment-worker", async move {
+            while let Some(work) = next_moment_work(&mut inbox, &stop).await {
                 let Some(inner) = weak.upgrade() else { break };
                 let sup = Supervisor { inner };
                 let done = match work {
                     MomentWork::Message(campaign, session, text, at) => {
-                        crate::moments::after_message(&sup, &campaign, session.as_deref(), &text, at).await
+                        moments::after_message(&sup, &campaign, session.as_deref(), &text, at).await
                     }
                     MomentWork::IdleToolCalls(campaign) => {
                         let seen = {
@@ -178,7 +199,7 @@ impl Supervisor {
                             })
                         };
                         match seen {
-                            Some((from, to)) => crate::moments::after_tool_calls(&sup, &campaign, from, to).await,
+                            Some((from, to)) => moments::after_tool_calls(&sup, &campaign, from, to).await,
                             None => Ok(()),
                         }
                     }
@@ -191,7 +212,7 @@ impl Supervisor {
         sup
     }
 
-    pub(crate) fn seen_claims(&self) -> &crate::moments::SeenClaims {
+    pub(crate) fn seen_claims(&self) -> &moments::SeenClaims {
         &self.inner.seen_claims
     }
 
@@ -372,7 +393,7 @@ impl Supervisor {
         };
         self.record_event(&row.id, None, None, created).await?;
         tracing::info!(campaign = %row.id, "campaign created");
-        if let Err(e) = crate::moments::at_start(self, &row.id, &spec).await {
+        if let Err(e) = moments::at_start(self, &row.id, &spec).await {
             tracing::warn!(error = %e, "raising the start moment");
         }
         Ok(row)
@@ -393,6 +414,19 @@ impl Supervisor {
             .expect("campaign cache poisoned")
             .insert(id.to_string(), (row.clone(), spec.clone()));
         Ok((row, spec))
+    }
+}
+
+/// The next piece of moment work: none once `stop` is cancelled and
+/// nothing is queued.
+async fn next_moment_work(
+    inbox: &mut tokio::sync::mpsc::UnboundedReceiver<MomentWork>,
+    stop: &CancellationToken,
+) -> Option<MomentWork> {
+    tokio::select! {
+        biased;
+        work = inbox.recv() => work,
+        _ = stop.cancelled() => None,
     }
 }
 

@@ -48,14 +48,21 @@ impl Supervisor {
     /// with them here: the daemon that recorded an event acts on it.
     pub fn spawn_event_relay(&self, stop: CancellationToken) {
         let sup = self.clone();
-        tokio::spawn(async move {
+        self.spawn_task("event-relay", async move {
             while !stop.is_cancelled() {
-                let mut listener = match sup.inner.store.listen_events().await {
+                let listening = tokio::select! {
+                    _ = stop.cancelled() => return,
+                    l = sup.inner.store.listen_events() => l,
+                };
+                let mut listener = match listening {
                     Ok(Some(l)) => l,
                     Ok(None) => return,
                     Err(e) => {
                         tracing::warn!(error = %e, "listening for other daemons' events; retrying");
-                        tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+                        tokio::select! {
+                            _ = stop.cancelled() => return,
+                            _ = tokio::time::sleep(std::time::Duration::from_secs(2)) => {}
+                        }
                         continue;
                     }
                 };

@@ -61,7 +61,7 @@ impl Supervisor {
     /// `stop`.
     pub fn spawn_lease_keeper(&self, stop: CancellationToken) {
         let sup = self.clone();
-        tokio::spawn(async move {
+        self.spawn_task("lease-keeper", async move {
             let period = sup.inner.lease_ttl / 3;
             loop {
                 if let Err(e) = sup.keep_leases().await {
@@ -105,10 +105,16 @@ impl Supervisor {
     }
 
     /// Marks a run as going for the campaign; false when one already is.
+    /// A run registered once the daemon is shutting down (after
+    /// [`Self::stop_everything`]) has its token cancelled at once: it is
+    /// suspended, for the next daemon to resume.
     pub fn register_run(&self, campaign_id: &str, token: CancellationToken) -> bool {
         let mut runs = self.inner.runs.lock().expect("runs lock poisoned");
         if runs.contains_key(campaign_id) {
             return false;
+        }
+        if self.shutting_down() {
+            token.cancel();
         }
         runs.insert(campaign_id.to_string(), token);
         true
@@ -155,6 +161,10 @@ impl Supervisor {
             return;
         }
         let token = CancellationToken::new();
+        if self.shutting_down() {
+            // After stop_everything: one read, then the follower stops.
+            token.cancel();
+        }
         followers.insert(key, token.clone());
         crate::agent::transcript::spawn_follower(
             self.clone(),

@@ -30,7 +30,7 @@ impl Supervisor {
         // their question, and the evaluation below does not ask its own
         // question for the same moment.
         let claims = match claim {
-            Some(text) => crate::moments::at_stop(self, campaign_id, session, text).await.unwrap_or_else(|e| {
+            Some(text) => super::moments::at_stop(self, campaign_id, session, text).await.unwrap_or_else(|e| {
                 tracing::warn!(error = %e, "classifying the stop's claim");
                 vec![]
             }),
@@ -70,8 +70,8 @@ impl Supervisor {
         let question_id = asked.as_ref().map(|(id, _)| *id);
         if let Some((id, q)) = &asked {
             if let Some(i) = plan.claims.iter().position(|c| *c == gate::ClaimPlan::AskedAtStop) {
-                let action = crate::moments::ClaimAction::AskedAtStop(*id, &q.source, &q.text);
-                crate::moments::raise_claim(self, campaign_id, session, spec, &claims[i], action).await?;
+                let action = super::moments::ClaimAction::AskedAtStop(*id, &q.source, &q.text);
+                super::moments::raise_claim(self, campaign_id, session, spec, &claims[i], action).await?;
             }
             let via = Via::StopHookReason;
             self.record_delivered(campaign_id, session, DeliveredQuestion::asked_at_stop(*id, q), via).await?;
@@ -80,10 +80,10 @@ impl Supervisor {
         for (c, planned) in claims.iter().zip(&plan.claims) {
             let action = match *planned {
                 gate::ClaimPlan::AskedAtStop => continue,
-                gate::ClaimPlan::Ask => crate::moments::ClaimAction::Ask,
-                gate::ClaimPlan::RecordOnly(why) => crate::moments::ClaimAction::RecordOnly(why),
+                gate::ClaimPlan::Ask => super::moments::ClaimAction::Ask,
+                gate::ClaimPlan::RecordOnly(why) => super::moments::ClaimAction::RecordOnly(why),
             };
-            crate::moments::raise_claim(self, campaign_id, session, spec, c, action).await?;
+            super::moments::raise_claim(self, campaign_id, session, spec, c, action).await?;
         }
         let decision = plan.decision;
         let (eval_id, holds) = match &evaluation {

@@ -91,7 +91,20 @@ impl LiveBank {
     /// Watches the folder (if any) until `token` is cancelled; changes are
     /// debounced so an editor's burst of writes is one reload.
     pub fn spawn_watcher(self: &Arc<Self>, token: CancellationToken) -> anyhow::Result<()> {
-        let Some(dir) = self.dir.clone() else { return Ok(()) };
+        if let Some(watch) = self.watcher(token)? {
+            tokio::spawn(watch);
+        }
+        Ok(())
+    }
+
+    /// [`Self::spawn_watcher`], for the caller to spawn: the folder is
+    /// watched from now on (an error if it cannot be), and the future
+    /// reloads on changes until `token` is cancelled. None without a folder.
+    pub fn watcher(
+        self: &Arc<Self>,
+        token: CancellationToken,
+    ) -> anyhow::Result<Option<impl std::future::Future<Output = ()> + Send + 'static>> {
+        let Some(dir) = self.dir.clone() else { return Ok(None) };
         let (tx, mut rx) = tokio::sync::mpsc::channel::<()>(64);
         let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| match res {
             Ok(ev) if !ev.kind.is_access() => {
@@ -102,7 +115,7 @@ impl LiveBank {
         })?;
         watcher.watch(&dir, RecursiveMode::Recursive)?;
         let bank = self.clone();
-        tokio::spawn(async move {
+        Ok(Some(async move {
             let _keep = watcher;
             loop {
                 tokio::select! {
@@ -115,8 +128,7 @@ impl LiveBank {
                     }
                 }
             }
-        });
-        Ok(())
+        }))
     }
 }
 

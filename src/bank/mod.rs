@@ -4,7 +4,6 @@
 //! which questions were followed by gains ([`select`], [`learn`]), and
 //! reloaded while the daemon runs ([`live`]).
 
-pub mod cli;
 pub mod learn;
 pub mod live;
 pub mod load;

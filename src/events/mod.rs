@@ -17,7 +17,6 @@ use std::path::PathBuf;
 use serde_json::Value;
 
 use crate::gate::{self, Decision};
-use crate::store::QuestionRow;
 
 /// The kind strings, each written once. Match on these (they are `&str`
 /// constants, usable as patterns) instead of writing a kind by hand.
@@ -129,18 +128,6 @@ pub struct DeliveredQuestion {
     pub text: String,
 }
 
-impl From<&QuestionRow> for DeliveredQuestion {
-    fn from(q: &QuestionRow) -> Self {
-        DeliveredQuestion {
-            question_id: q.id,
-            source: q.source.clone(),
-            bank_id: q.bank_id.clone(),
-            moment: q.moment.clone(),
-            text: q.text.clone(),
-        }
-    }
-}
-
 impl DeliveredQuestion {
     /// A question a stop asks in its block reason (queued as `question_id`):
     /// its source is the bank entry's id, or `human`.
@@ -167,8 +154,27 @@ pub enum QueuedBy {
 /// What a `hooks.install` event records.
 #[derive(Debug, Clone, PartialEq)]
 pub enum HooksInstall {
-    Installed(crate::agent::attach::Installed),
+    Installed(Installed),
     Removed { settings_path: PathBuf },
+}
+
+/// The hooks gadfly installed for a campaign, as recorded when it wrote
+/// them: checked again at every SessionStart and stop, so an agent that
+/// edits them (or disables hooks, or swaps the hook binary) is caught.
+/// Plain data, as the event carries it; reading and checking the files is
+/// `crate::agent::attach`'s (which names it `attach::Installed`).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, PartialEq)]
+pub struct Installed {
+    /// `attach` (entries merged into the project's settings) or `spawn`
+    /// (a settings file of gadfly's own, passed with --settings).
+    pub kind: String,
+    pub settings_path: PathBuf,
+    /// The folder the agent runs in: its `.claude/settings*.json` can
+    /// disable every hook.
+    pub dir: PathBuf,
+    pub exe: PathBuf,
+    pub exe_sha256: String,
+    pub fingerprint: String,
 }
 
 /// A `violation`.

@@ -30,7 +30,7 @@ impl Store {
     pub async fn insert_campaign_with_pristine(
         &self,
         c: &CampaignRow,
-        files: &[crate::snapshot::PristineFile],
+        files: &[crate::pristine::PristineFile],
     ) -> anyhow::Result<()> {
         let _turn = self.write_turn().await;
         let mut tx = self.pool.begin().await?;
@@ -67,7 +67,7 @@ impl Store {
 
     /// The campaign's pristine protected files (none for a campaign made
     /// before gadfly kept them: its evaluations only compare hashes).
-    pub async fn list_pristine(&self, campaign_id: &str) -> anyhow::Result<Vec<crate::snapshot::PristineFile>> {
+    pub async fn list_pristine(&self, campaign_id: &str) -> anyhow::Result<Vec<crate::pristine::PristineFile>> {
         let rows = sqlx::query(
             "select path, sha256, mode, content_hex from pristine_files where campaign_id = $1 order by path",
         )
@@ -79,7 +79,7 @@ impl Store {
                 let path: String = r.try_get("path")?;
                 let content = hex::decode(r.try_get::<String, _>("content_hex")?)
                     .map_err(|e| anyhow::anyhow!("pristine copy of {path} is damaged: {e}"))?;
-                Ok(crate::snapshot::PristineFile {
+                Ok(crate::pristine::PristineFile {
                     sha256: r.try_get("sha256")?,
                     mode: r.try_get::<i64, _>("mode")? as u32,
                     content,
@@ -116,7 +116,7 @@ mod tests {
     async fn a_campaign_and_its_pristine_files_are_stored_together_or_not_at_all() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::connect(&format!("sqlite:{}", dir.path().join("t.db").display())).await.unwrap();
-        let file = |path: &str| crate::snapshot::PristineFile {
+        let file = |path: &str| crate::pristine::PristineFile {
             path: path.into(),
             sha256: "00".into(),
             mode: 0o644,

@@ -71,18 +71,38 @@ const BACKLOG: usize = 16_384;
 /// other daemons' live views lag by this much at most.
 const LINGER: Duration = Duration::from_millis(5);
 
-/// Sends announcements from a task of its own; cloning shares it.
+/// Sends announcements from a task of its own; cloning shares it. The
+/// task is the store's: [`Announcer::close`] (from `Store::close`) ends it.
 #[derive(Clone)]
 pub struct Announcer {
     tx: mpsc::Sender<Announced>,
+    stop: tokio_util::sync::CancellationToken,
+    task: std::sync::Arc<Mutex<Option<tokio::task::JoinHandle<()>>>>,
 }
+
+/// How long [`Announcer::close`] waits for the last announcements.
+const CLOSE_WAIT: Duration = Duration::from_secs(2);
 
 impl Announcer {
     /// Starts the task that announces on `url`'s database.
     pub fn start(url: String) -> Announcer {
         let (tx, rx) = mpsc::channel(BACKLOG);
-        tokio::spawn(announce(url, rx));
-        Announcer { tx }
+        let stop = tokio_util::sync::CancellationToken::new();
+        let span = tracing::info_span!(parent: None, "task", name = "event-announcer");
+        let task = tokio::spawn(tracing::Instrument::instrument(announce(url, rx, stop.clone()), span));
+        Announcer { tx, stop, task: std::sync::Arc::new(Mutex::new(Some(task))) }
+    }
+
+    /// Announces what is already handed over, then ends the task (waiting
+    /// for it at most [`CLOSE_WAIT`]; a task still connecting is aborted).
+    pub async fn close(&self) {
+        self.stop.cancel();
+        let task = self.task.lock().expect("announcer task poisoned").take();
+        if let Some(mut task) = task {
+            if tokio::time::timeout(CLOSE_WAIT, &mut task).await.is_err() {
+                task.abort();
+            }
+        }
     }
 
     pub fn send(&self, a: Announced) {
@@ -91,20 +111,27 @@ impl Announcer {
     }
 }
 
-async fn announce(url: String, mut rx: mpsc::Receiver<Announced>) {
+async fn announce(url: String, mut rx: mpsc::Receiver<Announced>, stop: tokio_util::sync::CancellationToken) {
     use sqlx::Connection;
     let mut conn: Option<sqlx::PgConnection> = None;
     let mut batch: Vec<Announced> = Vec::new();
     loop {
         if batch.is_empty() {
-            match rx.recv().await {
+            // Once stopped, what is already waiting is still announced.
+            let next = tokio::select! {
+                a = rx.recv() => a,
+                _ = stop.cancelled() => rx.try_recv().ok(),
+            };
+            match next {
                 Some(a) => batch.push(a),
                 None => return,
             }
             // A moment more gathers what a busy session records next into
             // the same notification: each one costs a statement here and a
             // wake-up in every listening daemon.
-            tokio::time::sleep(LINGER).await;
+            if !stop.is_cancelled() {
+                tokio::time::sleep(LINGER).await;
+            }
         }
         // Whatever else is already waiting goes in the same notification.
         while batch.len() < 512 {
@@ -128,6 +155,9 @@ async fn announce(url: String, mut rx: mpsc::Receiver<Announced>) {
             }
             if conn.is_none() {
                 batch.clear();
+                if stop.is_cancelled() {
+                    return;
+                }
                 tokio::time::sleep(Duration::from_secs(1)).await;
                 continue;
             }

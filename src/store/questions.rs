@@ -292,10 +292,48 @@ pub const YIELD_QUESTIONS: i64 = 2000;
 
 pub const YIELD_EVALUATIONS: i64 = 20_000;
 
+/// A question row as `question.delivered` tells it.
+impl From<&QuestionRow> for crate::events::DeliveredQuestion {
+    fn from(q: &QuestionRow) -> Self {
+        crate::events::DeliveredQuestion {
+            question_id: q.id,
+            source: q.source.clone(),
+            bank_id: q.bank_id.clone(),
+            moment: q.moment.clone(),
+            text: q.text.clone(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::store::tests::{sqlite_plan, test_campaign};
+
+    #[test]
+    fn a_question_row_is_told_as_delivered_with_its_own_fields() {
+        let row = QuestionRow {
+            id: 5,
+            campaign_id: "c".into(),
+            source: "bank".into(),
+            bank_id: Some("bound-001".into()),
+            moment: None,
+            text: "Bound?".into(),
+            status: "delivered".into(),
+            created_at: "t".into(),
+            delivered_at: None,
+            delivered_via: None,
+        };
+        let told = crate::events::DeliveredQuestion::from(&row);
+        let expected = crate::events::DeliveredQuestion {
+            question_id: 5,
+            source: "bank".into(),
+            bank_id: Some("bound-001".into()),
+            moment: None,
+            text: "Bound?".into(),
+        };
+        assert_eq!(told, expected);
+    }
 
     /// The next question goes to a hook in one statement: a person's first,
     /// then the oldest bank question; none once the queue is empty, after

@@ -1,5 +1,9 @@
 //! The command line: clap definitions and the client-side commands, each a
 //! call of the daemon's API plus rendering.
+//!
+//! This file holds the clap tree and the dispatch; the larger commands
+//! have a file each: `campaign` (and the verdict table), `runs` (`gadfly
+//! run`), `beam`, `moments`, `doctor` (and the daemon's key), `bank`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -7,10 +11,25 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::client::Client;
 use crate::config::{self, ClientConfig, DaemonConfig};
+
+mod bank;
+mod beam;
+mod campaign;
+mod doctor;
+mod moments;
+mod runs;
+
+use beam::beam;
+use campaign::{campaign, workspace_of};
+use doctor::{daemon_public_key, doctor};
+use moments::moments;
+use runs::follow_run;
+
+pub use campaign::render_evaluation;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -441,7 +460,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             println!("queued question {} for campaign {id}; it reaches the agent at its next stop", q["id"]);
             Ok(ExitCode::SUCCESS)
         }
-        Command::Bank(b) => crate::bank::cli::run(b, client).await,
+        Command::Bank(b) => bank::run(b, client).await,
         Command::Moments(m) => moments(m),
         Command::Beam(b) => beam(b).await,
         Command::Attach { id, agent: _, dir, hook_bin } => {
@@ -561,392 +580,8 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// The public key of the daemon at GADFLY_URL (from /health), checked
-/// against the data dir's `daemon-key.pub` when this user can read it.
-async fn daemon_public_key(c: &Client) -> anyhow::Result<String> {
-    let health = c.get("/health").await.context("asking the daemon for its key")?;
-    let Some(announced) = health["daemon_key"].as_str().map(str::to_string) else {
-        anyhow::bail!(
-            "the daemon at {} announces no key: it is older than this gadfly; restart it with this binary",
-            c.base_url()
-        );
-    };
-    crate::signing::parse_public(&announced).map_err(|e| anyhow::anyhow!("the daemon at {}: {e}", c.base_url()))?;
-    // Checked against this user's data dir when that dir says its daemon
-    // serves at GADFLY_URL (a data dir left from another daemon is not).
-    let data_dir = config::default_data_dir();
-    let serves_here = std::fs::read_to_string(data_dir.join("daemon.json"))
-        .ok()
-        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
-        .is_some_and(|v| v["url"].as_str() == Some(c.base_url()));
-    if let Some(local) = crate::signing::read_public(&data_dir).filter(|_| serves_here) {
-        if local != announced {
-            anyhow::bail!(
-                "the daemon at {} announces the key {announced}, but {} holds {local}: another server holds the daemon's port, or GADFLY_URL and GADFLY_DATA_DIR name different daemons",
-                c.base_url(),
-                data_dir.join(crate::signing::PUB_FILE).display()
-            );
-        }
-    }
-    Ok(announced)
-}
-
-/// `gadfly doctor [ID]`.
-async fn doctor(id: Option<String>, data_dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
-    let data_dir = data_dir.unwrap_or_else(config::default_data_dir);
-    let c = client(Duration::from_secs(10))?;
-    let daemon_key = c.get("/health").await.ok().and_then(|h| h["daemon_key"].as_str().map(str::to_string));
-    let mut unread = None;
-    let facts = match &id {
-        Some(id) => match c.get(&format!("/campaigns/{id}")).await {
-            Ok(campaign) => Some(crate::doctor::CampaignFacts {
-                id: id.clone(),
-                workspace: campaign["spec"]["workspace"].as_str().map(PathBuf::from),
-                spec: serde_json::from_value(campaign["spec"].clone()).ok(),
-            }),
-            Err(e) => {
-                unread = Some(format!(
-                    "PROBLEM: cannot read campaign {id} from the daemon at {} (its workspace, hooks and spec are not checked): {e:#}",
-                    c.base_url()
-                ));
-                None
-            }
-        },
-        None => None,
-    };
-    let mut report = crate::doctor::check(&data_dir, Some(c.base_url()), daemon_key.as_deref(), facts.as_ref());
-    if let Some(line) = unread {
-        report.lines.push(line);
-        report.problems += 1;
-    }
-    for line in &report.lines {
-        println!("{line}");
-    }
-    if report.problems == 0 {
-        println!("no problem found");
-        Ok(ExitCode::SUCCESS)
-    } else {
-        println!("{} problem(s) found", report.problems);
-        Ok(ExitCode::from(1))
-    }
-}
-
 fn client(timeout: Duration) -> anyhow::Result<Client> {
     Client::new(&ClientConfig::from_env(), timeout)
-}
-
-async fn campaign(c: CampaignCommand) -> anyhow::Result<ExitCode> {
-    match c {
-        CampaignCommand::Create { file } => {
-            // Validate here first: errors name this file, line and field.
-            let spec = crate::campaign::load(&file)?;
-            let path = std::fs::canonicalize(&file)?;
-            let text = std::fs::read_to_string(&path)?;
-            let created = client(Duration::from_secs(600))?
-                .post("/campaigns", &json!({"spec_toml": text, "spec_path": path.display().to_string()}))
-                .await?;
-            let id = created["id"].as_str().context("the daemon returned no campaign id")?;
-            eprintln!("created campaign {id} ({}, workspace {})", spec.name, spec.workspace.display());
-            for w in crate::campaign::warnings(&spec) {
-                eprintln!("warning: {w}");
-            }
-            println!("{id}");
-        }
-        CampaignCommand::List { json } => {
-            let list = client(Duration::from_secs(30))?.get("/campaigns").await?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&list)?);
-            } else {
-                println!("{:<28} {:<10} {:<8} {:<10} {:>8}  worst", "id", "mode", "status", "predicate", "geomean");
-                for c in list.as_array().into_iter().flatten() {
-                    println!(
-                        "{:<28} {:<10} {:<8} {:<10} {:>8}  {}",
-                        c["id"].as_str().unwrap_or(""),
-                        c["mode"].as_str().unwrap_or(""),
-                        c["status"].as_str().unwrap_or(""),
-                        match c["holds"].as_bool() {
-                            Some(true) => "holds",
-                            Some(false) => "fails",
-                            None => "-",
-                        },
-                        c["geomean_speedup"].as_f64().map_or("-".into(), |g| format!("{g:.2}x")),
-                        match (c["worst_scenario"].as_str(), c["worst_speedup"].as_f64()) {
-                            (Some(s), Some(w)) => format!("{s} {w:.2}x"),
-                            _ => "-".into(),
-                        }
-                    );
-                }
-            }
-        }
-        CampaignCommand::Show { id, json } => {
-            let d = client(Duration::from_secs(30))?.get(&format!("/campaigns/{id}")).await?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&d)?);
-            } else {
-                println!(
-                    "campaign {} ({}), mode {}, status {}",
-                    d["id"].as_str().unwrap_or(""),
-                    d["name"].as_str().unwrap_or(""),
-                    d["mode"].as_str().unwrap_or(""),
-                    d["status"].as_str().unwrap_or("")
-                );
-                println!("workspace {}", d["spec"]["workspace"].as_str().unwrap_or(""));
-                println!("goal: {}", d["spec"]["goal"].as_str().unwrap_or(""));
-                println!(
-                    "{} evaluations, {} stop attempts, {} events",
-                    d["evaluations"],
-                    d["stop_attempts"].as_array().map_or(0, Vec::len),
-                    d["events"]
-                );
-                if d["latest_evaluation"].is_object() {
-                    print!("{}", render_evaluation(&d["latest_evaluation"]));
-                }
-                let questions = d["questions"].as_array().cloned().unwrap_or_default();
-                if !questions.is_empty() {
-                    println!("questions:");
-                    for q in questions {
-                        let status = match (q["status"].as_str(), q["delivered_at"].as_str()) {
-                            (Some("delivered"), Some(at)) => {
-                                format!("delivered {at} via {}", q["delivered_via"].as_str().unwrap_or("?"))
-                            }
-                            (Some(s), _) => s.to_string(),
-                            _ => "?".into(),
-                        };
-                        println!(
-                            "  #{} [{}{}] {} ({status})",
-                            q["id"],
-                            q["source"].as_str().unwrap_or(""),
-                            q["bank_id"].as_str().map(|b| format!(" {b}")).unwrap_or_default(),
-                            q["text"].as_str().unwrap_or("")
-                        );
-                    }
-                }
-            }
-        }
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// A verdict as a table for a terminal.
-pub fn render_evaluation(e: &Value) -> String {
-    let mut out = String::new();
-    let scenarios = e["scenarios"].as_array().cloned().unwrap_or_default();
-    let width = scenarios.iter().filter_map(|s| s["scenario"].as_str()).map(str::len).max().unwrap_or(8).max(8);
-    out.push_str(&format!(
-        "tree {}{}: the predicate {}\n",
-        e["tree"].as_str().unwrap_or("?").chars().take(12).collect::<String>(),
-        if e["cached"].as_bool() == Some(true) { " (cached)" } else { "" },
-        if e["holds"].as_bool() == Some(true) { "HOLDS" } else { "FAILS" }
-    ));
-    out.push_str(&format!(
-        "{:<width$} {:>7} {:>10} {:>10} {:>11} {:>11} {:>8}  result\n",
-        "scenario", "correct", "err ref", "err hi", "time us", "baseline us", "speedup"
-    ));
-    for s in &scenarios {
-        let m = &s["measured"];
-        let f = |v: &Value, p: usize| v.as_f64().map_or("-".to_string(), |x| format!("{x:.p$}"));
-        let e = |v: &Value| v.as_f64().map_or("-".to_string(), |x| format!("{x:.2e}"));
-        out.push_str(&format!(
-            "{:<width$} {:>7} {:>10} {:>10} {:>11} {:>11} {:>8}  {}\n",
-            s["scenario"].as_str().unwrap_or(""),
-            if s["present"].as_bool() == Some(false) {
-                "-"
-            } else if s["correct"].as_bool() == Some(true) {
-                "yes"
-            } else {
-                "NO"
-            },
-            e(&m["max_abs_err_ref"]),
-            e(&m["max_abs_err_hi"]),
-            f(&m["time_us"], 1),
-            f(&m["baseline_us"], 1),
-            s["speedup"].as_f64().map_or("-".into(), |x| format!("{x:.2}x")),
-            if s["passes"].as_bool() == Some(true) {
-                "pass".to_string()
-            } else {
-                format!(
-                    "FAIL: {}",
-                    s["reasons"]
-                        .as_array()
-                        .map(|r| r.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("; "))
-                        .unwrap_or_default()
-                )
-            }
-        ));
-    }
-    out.push_str(&format!(
-        "geometric mean {}; worst {}\n",
-        e["geomean_speedup"].as_f64().map_or("-".into(), |g| format!("{g:.2}x")),
-        match (e["worst_scenario"].as_str(), e["worst_speedup"].as_f64()) {
-            (Some(s), Some(w)) => format!("{s} {w:.2}x"),
-            _ => "-".into(),
-        }
-    ));
-    for f in e["failures"].as_array().into_iter().flatten() {
-        out.push_str(&format!("- {}\n", f.as_str().unwrap_or("")));
-    }
-    out
-}
-
-async fn workspace_of(id: &str) -> anyhow::Result<PathBuf> {
-    let d = client(Duration::from_secs(30))?
-        .get(&format!("/campaigns/{id}"))
-        .await
-        .context("finding the campaign's workspace (or pass --dir)")?;
-    Ok(PathBuf::from(d["spec"]["workspace"].as_str().context("the campaign has no workspace")?))
-}
-
-/// Starts a run and, unless `detach`, prints its events until it ends.
-async fn follow_run(id: &str, agent: crate::agent::AgentKind, detach: bool) -> anyhow::Result<ExitCode> {
-    let c = client(Duration::from_secs(60))?;
-    let mut after = c
-        .get(&format!("/campaigns/{id}/log?tail=1"))
-        .await?
-        .as_array()
-        .and_then(|a| a.last().and_then(|e| e["id"].as_i64()))
-        .unwrap_or(0);
-    let started = c.post(&format!("/campaigns/{id}/runs"), &json!({"agent": agent.as_str()})).await?;
-    let run_id = started["run_id"].as_i64().unwrap_or(0);
-    eprintln!("run {run_id}: {} started in campaign {id}", agent.as_str());
-    if detach {
-        println!("{run_id}");
-        return Ok(ExitCode::SUCCESS);
-    }
-    loop {
-        let events = c.get(&format!("/campaigns/{id}/log?after={after}&limit=500")).await?;
-        for e in events.as_array().into_iter().flatten() {
-            after = e["id"].as_i64().unwrap_or(after);
-            let p = &e["payload"];
-            use crate::events::kind as k;
-            let line = match e["kind"].as_str().unwrap_or("") {
-                k::AGENT_MESSAGE => format!("agent: {}", p["text"].as_str().unwrap_or("")),
-                k::AGENT_TOOL_CALL => format!("tool: {} {}", p["name"].as_str().unwrap_or(""), p["input"]),
-                k::DECISION => format!(
-                    "gadfly: {} (predicate {})",
-                    p["decision"].as_str().unwrap_or(""),
-                    if p["holds"] == true { "holds" } else { "fails" }
-                ),
-                k::QUESTION_DELIVERED => {
-                    format!("question ({}): {}", p["via"].as_str().unwrap_or(""), p["text"].as_str().unwrap_or(""))
-                }
-                k::RUN_ENDED if p["run_id"].as_i64() == Some(run_id) => {
-                    println!("run {run_id} ended: {}", p["detail"].as_str().unwrap_or(""));
-                    return Ok(if p["outcome"] == "completed" { ExitCode::SUCCESS } else { ExitCode::from(1) });
-                }
-                _ => continue,
-            };
-            println!("{line}");
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-}
-
-fn moments(cmd: MomentsCommand) -> anyhow::Result<ExitCode> {
-    use crate::classify::{Classifier, HybridClassifier};
-    use std::io::{BufRead, Write};
-    let classifier = HybridClassifier::default();
-    match cmd {
-        MomentsCommand::Classify { input, explain } => {
-            let reader: Box<dyn BufRead> = match &input {
-                Some(p) => Box::new(std::io::BufReader::new(
-                    std::fs::File::open(p).with_context(|| format!("opening {}", p.display()))?,
-                )),
-                None => Box::new(std::io::BufReader::new(std::io::stdin())),
-            };
-            let name = input.as_ref().map_or("stdin".to_string(), |p| p.display().to_string());
-            let mut out = std::io::stdout().lock();
-            let mut bad = 0;
-            for (i, line) in reader.lines().enumerate() {
-                let line = line?;
-                if line.trim().is_empty() {
-                    continue;
-                }
-                let v: Value = match serde_json::from_str(&line) {
-                    Ok(v) => v,
-                    Err(e) => {
-                        eprintln!("{name}:{}: not valid JSON: {e}", i + 1);
-                        bad += 1;
-                        continue;
-                    }
-                };
-                let Some(text) = v["text"].as_str() else {
-                    eprintln!("{name}:{}: field `text` is missing or not a string", i + 1);
-                    bad += 1;
-                    continue;
-                };
-                let labels: Vec<&str> = classifier.classify(text).iter().map(|l| l.as_str()).collect();
-                let mut o = json!({"id": v["id"], "labels": labels});
-                if explain {
-                    o["evidence"] = json!(classifier
-                        .explain(text)
-                        .into_iter()
-                        .map(|(l, q)| json!({"label": l.as_str(), "quote": q}))
-                        .collect::<Vec<_>>());
-                }
-                writeln!(out, "{o}")?;
-            }
-            Ok(if bad == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
-        }
-        MomentsCommand::Score { file } => {
-            let examples = crate::classify::load_examples(&file)?;
-            let scores = crate::classify::score(&classifier, &examples);
-            println!("{} examples from {}, classifier {}", examples.len(), file.display(), classifier.name());
-            println!("{:<24} {:>5} {:>5} {:>5} {:>10} {:>8}", "label", "tp", "fp", "fn", "precision", "recall");
-            for s in scores {
-                println!(
-                    "{:<24} {:>5} {:>5} {:>5} {:>10.3} {:>8.3}",
-                    s.label.as_str(),
-                    s.tp,
-                    s.fp,
-                    s.fn_,
-                    s.precision,
-                    s.recall
-                );
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-    }
-}
-
-async fn beam(cmd: BeamCommand) -> anyhow::Result<ExitCode> {
-    let c = client(Duration::from_secs(3600))?;
-    match cmd {
-        BeamCommand::Tag { family, campaign, from } => {
-            let v =
-                c.post(&format!("/campaigns/{campaign}/beam/tag"), &json!({"family": family, "from": from})).await?;
-            println!("{} -> {}", v["ref"].as_str().unwrap_or(""), v["commit"].as_str().unwrap_or(""));
-        }
-        BeamCommand::Abandon { id, family, reason } => {
-            c.post(&format!("/campaigns/{id}/beam/abandon"), &json!({"family": family, "reason": reason})).await?;
-            println!("family {family} abandoned: {reason}");
-        }
-        BeamCommand::List { id, json } => {
-            let b = c.get(&format!("/campaigns/{id}/beam")).await?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&b)?);
-                return Ok(ExitCode::SUCCESS);
-            }
-            println!(
-                "beam: {} live famil(ies){}",
-                b["live"],
-                if b["enabled"] == true { format!(", keeps at least {}", b["min_families"]) } else { String::new() }
-            );
-            println!("{:<20} {:<10} {:>9} {:>9} {:>6}  note", "family", "status", "best", "last", "evals");
-            for f in b["families"].as_array().into_iter().flatten() {
-                let g = |p: &Value| p["geomean_speedup"].as_f64().map_or("-".to_string(), |x| format!("{x:.2}x"));
-                println!(
-                    "{:<20} {:<10} {:>9} {:>9} {:>6}  {}",
-                    f["family"].as_str().unwrap_or(""),
-                    f["status"].as_str().unwrap_or(""),
-                    g(&f["best"]),
-                    g(&f["last"]),
-                    f["history"].as_array().map_or(0, Vec::len),
-                    f["note"].as_str().or(f["reason"].as_str()).unwrap_or("")
-                );
-            }
-        }
-    }
-    Ok(ExitCode::SUCCESS)
 }
 
 /// `--deadline`: a positive number of seconds.

@@ -1,4 +1,5 @@
-//! `gadfly bank lint|list|stats|export-stats`.
+//! `gadfly bank lint|list|stats|export-stats`: the question bank's
+//! commands (entry code; the bank itself, `crate::bank`, is the domain's).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -7,19 +8,19 @@ use std::time::Duration;
 use anyhow::Context;
 use serde_json::{json, Value};
 
-use super::{load, Bank};
-use crate::cli::BankCommand;
+use super::BankCommand;
+use crate::bank::{load, Bank};
 use crate::client::Client;
 
 fn local_bank(dir: Option<PathBuf>) -> anyhow::Result<Bank> {
     match dir {
         Some(d) => load::load_dir(&d),
         None if Path::new("question_bank").is_dir() => load::load_dir(Path::new("question_bank")),
-        None => Ok(super::embedded().clone()),
+        None => Ok(crate::bank::embedded().clone()),
     }
 }
 
-pub async fn run(cmd: BankCommand, client: fn(Duration) -> anyhow::Result<Client>) -> anyhow::Result<ExitCode> {
+pub(super) async fn run(cmd: BankCommand, client: fn(Duration) -> anyhow::Result<Client>) -> anyhow::Result<ExitCode> {
     match cmd {
         BankCommand::Lint { json, dir } => {
             let bank = local_bank(dir)?;
@@ -49,7 +50,7 @@ pub async fn run(cmd: BankCommand, client: fn(Duration) -> anyhow::Result<Client
         }
         BankCommand::List { group, moment, json, dir } => {
             let bank = local_bank(dir)?;
-            let entries: Vec<&super::Entry> = bank
+            let entries: Vec<&crate::bank::Entry> = bank
                 .entries
                 .iter()
                 .filter(|e| group.as_ref().is_none_or(|g| &e.group == g))

@@ -1,0 +1,316 @@
+//! Acting on the moments (issue #33): the detectors in [`crate::moments`]
+//! return findings; this file gathers what they read (the campaign's
+//! evaluations, the waiting questions), keeps the cooldowns and the claims
+//! seen lately, records each moment as an event with its evidence, and
+//! acts on it by mode: in autonomous mode its question is queued for
+//! delivery, in human mode it is offered as suggestions, in audit mode it
+//! is only recorded. Cooldowns keep one moment from asking again and
+//! again; a claim repeated without fresh evidence gets its question again,
+//! in another form.
+
+use crate::campaign::{CampaignSpec, Mode};
+use crate::evaluation::Evaluation;
+use crate::events::{self, kind, ClaimEvidence, Event, MomentOutcome, QueuedBy, Suggestion, Via};
+use crate::moments::detect::{Finding, Settings};
+use crate::moments::{finding_moment, groups_for, ClaimMoment};
+
+use super::Supervisor;
+
+/// Runs the numeric detectors and the edit-loop check after a new
+/// evaluation, and raises what they find.
+/// Returns the evaluation as it stands afterwards: a suspicious gain that
+/// fails gadfly's own re-evaluation makes it fail the predicate.
+/// Moments named in `held` are recorded without a question of their own:
+/// a stop attempt whose words show the same moment asks it.
+pub(super) async fn after_evaluation(
+    sup: &Supervisor,
+    campaign_id: &str,
+    spec: &CampaignSpec,
+    eval: &Evaluation,
+    held: &[String],
+) -> anyhow::Result<Evaluation> {
+    let settings = Settings::from_campaign(spec)?;
+    let history: Vec<Evaluation> = sup
+        .store()
+        .list_evaluations(campaign_id)
+        .await?
+        .into_iter()
+        .filter_map(|(id, body)| {
+            let mut e: Evaluation = serde_json::from_str(&body).ok()?;
+            e.id = Some(id);
+            // gadfly's own re-checks are not steps of the agent's search
+            (!e.tree.contains("+recheck-")).then_some(e)
+        })
+        .collect();
+    let store = crate::snapshot::store_path(sup.data_dir(), campaign_id);
+    let findings = crate::moments::after_evaluation(&store, &history, &settings);
+    let count = history.len();
+    let suspicious = findings.iter().any(|f| f.moment == "suspicious_gain");
+    for f in findings {
+        if in_cooldown(sup, campaign_id, &f.detector, count, settings.cooldown_evaluations).await? {
+            continue;
+        }
+        if held.contains(&f.moment) {
+            let mut moment = finding_moment(&f, "numeric", count);
+            moment.outcome = MomentOutcome::NoQuestion("asked at the stop, whose claim shows the same moment".into());
+            sup.record_event(campaign_id, None, None, Event::Moment(moment)).await?;
+            continue;
+        }
+        raise(sup, campaign_id, spec, &f, "numeric", count).await?;
+    }
+    if suspicious && settings.recheck_suspicious && eval.verdict.holds {
+        return super::recheck::recheck(sup, campaign_id, spec, eval).await;
+    }
+    Ok(eval.clone())
+}
+
+/// The idle plateau: the agent made `n` tool calls since the last
+/// evaluation (`from` when the detector last looked). Raised once per
+/// `plateau_tool_calls` calls.
+pub(super) async fn after_tool_calls(sup: &Supervisor, campaign_id: &str, from: usize, n: usize) -> anyhow::Result<()> {
+    let (_row, spec) = sup.campaign(campaign_id).await.map_err(|e| anyhow::anyhow!("{e}"))?;
+    let settings = Settings::from_campaign(&spec)?;
+    let Some(f) = crate::moments::after_tool_calls(from, n, &settings) else { return Ok(()) };
+    let count = sup.store().count_evaluations(campaign_id).await? as usize;
+    raise(sup, campaign_id, &spec, &f, "numeric", count).await
+}
+
+async fn in_cooldown(
+    sup: &Supervisor,
+    campaign_id: &str,
+    detector: &str,
+    count: usize,
+    cooldown: usize,
+) -> anyhow::Result<bool> {
+    let recent = sup.store().recent_events(campaign_id, kind::MOMENT, 50).await?;
+    Ok(recent.iter().any(|e| {
+        e.payload["detector"] == detector
+            && e.payload["evaluation_count"].as_u64().is_some_and(|c| (c as usize) + cooldown > count)
+    }))
+}
+
+/// How long a message read from the agent's stream or transcript waits
+/// before it is classified. An agent's last words before it stops reach the
+/// Stop hook too, which classifies them at once and asks the moment's
+/// question in its block reason; the grace lets the hook see them first, so
+/// a claim made while stopping is not asked about twice, by two paths.
+pub const STREAM_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// How long a classified message is remembered, so that the stream and the
+/// Stop hook handle the same words once.
+const SEEN_FOR: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Which messages were classified recently, by (campaign, session, text).
+#[derive(Default)]
+pub struct SeenClaims(tokio::sync::Mutex<std::collections::HashMap<(String, String, [u8; 32]), std::time::Instant>>);
+
+impl SeenClaims {
+    /// True the first time these words are seen (within [`SEEN_FOR`]).
+    fn first_sight(
+        map: &mut std::collections::HashMap<(String, String, [u8; 32]), std::time::Instant>,
+        campaign_id: &str,
+        session: Option<&str>,
+        text: &str,
+    ) -> bool {
+        use sha2::Digest;
+        let now = std::time::Instant::now();
+        map.retain(|_, at| now.duration_since(*at) < SEEN_FOR);
+        let key =
+            (campaign_id.to_string(), session.unwrap_or("").to_string(), sha2::Sha256::digest(text.trim()).into());
+        map.insert(key, now).is_none()
+    }
+}
+
+/// The moments a message shows (text classifier), with whether a question
+/// for them already waits. Records nothing.
+async fn claim_moments(sup: &Supervisor, campaign_id: &str, text: &str) -> anyhow::Result<Vec<ClaimMoment>> {
+    let mut out = crate::moments::claims_in(text);
+    if out.is_empty() {
+        return Ok(out);
+    }
+    let waiting = sup.store().list_questions(campaign_id, true).await?;
+    for c in &mut out {
+        c.waiting = waiting.iter().any(|q| q.moment.as_deref() == Some(c.finding.moment.as_str()));
+    }
+    Ok(out)
+}
+
+/// Classifies one agent message read from its stream or transcript, after
+/// [`STREAM_GRACE`], and raises the moments it shows, unless the Stop hook
+/// already handled the same words.
+pub(super) async fn after_message(
+    sup: &Supervisor,
+    campaign_id: &str,
+    session: Option<&str>,
+    text: &str,
+    received: tokio::time::Instant,
+) -> anyhow::Result<()> {
+    tokio::time::sleep_until(received + STREAM_GRACE).await;
+    // Held while the moments are raised: a Stop hook with the same words
+    // waits, then finds their question queued.
+    let mut seen = sup.seen_claims().0.lock().await;
+    if !SeenClaims::first_sight(&mut seen, campaign_id, session, text) {
+        return Ok(());
+    }
+    let (_row, spec) = sup.campaign(campaign_id).await.map_err(|e| anyhow::anyhow!("{e}"))?;
+    for c in claim_moments(sup, campaign_id, text).await? {
+        raise_claim(sup, campaign_id, session, &spec, &c, ClaimAction::Ask).await?;
+    }
+    Ok(())
+}
+
+/// The moments in the words an agent stops with (the Stop hook's last
+/// assistant message), unless its stream already handled them. The caller
+/// decides the stop, then records each with [`raise_claim`].
+pub(super) async fn at_stop(
+    sup: &Supervisor,
+    campaign_id: &str,
+    session: Option<&str>,
+    text: &str,
+) -> anyhow::Result<Vec<ClaimMoment>> {
+    if text.trim().is_empty() {
+        return Ok(vec![]);
+    }
+    let mut seen = sup.seen_claims().0.lock().await;
+    if !SeenClaims::first_sight(&mut seen, campaign_id, session, text) {
+        return Ok(vec![]);
+    }
+    drop(seen);
+    claim_moments(sup, campaign_id, text).await
+}
+
+/// What becomes of a claim moment once recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClaimAction<'a> {
+    /// Act on it by mode (queue its question, offer suggestions...).
+    Ask,
+    /// Its question went out in a stop's block reason: (question id, bank id, text).
+    AskedAtStop(i64, &'a str, &'a str),
+    /// Recorded only, with why no question is asked.
+    RecordOnly(&'a str),
+}
+
+/// Records a claim moment with its evidence and acts on it: a completion
+/// claim is recorded only (it is judged at the stop itself); a moment whose
+/// question already waits is not asked again; a claim repeated without
+/// fresh evidence is asked again and escalated.
+pub(super) async fn raise_claim(
+    sup: &Supervisor,
+    campaign_id: &str,
+    session: Option<&str>,
+    spec: &CampaignSpec,
+    c: &ClaimMoment,
+    action: ClaimAction<'_>,
+) -> anyhow::Result<()> {
+    // Counted now, after the evaluation a stop attempt runs: a claim is a
+    // repeat only when no evaluation came between it and the last one.
+    let count = sup.store().count_evaluations(campaign_id).await? as usize;
+    let f = &c.finding;
+    let recent = sup.store().recent_events(campaign_id, kind::MOMENT, 50).await?;
+    let previous = recent.iter().find(|e| e.payload["moment"] == f.moment.as_str() && e.payload["source"] == "text");
+    let repeated = previous.is_some_and(|p| p.payload["evaluation_count"].as_u64() == Some(count as u64));
+    let mut base = finding_moment(f, "text", count);
+    base.claim = Some(ClaimEvidence { quote: c.quote.clone(), repeated });
+    let action = match action {
+        ClaimAction::Ask if f.moment == "completion_claim" => ClaimAction::RecordOnly("judged at the stop itself"),
+        ClaimAction::Ask if c.waiting => ClaimAction::RecordOnly("a question for this moment already waits"),
+        other => other,
+    };
+    match action {
+        ClaimAction::Ask => raise_with(sup, campaign_id, spec, f, base).await?,
+        ClaimAction::AskedAtStop(id, bank_id, text) => {
+            let mut moment = base;
+            moment.outcome = MomentOutcome::Question {
+                question_id: id,
+                bank_id: bank_id.to_string(),
+                text: text.to_string(),
+                via: Some(Via::StopHookReason),
+            };
+            sup.record_event(campaign_id, session, None, Event::Moment(moment)).await?;
+        }
+        ClaimAction::RecordOnly(why) => {
+            let mut moment = base;
+            moment.outcome = MomentOutcome::NoQuestion(why.to_string());
+            sup.record_event(campaign_id, session, None, Event::Moment(moment)).await?;
+        }
+    }
+    if repeated && f.moment != "completion_claim" {
+        let escalated = Event::MomentEscalated {
+            moment: f.moment.clone(),
+            why: "the claim was repeated without fresh evidence (no new evaluation since its question)".into(),
+            quote: c.quote.clone(),
+        };
+        sup.record_event(campaign_id, session, None, escalated).await?;
+    }
+    Ok(())
+}
+
+/// The start of a campaign is a moment too.
+pub(super) async fn at_start(sup: &Supervisor, campaign_id: &str, spec: &CampaignSpec) -> anyhow::Result<()> {
+    raise(sup, campaign_id, spec, &crate::moments::at_start(), "start", 0).await
+}
+
+/// Records a moment with its evidence and acts on it by mode.
+pub(super) async fn raise(
+    sup: &Supervisor,
+    campaign_id: &str,
+    spec: &CampaignSpec,
+    f: &Finding,
+    source: &str,
+    count: usize,
+) -> anyhow::Result<()> {
+    raise_with(sup, campaign_id, spec, f, finding_moment(f, source, count)).await
+}
+
+/// [`raise`] with the moment event already built (a claim's quote added...).
+async fn raise_with(
+    sup: &Supervisor,
+    campaign_id: &str,
+    spec: &CampaignSpec,
+    f: &Finding,
+    mut moment: events::Moment,
+) -> anyhow::Result<()> {
+    match spec.mode {
+        Mode::Autonomous => {
+            // With a beam of too few live families, a plateau or a claimed
+            // limit asks for a new family.
+            let beam_q = if f.moment == "plateau" || f.moment == "limit_claim" {
+                crate::beam::new_family_question(sup, campaign_id, spec).await?
+            } else {
+                None
+            };
+            let q = match beam_q {
+                Some((bank_id, text)) => {
+                    moment.beam = Some("too few live families".into());
+                    crate::gate::Question { queued_id: None, source: bank_id, moment: f.moment.clone(), text }
+                }
+                None => sup.pick_question(campaign_id, spec, &f.moment, groups_for(&f.moment)).await?,
+            };
+            let id = sup.store().queue_question(campaign_id, "bank", Some(&q.source), Some(&f.moment), &q.text).await?;
+            moment.outcome =
+                MomentOutcome::Question { question_id: id, bank_id: q.source.clone(), text: q.text.clone(), via: None };
+            sup.record_event(campaign_id, None, None, Event::Moment(moment)).await?;
+            let by = QueuedBy::Bank { bank_id: q.source, moment: f.moment.clone() };
+            let queued = Event::QuestionQueued { question_id: id, text: q.text, by };
+            sup.record_event(campaign_id, None, None, queued).await?;
+        }
+        Mode::Human => {
+            let suggestions = sup.suggestions(campaign_id, &f.moment, 3).await.map_err(|e| anyhow::anyhow!("{e}"))?;
+            moment.outcome = MomentOutcome::Suggestions(
+                suggestions
+                    .iter()
+                    .map(|c| Suggestion {
+                        id: c.entry.id.clone(),
+                        text: c.entry.text.clone(),
+                        rationale: c.entry.rationale.clone(),
+                    })
+                    .collect(),
+            );
+            sup.record_event(campaign_id, None, None, Event::Moment(moment)).await?;
+        }
+        Mode::Audit => {
+            sup.record_event(campaign_id, None, None, Event::Moment(moment)).await?;
+        }
+    }
+    Ok(())
+}

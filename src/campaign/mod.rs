@@ -1,0 +1,306 @@
+//! The campaign spec (TOML): parsing, validation with errors that name the
+//! file, line and field, and the resolved form the daemon stores.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+mod parse;
+
+pub(crate) use parse::field_at;
+pub use parse::parse;
+
+/// How gadfly behaves at a stop attempt and when it picks questions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// gadfly detects moments and delivers bank questions itself.
+    Autonomous,
+    /// a person picks questions; gadfly offers suggestions.
+    Human,
+    /// observe and record every stop attempt; never block.
+    Audit,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Autonomous => "autonomous",
+            Mode::Human => "human",
+            Mode::Audit => "audit",
+        }
+    }
+}
+
+/// The validated, resolved campaign spec. `workspace` is absolute.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CampaignSpec {
+    pub name: String,
+    pub workspace: PathBuf,
+    pub goal: String,
+    pub architecture: Option<String>,
+    pub comparison: Option<String>,
+    /// Kinds of kernel this campaign is about (e.g. `qr`, `attention`):
+    /// bank entries tied to a domain apply only when it is listed here.
+    #[serde(default)]
+    pub domains: Vec<String>,
+    pub harness: HarnessSpec,
+    pub constraints: ConstraintsSpec,
+    pub predicate: PredicateSpec,
+    pub mode: Mode,
+    /// What the Stop hook does when it cannot reach the daemon.
+    #[serde(default)]
+    pub gate: GateSpec,
+    /// How the agent's hooks reach the daemon.
+    #[serde(default)]
+    pub hooks: HooksSpec,
+    /// Sections later issues own (moments, agent, beam), kept as written.
+    #[serde(default)]
+    pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct HarnessSpec {
+    pub build: Option<String>,
+    pub run: String,
+    pub timeout_s: u64,
+    pub scenarios: Vec<String>,
+    pub protected: Vec<String>,
+    /// `[harness] candidate`: globs naming the workspace files that make up
+    /// the candidate. When not empty, an evaluation folder holds gadfly's
+    /// pristine protected files plus only the snapshot's files matching
+    /// these (regular files with safe names); nothing else of the
+    /// workspace reaches the build or the run. Empty (a spec without it):
+    /// the whole workspace tree is evaluated, and [`warnings`] says so.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub candidate: Vec<String>,
+    /// Tags a worker must have to evaluate this campaign (`gpu = "h200"`);
+    /// empty: the daemon runs the harness itself.
+    #[serde(default)]
+    pub tags: BTreeMap<String, String>,
+    /// Where the build and the harness run (see [`SandboxMode`]).
+    #[serde(default)]
+    pub sandbox: SandboxMode,
+}
+
+/// `[harness] sandbox`: `none` (the default) runs the build and the harness
+/// as the daemon's user with nothing hidden; `bwrap` runs them in a
+/// bubblewrap sandbox (the file system read-only but for the evaluation's
+/// own folder, `/tmp` and the daemon's data dir replaced by empty ones, no
+/// network), and fails the evaluation when bubblewrap is missing; `auto`
+/// uses bubblewrap when it works on the host and says so when it does not.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum SandboxMode {
+    #[default]
+    None,
+    Bwrap,
+    Auto,
+}
+
+/// `[gate]`: the Stop hook when the daemon is down or unreachable. With
+/// `fail = "closed"` (the default) a stop is blocked with "supervisor
+/// unavailable" at most `unavailable_blocks` times in a row, then let
+/// through; with `fail = "open"` it is let through at once. Either way the
+/// call is spooled and recorded as an ungated stop at the next contact.
+///
+/// `stop_timeout_s` (default 600) is the timeout gadfly writes for the Stop
+/// hook in the agent's settings, and the hook is told to answer within 90%
+/// of it (`--deadline`), so it always answers, blocked or spooled, before
+/// the agent kills it: a killed hook lets the stop through unrecorded.
+/// Change it here, not in the settings file (an edited hook entry is a
+/// tamper).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct GateSpec {
+    pub fail_closed: bool,
+    pub unavailable_blocks: u32,
+    #[serde(default = "default_stop_timeout_s")]
+    pub stop_timeout_s: u32,
+}
+
+fn default_stop_timeout_s() -> u32 {
+    600
+}
+
+impl Default for GateSpec {
+    fn default() -> Self {
+        GateSpec { fail_closed: true, unavailable_blocks: 3, stop_timeout_s: default_stop_timeout_s() }
+    }
+}
+
+impl GateSpec {
+    /// The Stop hook's own deadline: 90% of the agent's timeout for it, so
+    /// the hook answers (and spools) before it is killed.
+    pub fn stop_deadline_s(&self) -> f64 {
+        f64::from(self.stop_timeout_s) * 0.9
+    }
+}
+
+/// `[hooks] transport`: how Claude Code's frequent hooks (PostToolUse,
+/// UserPromptSubmit), which record and may carry a queued
+/// question, reach the daemon. `"command"` (the default): a `gadfly hook`
+/// process each, which spools what it cannot deliver. `"http"`: Claude Code
+/// posts them to the daemon itself, with no process to start (about ten
+/// times cheaper per hook, see BENCHMARKS.md); while the daemon is down
+/// they are lost, and the transcript the daemon follows still has the tool
+/// calls. The stop gate (Stop, SubagentStop), SessionStart and SessionEnd
+/// are always `gadfly hook` commands: the gate must fail closed and spool.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct HooksSpec {
+    #[serde(default)]
+    pub http: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ConstraintsSpec {
+    pub binary: Option<String>,
+    pub banned_symbols: Vec<String>,
+}
+
+/// `[predicate]`: what must hold on every scenario before a stop is
+/// allowed. Speed is judged against the initial kernel (`baseline_us`)
+/// and, when asked for, against the comparison implementation the harness
+/// times (`compare_us`, e.g. the vendor library or FlashAttention).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PredicateSpec {
+    pub correct: bool,
+    /// Each scenario: `baseline_us / time_us >= min_speedup`.
+    pub min_speedup: f64,
+    /// The geometric mean of those, in addition (never instead).
+    pub min_geomean_speedup: Option<f64>,
+    /// Each scenario: `compare_us / time_us >= min_compare_speedup`; a
+    /// scenario the harness reports no `compare_us` for fails.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_compare_speedup: Option<f64>,
+    /// The geometric mean of the comparison ratios, in addition.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_compare_geomean: Option<f64>,
+    /// Per-scenario thresholds that replace the campaign-wide ones.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub scenarios: BTreeMap<String, ScenarioThresholds>,
+}
+
+/// `[predicate.scenarios.NAME]`: one scenario's own thresholds.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct ScenarioThresholds {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_speedup: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_compare_speedup: Option<f64>,
+}
+
+impl Default for PredicateSpec {
+    fn default() -> Self {
+        PredicateSpec {
+            correct: true,
+            min_speedup: 1.0,
+            min_geomean_speedup: None,
+            min_compare_speedup: None,
+            min_compare_geomean: None,
+            scenarios: BTreeMap::new(),
+        }
+    }
+}
+
+impl PredicateSpec {
+    /// The speedup over the initial kernel `scenario` must reach.
+    pub fn min_speedup_for(&self, scenario: &str) -> f64 {
+        self.scenarios.get(scenario).and_then(|t| t.min_speedup).unwrap_or(self.min_speedup)
+    }
+
+    /// The speedup over the comparison `scenario` must reach, if any.
+    pub fn min_compare_speedup_for(&self, scenario: &str) -> Option<f64> {
+        self.scenarios.get(scenario).and_then(|t| t.min_compare_speedup).or(self.min_compare_speedup)
+    }
+
+    /// True when any scenario is held to the comparison.
+    pub fn uses_comparison(&self) -> bool {
+        self.min_compare_speedup.is_some()
+            || self.min_compare_geomean.is_some()
+            || self.scenarios.values().any(|t| t.min_compare_speedup.is_some())
+    }
+}
+
+/// A spec error located in its file: `file:line:column: field: message`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpecError {
+    pub file: String,
+    pub line: usize,
+    pub column: usize,
+    pub field: String,
+    pub message: String,
+}
+
+impl fmt::Display for SpecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.field.is_empty() {
+            write!(f, "{}:{}:{}: {}", self.file, self.line, self.column, self.message)
+        } else {
+            write!(f, "{}:{}:{}: field `{}`: {}", self.file, self.line, self.column, self.field, self.message)
+        }
+    }
+}
+
+impl std::error::Error for SpecError {}
+
+/// Every problem found in one spec, so the user fixes them in one pass.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpecErrors(pub Vec<SpecError>);
+
+impl fmt::Display for SpecErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let lines: Vec<String> = self.0.iter().map(|e| e.to_string()).collect();
+        write!(f, "{}", lines.join("\n"))
+    }
+}
+
+impl std::error::Error for SpecErrors {}
+
+/// A tag name or value: letters, digits, `.`, `_` and `-`.
+pub fn valid_tag(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 64 && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}
+
+/// Reads and validates a spec file; the workspace is resolved against the
+/// file's folder.
+pub fn load(path: &Path) -> anyhow::Result<CampaignSpec> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| anyhow::anyhow!("cannot read campaign spec {}: {e}", path.display()))?;
+    let folder = path.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
+    let folder = if folder.as_os_str().is_empty() { PathBuf::from(".") } else { folder };
+    let folder = std::fs::canonicalize(&folder)
+        .map_err(|e| anyhow::anyhow!("cannot resolve folder of {}: {e}", path.display()))?;
+    Ok(parse(&text, &path.display().to_string(), &folder)?)
+}
+
+fn is_git_work_tree(dir: &Path) -> bool {
+    // The workspace's repository is the agent's: hardened like every git
+    // call of the daemon on it (no hooks, fsmonitor or global config).
+    crate::git::hardened_git(&std::env::temp_dir().join("gadfly-no-home"))
+        .arg("-C")
+        .arg(dir)
+        .args(["rev-parse", "--is-inside-work-tree"])
+        .output()
+        .map(|o| o.status.success() && String::from_utf8_lossy(&o.stdout).trim() == "true")
+        .unwrap_or(false)
+}
+
+/// What is weak in a valid spec, one sentence each: printed at `gadfly
+/// campaign create` (on stderr) and meant for `gadfly doctor`.
+pub fn warnings(spec: &CampaignSpec) -> Vec<String> {
+    let mut out = Vec::new();
+    if spec.harness.candidate.is_empty() {
+        out.push(
+            "[harness] declares no `candidate`: the whole workspace tree is evaluated, so any file the agent adds \
+             (a GNUmakefile, a conftest.py, a wrapper script) reaches the build and the run; declare the candidate's \
+             files, e.g. `candidate = [\"kernel/**\"]`"
+                .to_string(),
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

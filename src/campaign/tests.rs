@@ -1,0 +1,219 @@
+use super::*;
+
+#[test]
+fn candidate_globs_are_checked_and_a_missing_candidate_warns() {
+    let dir = git_dir();
+    let spec = parse(GOOD, "c.toml", dir.path()).unwrap();
+    assert!(spec.harness.candidate.is_empty());
+    assert!(warnings(&spec).iter().any(|w| w.contains("candidate")), "{:?}", warnings(&spec));
+    let with = GOOD.replace("protected = [", "candidate = [\"kernel/**\", \"*.cu\"]\nprotected = [");
+    let spec = parse(&with, "c.toml", dir.path()).unwrap();
+    assert_eq!(spec.harness.candidate, vec!["kernel/**", "*.cu"]);
+    assert!(warnings(&spec).is_empty());
+    // A spec stored before `candidate` existed still loads.
+    let mut v = serde_json::to_value(&spec).unwrap();
+    v["harness"].as_object_mut().unwrap().remove("candidate");
+    let old: CampaignSpec = serde_json::from_value(v).unwrap();
+    assert!(old.harness.candidate.is_empty());
+    let bad = GOOD.replace("protected = [", "candidate = [\"a/[\"]\nprotected = [");
+    let e = parse(&bad, "c.toml", dir.path()).unwrap_err().to_string();
+    assert!(e.contains("c.toml:") && e.contains("harness.candidate") && e.contains("invalid glob"), "{e}");
+    let empty = GOOD.replace("protected = [", "candidate = []\nprotected = [");
+    let e = parse(&empty, "c.toml", dir.path()).unwrap_err().to_string();
+    assert!(e.contains("harness.candidate"), "{e}");
+}
+
+fn git_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let ok = std::process::Command::new("git").args(["init", "-q"]).current_dir(dir.path()).status().unwrap().success();
+    assert!(ok);
+    dir
+}
+
+const GOOD: &str = r#"
+name = "t"
+workspace = "."
+[harness]
+run = "sh run.sh {results}"
+scenarios = ["a", "b"]
+protected = ["harness/**"]
+[constraints]
+binary = "libk.so"
+banned_symbols = ["cublas"]
+[predicate]
+min_speedup = 1.1
+min_geomean_speedup = 1.2
+[questions]
+mode = "audit"
+"#;
+
+#[test]
+fn the_stop_timeout_is_read_checked_and_defaulted_for_stored_specs() {
+    let dir = git_dir();
+    let spec = parse(GOOD, "c.toml", dir.path()).unwrap();
+    assert_eq!(spec.gate.stop_timeout_s, 600);
+    let with = format!("{GOOD}[gate]\nstop_timeout_s = 25\n");
+    let spec = parse(&with, "c.toml", dir.path()).unwrap();
+    assert_eq!(spec.gate.stop_timeout_s, 25);
+    assert_eq!(spec.gate.stop_deadline_s(), 22.5);
+    let bad = format!("{GOOD}[gate]\nstop_timeout_s = 2\n");
+    let e = parse(&bad, "c.toml", dir.path()).unwrap_err().to_string();
+    assert!(e.contains("c.toml:") && e.contains("gate.stop_timeout_s"), "{e}");
+    // A spec stored before the key existed still loads, with the default.
+    let mut v = serde_json::to_value(&spec).unwrap();
+    v["gate"].as_object_mut().unwrap().remove("stop_timeout_s");
+    let old: CampaignSpec = serde_json::from_value(v).unwrap();
+    assert_eq!(old.gate.stop_timeout_s, 600);
+}
+
+#[test]
+fn parses_a_good_spec() {
+    let dir = git_dir();
+    let spec = parse(GOOD, "c.toml", dir.path()).unwrap();
+    assert_eq!(spec.harness.scenarios, vec!["a", "b"]);
+    assert_eq!(spec.mode, Mode::Audit);
+    assert_eq!(spec.predicate.min_geomean_speedup, Some(1.2));
+    assert_eq!(spec.harness.timeout_s, 600);
+    assert!(spec.workspace.is_absolute());
+}
+
+#[test]
+fn the_comparison_goal_and_per_scenario_thresholds_are_parsed_and_located() {
+    let dir = git_dir();
+    let with = GOOD.replace(
+        "[questions]",
+        "min_compare_speedup = 1.0\nmin_compare_geomean = 1.13\n[predicate.scenarios.b]\nmin_speedup = 0.9\n\
+         min_compare_speedup = 0.8\n[questions]",
+    );
+    let spec = parse(&with, "c.toml", dir.path()).unwrap();
+    let p = &spec.predicate;
+    assert_eq!((p.min_compare_speedup, p.min_compare_geomean), (Some(1.0), Some(1.13)));
+    assert_eq!((p.min_speedup_for("a"), p.min_speedup_for("b")), (1.1, 0.9));
+    assert_eq!((p.min_compare_speedup_for("a"), p.min_compare_speedup_for("b")), (Some(1.0), Some(0.8)));
+    assert!(p.uses_comparison());
+    // A stored spec from before these keys still loads, without them.
+    let old = serde_json::json!({"correct": true, "min_speedup": 1.0, "min_geomean_speedup": null});
+    let old: PredicateSpec = serde_json::from_value(old).unwrap();
+    assert!(!old.uses_comparison() && old.scenarios.is_empty());
+    // An unknown scenario, a bad number and an unknown key are located.
+    let bad = GOOD.replace(
+        "[questions]",
+        "min_compare_speedup = 0\n[predicate.scenarios.zz]\nmin_speedup = 2.0\n[predicate.scenarios.a]\n\
+         min_compare = 1.0\n[questions]",
+    );
+    let err = parse(&bad, "c.toml", dir.path()).unwrap_err();
+    let fields: Vec<(usize, &str)> = err.0.iter().map(|e| (e.line, e.field.as_str())).collect();
+    assert!(fields.contains(&(18, "predicate.scenarios.a.min_compare")), "{err}");
+    let bad = GOOD
+        .replace("[questions]", "min_compare_speedup = 0\n[predicate.scenarios.zz]\nmin_speedup = 2.0\n[questions]");
+    let err = parse(&bad, "c.toml", dir.path()).unwrap_err();
+    let fields: Vec<(usize, &str)> = err.0.iter().map(|e| (e.line, e.field.as_str())).collect();
+    assert!(fields.contains(&(14, "predicate.min_compare_speedup")), "{err}");
+    assert!(fields.iter().any(|f| f.1 == "predicate.scenarios.zz"), "{err}");
+    assert!(err.to_string().contains("`zz` is not one of the scenarios"), "{err}");
+}
+
+#[test]
+fn errors_name_file_line_and_field() {
+    let dir = git_dir();
+    let bad = GOOD.replace("min_speedup = 1.1", "min_speedup = -2.0");
+    let err = parse(&bad, "c.toml", dir.path()).unwrap_err();
+    assert_eq!(err.0.len(), 1, "{err}");
+    let e = &err.0[0];
+    assert_eq!((e.file.as_str(), e.line, e.field.as_str()), ("c.toml", 12, "predicate.min_speedup"));
+    assert!(err.to_string().starts_with("c.toml:12:"), "{err}");
+}
+
+#[test]
+fn unknown_and_missing_keys_are_located() {
+    let dir = git_dir();
+    let typo = GOOD.replace("min_speedup = 1.1", "min_sepedup = 1.1");
+    let err = parse(&typo, "c.toml", dir.path()).unwrap_err();
+    assert_eq!(err.0[0].line, 12, "{err}");
+    assert_eq!(err.0[0].field, "predicate.min_sepedup");
+    let missing = GOOD.replace("run = \"sh run.sh {results}\"\n", "");
+    let err = parse(&missing, "c.toml", dir.path()).unwrap_err();
+    assert_eq!(err.0[0].field, "harness.run", "{err}");
+    let wrong_type = GOOD.replace("min_speedup = 1.1", "min_speedup = \"fast\"");
+    let err = parse(&wrong_type, "c.toml", dir.path()).unwrap_err();
+    assert_eq!((err.0[0].line, err.0[0].field.as_str()), (12, "predicate.min_speedup"), "{err}");
+}
+
+#[test]
+fn reports_every_problem_at_once() {
+    let dir = git_dir();
+    let bad = GOOD
+        .replace("{results}", "out.json")
+        .replace("\"audit\"", "\"lazy\"")
+        .replace("[\"a\", \"b\"]", "[\"a\", \"a\"]");
+    let err = parse(&bad, "c.toml", dir.path()).unwrap_err();
+    let fields: Vec<&str> = err.0.iter().map(|e| e.field.as_str()).collect();
+    assert_eq!(fields, vec!["harness.run", "harness.scenarios", "questions.mode"], "{err}");
+}
+
+#[test]
+fn harness_tags_are_strings_with_located_errors() {
+    let dir = git_dir();
+    let spec =
+        parse(&GOOD.replace("protected =", "tags = { gpu = \"h200\" }\nprotected ="), "c.toml", dir.path()).unwrap();
+    assert_eq!(spec.harness.tags.get("gpu").map(String::as_str), Some("h200"));
+    assert!(parse(GOOD, "c.toml", dir.path()).unwrap().harness.tags.is_empty());
+    let bad = GOOD.replace("protected =", "tags = { gpu = 200 }\nprotected =");
+    let err = parse(&bad, "c.toml", dir.path()).unwrap_err();
+    assert_eq!((err.0[0].line, err.0[0].field.as_str()), (7, "harness.tags.gpu"), "{err}");
+    assert!(err.0[0].message.contains("must be a string"), "{err}");
+    // A spec stored before tags existed still loads.
+    let mut old = serde_json::to_value(&spec).unwrap();
+    old["harness"].as_object_mut().unwrap().remove("tags");
+    let back: CampaignSpec = serde_json::from_value(old).unwrap();
+    assert!(back.harness.tags.is_empty());
+}
+
+#[test]
+fn toml_errors_are_one_line_in_character_columns() {
+    // Found by tests/fuzz_parsers.rs: a value cut off by the end of the
+    // text had an empty message; columns counted bytes, past the end
+    // of a line with non-ASCII text; messages spanned two lines; a
+    // missing field was named after the key on the line it points at;
+    // a date-time given as `tags` was reported as a private toml key;
+    // a wrong value on a line of its own was named after the value.
+    let dir = git_dir();
+    let err = parse("a = \"Σ", "c.toml", dir.path()).unwrap_err();
+    assert_eq!((err.0[0].line, err.0[0].column), (1, 7), "{err}");
+    let cut = GOOD.trim_end().trim_end_matches("\"audit\"");
+    let err = parse(cut, "c.toml", dir.path()).unwrap_err();
+    assert_eq!(err.0[0].message, "the text ends in the middle of an entry: a value is missing", "{err}");
+    assert_eq!(err.0[0].field, "questions.mode", "{err}");
+    let err = parse("a = tru\n", "c.toml", dir.path()).unwrap_err();
+    assert!(!err.0[0].message.contains('\n') && !err.0[0].message.is_empty(), "{err}");
+    let err = parse("workspace = \".\"\n[harness]\nrun = \"{results}\"\nscenarios = [\"a\"]\n", "c.toml", dir.path())
+        .unwrap_err();
+    assert_eq!((err.0[0].line, err.0[0].field.as_str()), (1, "name"), "{err}");
+    let err = parse("[harness]\nrun = \"{results}\"\n", "c.toml", dir.path()).unwrap_err();
+    assert_eq!((err.0[0].line, err.0[0].field.as_str()), (1, "harness.scenarios"), "{err}");
+    let err = parse("name = \"t\"\nworkspace = \".\"\nharness = { run = \"{results}\" }\n", "c.toml", dir.path())
+        .unwrap_err();
+    assert_eq!((err.0[0].line, err.0[0].field.as_str()), (3, "harness.scenarios"), "{err}");
+    let err =
+        parse("name = \"t\"\nworkspace = \".\"\nharness.run = \"{results}\"\n", "c.toml", dir.path()).unwrap_err();
+    assert_eq!((err.0[0].line, err.0[0].field.as_str()), (3, "harness.scenarios"), "{err}");
+    let spread = GOOD.replace("[\"a\", \"b\"]", "[\n  \"a\",\n  0x10,\n]");
+    let err = parse(&spread, "c.toml", dir.path()).unwrap_err();
+    assert_eq!((err.0[0].line, err.0[0].field.as_str()), (8, "harness.scenarios"), "{err}");
+    let dated = GOOD.replace("protected =", "tags = 1979-05-27T07:32:00Z\nprotected =");
+    let err = parse(&dated, "c.toml", dir.path()).unwrap_err();
+    assert_eq!((err.0[0].line, err.0[0].field.as_str()), (7, "harness.tags"), "{err}");
+    assert!(err.0[0].message.ends_with("not a date-time"), "{err}");
+    let bad = GOOD.replace("[\"a\", \"b\"]", "[\"a\\nb\", \"a\\nb\"]");
+    let err = parse(&bad, "c.toml", dir.path()).unwrap_err();
+    assert_eq!(err.0[0].message, "scenario `a\\nb` is listed twice", "{err}");
+}
+
+#[test]
+fn workspace_must_be_a_git_repository() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = parse(GOOD, "c.toml", dir.path()).unwrap_err();
+    assert_eq!(err.0[0].field, "workspace");
+    assert!(err.0[0].message.contains("not a git repository"));
+    assert_eq!(err.0[0].line, 3);
+}
