@@ -7,7 +7,10 @@
 //! (0700 / 0600, THREATS rows 4, 12, 13, 22); the daemon does not run as
 //! the user of the agent (then the agent can rewrite verdicts, read the
 //! token, kill the daemon: nothing in the data dir's modes stops it); the
-//! campaign's Stop hook pins the daemon's key (row 5); the spec's warnings.
+//! campaign's Stop hook pins the daemon's key (row 5); the spec's warnings;
+//! for a daemon in a container, that this user cannot drive the container
+//! engine (its socket), and the port's holder is named as what it may be
+//! (the daemon, or the engine's port forwarder).
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -148,10 +151,20 @@ pub fn check(data_dir: &Path, url: Option<&str>, daemon_key: Option<&str>, campa
         match same_user_warning(workspace, data_dir, url) {
             Some(w) => r.problem(w),
             None => match (
-                url.and_then(listener_uid).or_else(|| daemon_uid(data_dir)),
+                url.and_then(listener_uid),
+                daemon_uid(data_dir),
                 workspace.and_then(|w| std::fs::metadata(w).ok()),
             ) {
-                (Some(d), Some(m)) => r.ok(format!(
+                // What the port tells is who holds it: the daemon, or (a
+                // daemon in a container with a published port) the
+                // engine's port forwarder, e.g. podman's conmon as root.
+                // Either way the workspace's owner cannot signal it.
+                (Some(d), _, Some(m)) => r.ok(format!(
+                    "the daemon's port is held by a process of {} (the daemon, or the port forwarder of the container it runs in), the workspace belongs to {}: an agent running as that user cannot signal it",
+                    user_name(d),
+                    user_name(m.uid())
+                )),
+                (None, Some(d), Some(m)) => r.ok(format!(
                     "the daemon runs as {}, the workspace belongs to {}",
                     user_name(d),
                     user_name(m.uid())
@@ -177,7 +190,29 @@ pub fn check(data_dir: &Path, url: Option<&str>, daemon_key: Option<&str>, campa
     } else if let Some(w) = same_user_warning(None, data_dir, url) {
         r.problem(w);
     }
+    check_engine_sockets(&mut r, ENGINE_SOCKETS);
     r
+}
+
+/// Where Docker's and rootful podman's API sockets live.
+const ENGINE_SOCKETS: &[&str] = &["/var/run/docker.sock", "/run/podman/podman.sock"];
+
+/// A daemon in a container is out of the agent's reach only while the
+/// agent cannot drive the container engine: whoever can connect to its
+/// socket can exec into the daemon's container (read the token, rewrite
+/// the database) or stop it. Silent where no such socket exists.
+fn check_engine_sockets(r: &mut Report, sockets: &[&str]) {
+    for path in sockets {
+        if std::fs::symlink_metadata(path).is_err() {
+            continue;
+        }
+        match std::os::unix::net::UnixStream::connect(path) {
+            Ok(_) => r.problem(format!(
+                "this user can connect to the container engine's socket {path}: if the daemon runs in a container, an agent running as this user can exec into it (read the token, rewrite the database) or stop it"
+            )),
+            Err(e) => r.ok(format!("this user cannot use the container engine's socket {path} ({e})")),
+        }
+    }
 }
 
 /// The spec's weak points (`campaign::warnings`).
@@ -310,5 +345,17 @@ mod tests {
             .unwrap();
         let r = check(&data, None, Some(&key.public_b64()), Some(&facts));
         assert!(r.lines.iter().any(|l| l.contains("pins the daemon's key")), "{:?}", r.lines);
+    }
+
+    #[test]
+    fn a_container_engine_socket_this_user_can_use_is_a_problem() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("engine.sock");
+        let _listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        let mut r = Report::default();
+        check_engine_sockets(&mut r, &[path.to_str().unwrap(), "/nonexistent/engine.sock"]);
+        assert_eq!(r.problems, 1, "{:?}", r.lines);
+        assert!(r.lines[0].contains("can exec into it"), "{:?}", r.lines);
+        assert_eq!(r.lines.len(), 1, "a missing socket says nothing: {:?}", r.lines);
     }
 }

@@ -216,12 +216,28 @@ pub async fn evaluate_unpacked(
                 Some(template) => {
                     let marker = sandbox.dir.path().join(format!("launched-{what}-{:016x}", rand::random::<u64>()));
                     let wrapped = launch_command(template, &command, &tree_dir, &env, &marker);
-                    let outcome = process::run_shell(&wrapped, &tree_dir, &env, timeout).await;
+                    let mut outcome = process::run_shell(&wrapped, &tree_dir, &env, timeout).await;
+                    if !marker.exists() && outcome.exit == Exit::TimedOut {
+                        // Still waiting for resources (a Slurm queue): a
+                        // failing evaluation, as a timeout is, that says so.
+                        outcome.output_tail.push_str(&format!(
+                            "(gadfly: the launcher had not started the {what} command when the timeout came)\n"
+                        ));
+                    }
                     if !marker.exists() && outcome.exit != Exit::TimedOut {
                         anyhow::bail!(
                             "the launch template did not start the {what} command ({}): {}",
                             with_tail(outcome.exit.describe("the launcher", timeout), &outcome),
                             wrapped
+                        );
+                    }
+                    // Started but never ended: the launcher (or the cluster
+                    // under it: `scancel`, a preemption, a node lost) stopped
+                    // it, which says nothing of the candidate: retried too.
+                    if marker.exists() && !ended_marker(&marker).exists() && outcome.exit != Exit::TimedOut {
+                        anyhow::bail!(
+                            "the launcher stopped the {what} command before it ended ({})",
+                            with_tail(outcome.exit.describe("the launcher", timeout), &outcome)
                         );
                     }
                     Ok(outcome)
@@ -398,16 +414,28 @@ pub fn read_results_file(path: &Path, limit: u64) -> Result<Vec<u8>, ResultsRead
 /// folder and `{command}` one shell word that, run by `sh -c`, writes
 /// `marker` (proof that the launcher started it), sets the GADFLY_*
 /// variables (a launcher may not pass the environment on), enters the
-/// tree and runs the command. Both are shell-quoted.
+/// tree, runs the command (in a subshell: its `exit` or `exec` ends only
+/// that) and, once it ended, whatever its status, writes
+/// [`ended_marker`] and exits with the command's status. A command that
+/// started and has no end marker was stopped by the launcher (a Slurm
+/// job cancelled). Both are shell-quoted.
 pub fn launch_command(template: &str, command: &str, workdir: &Path, env: &[(&str, String)], marker: &Path) -> String {
     let exports: Vec<String> = env.iter().map(|(k, v)| format!("{k}={}", shell_quote(v))).collect();
     let inner = format!(
-        ": > {} && export {} && cd {} && {command}",
+        ": > {} && export {} && cd {} && {{ (\n{command}\n); s=$?; : > {}; exit $s; }}",
         shell_quote(&marker.display().to_string()),
         exports.join(" "),
-        shell_quote(&workdir.display().to_string())
+        shell_quote(&workdir.display().to_string()),
+        shell_quote(&ended_marker(marker).display().to_string())
     );
     fill(template, &[("{command}", &shell_quote(&inner)), ("{workdir}", &shell_quote(&workdir.display().to_string()))])
+}
+
+/// The file a launched command writes once it ended: `marker` + `-ended`.
+pub fn ended_marker(marker: &Path) -> std::path::PathBuf {
+    let mut name = marker.file_name().unwrap_or_default().to_os_string();
+    name.push("-ended");
+    marker.with_file_name(name)
 }
 
 /// Replaces each placeholder in one pass, so a value that contains another
@@ -513,7 +541,7 @@ mod tests {
         let inner = String::from_utf8(out.stdout).unwrap();
         assert_eq!(
             inner,
-            ": > '/s/m' && export GADFLY_SEED='1' && cd '/s/it'\\''s/tree' && sh harness/run.sh '/r/x y'"
+            ": > '/s/m' && export GADFLY_SEED='1' && cd '/s/it'\\''s/tree' && { (\nsh harness/run.sh '/r/x y'\n); s=$?; : > '/s/m-ended'; exit $s; }"
         );
         assert_eq!(fill("{a}{b}", &[("{a}", "{b}"), ("{b}", "x")]), "{b}x");
     }

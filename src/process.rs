@@ -140,9 +140,15 @@ pub async fn run_shell(command: &str, dir: &Path, env: &[(&str, String)], timeou
         Err(_) => {
             if let Some(pg) = pgid {
                 let _ = killpg(pg, Signal::SIGTERM);
-                if tokio::time::timeout(Duration::from_millis(500), child.wait()).await.is_err() {
-                    let _ = killpg(pg, Signal::SIGKILL);
+                // The grace is the group's, not only its leader's: `sh -c
+                // srun ...` ends at once, srun needs a moment to withdraw
+                // its request from Slurm's queue (killed, it cannot).
+                let deadline = Instant::now() + Duration::from_millis(500);
+                let _ = tokio::time::timeout(Duration::from_millis(500), child.wait()).await;
+                while Instant::now() < deadline && killpg(pg, None).is_ok() {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
                 }
+                let _ = killpg(pg, Signal::SIGKILL);
             }
             let _ = child.kill().await;
             Exit::TimedOut
@@ -221,6 +227,19 @@ mod tests {
         assert_eq!(o.exit, Exit::TimedOut);
         tokio::time::sleep(Duration::from_millis(2500)).await;
         assert!(!mark.exists(), "a grandchild outlived the timeout");
+    }
+
+    #[tokio::test]
+    async fn a_timeout_gives_the_whole_group_its_grace() {
+        // Like `sh -c 'srun ...'`: the leader ends at SIGTERM at once, a
+        // member needs a moment to clean up (srun withdrawing its request).
+        let dir = tempfile::tempdir().unwrap();
+        let mark = dir.path().join("cleaned");
+        let cmd =
+            format!("(trap 'sleep 0.2; touch {}; exit 0' TERM; while :; do sleep 0.05; done) & wait", mark.display());
+        let o = run_shell(&cmd, dir.path(), &[], Duration::from_millis(300)).await;
+        assert_eq!(o.exit, Exit::TimedOut);
+        assert!(mark.exists(), "the member was killed before its cleanup");
     }
 
     #[tokio::test]

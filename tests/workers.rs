@@ -312,3 +312,37 @@ fn a_launch_template_runs_each_command_and_a_broken_one_is_retried_then_failed()
     assert!(r.contains("failed 3 times"), "{r}");
     assert!(r.contains("the launch template did not start the run command"), "{r}");
 }
+
+#[test]
+fn a_launcher_that_stops_the_command_before_it_ends_is_retried_then_failed() {
+    // A launcher that ends the command it started (as Slurm does to a
+    // cancelled job; here GNU timeout): no candidate's failure, the
+    // worker's, retried, and after three the job fails with the reason.
+    let runs = tempfile::tempdir().unwrap();
+    let started = runs.path().join("started.log");
+    let slow = runs.path().join("slow");
+    std::fs::write(&slow, "").unwrap();
+    let fx = tagged(&format!(
+        "echo $$ >> {}; if test -e {}; then sleep 30; fi; sh harness/run.sh {{results}}",
+        started.display(),
+        slow.display()
+    ));
+    fx.set_candidate(ALL_PASS);
+    let _logs = Logs(&fx);
+    let d = Daemon::start(&fx.data_dir());
+    let id = d.create_campaign(&fx.spec());
+    let mut w = Worker::start(&fx, "stopper", "gpu=h200", &["--launch", "timeout -s TERM 1 sh -c {command}"]);
+    let r = reason(&d.stop(&id, "done"));
+    assert!(r.contains("failed 3 times"), "{r}");
+    assert!(r.contains("the launcher stopped the run command before it ended"), "{r}");
+    assert!(r.contains("exited with status 124"), "{r}");
+    assert_eq!(lines(&started).len(), 3, "each attempt started the command");
+    w.kill();
+    // A command that ends by itself, failing, is the candidate's: judged, not retried.
+    std::fs::remove_file(&slow).unwrap();
+    fx.set_candidate("FAIL\n");
+    let _ok = Worker::start(&fx, "plain", "gpu=h200", &["--launch", "sh -c {command}"]);
+    let r = reason(&d.stop(&id, "done again"));
+    assert!(!r.contains("could not be carried out"), "{r}");
+    assert!(r.contains("cannot load the kernel"), "{r}");
+}
