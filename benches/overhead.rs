@@ -354,7 +354,7 @@ async fn raw_ceiling(
                     }
                     RawTable::Gadfly => {
                         let payload = json!({"session_id": format!("bench-{t}"), "tool_name": "Bash", "tool_use_id": format!("t-{t}-{i}")});
-                        let key = gadfly::supervisor::idempotency_key("raw", "claude-code", "post-tool-use", None, &payload);
+                        let key = gadfly::app::idempotency_key("raw", "claude-code", "post-tool-use", None, &payload);
                         let body = json!({"agent": "claude-code", "event": "post-tool-use", "payload": payload});
                         // Its cheapest correct form: no `returning` row to
                         // read (gadfly needs the id; a ceiling does not),

@@ -13,7 +13,7 @@ use crate::bank::live::LiveBank;
 use crate::config::{self, DaemonConfig};
 use crate::api::{self, AppState};
 use crate::store::Store;
-use crate::supervisor::Supervisor;
+use crate::app::Supervisor;
 
 pub struct Daemon {
     listener: tokio::net::TcpListener,
@@ -93,7 +93,7 @@ impl Daemon {
             crate::moments::classifier();
         });
         // Hook calls spooled while no daemon ran, into this data dir's spool.
-        let (imported, left) = crate::supervisor::import_spool(&supervisor, &config.data_dir.join("spool")).await;
+        let (imported, left) = crate::app::import_spool(&supervisor, &config.data_dir.join("spool")).await;
         if imported + left > 0 {
             tracing::info!(imported, left, "spooled hook calls replayed into the store");
         }
@@ -145,7 +145,7 @@ impl Daemon {
         supervisor.spawn_event_relay(shutdown.clone());
         // Turns that end with no Stop hook call, seen in the agents' own
         // transcripts (hooks switched off): recorded as ungated stops.
-        crate::agent::escapes::spawn(supervisor.clone(), shutdown.clone());
+        supervisor.spawn_escape_watch(shutdown.clone());
         let app = api::router(self.state);
         crate::api::serve::serve(self.listener, app, shutdown.clone()).await.context("serving HTTP")?;
         // The server has drained: every background task is told to stop
@@ -154,7 +154,7 @@ impl Daemon {
         // time: the runs end their agents and record their suspension.
         shutdown.cancel();
         supervisor.stop_everything();
-        let _ = supervisor.wait_for_tasks(crate::supervisor::SHUTDOWN_WAIT).await;
+        let _ = supervisor.wait_for_tasks(crate::app::SHUTDOWN_WAIT).await;
         tokio::time::timeout(Duration::from_secs(5), store.close()).await.ok();
         let _ = std::fs::remove_file(&info_path);
         tracing::info!("gadfly daemon stopped");

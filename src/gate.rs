@@ -7,6 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::bank::groups::groups_for;
 use crate::campaign::{Mode, PredicateSpec};
 use crate::evaluation::Evaluation;
 
@@ -196,7 +197,7 @@ pub fn plan_stop(input: &StopInput) -> StopPlan {
                         let m = input.claims[i];
                         match bank.find(|q| q.moment.as_deref() == Some(m)) {
                             Some(q) => Ask::Queued(q.id),
-                            None => Ask::Pick { moment: m.to_string(), groups: crate::moments::groups_for(m).to_vec() },
+                            None => Ask::Pick { moment: m.to_string(), groups: groups_for(m).to_vec() },
                         }
                     }
                     (None, None) => match bank.find(|q| q.moment.as_deref() != Some("start")) {
@@ -510,7 +511,7 @@ mod tests {
         // No question waits for it: a fresh pick for that moment, in its groups.
         let claims = ["completion_claim", "limit_claim", "suspicious_gain"];
         let plan = plan_stop(&stop(Mode::Autonomous, Judged::Evaluated(&e), waiting.clone(), &claims));
-        assert_eq!(plan.ask, pick("limit_claim", crate::moments::groups_for("limit_claim")));
+        assert_eq!(plan.ask, pick("limit_claim", groups_for("limit_claim")));
         assert_eq!(plan.claims, [AskByMode, AskedAtStop, AskByMode]);
         // Human mode: the words ask nothing themselves (the queue's latest).
         let plan = plan_stop(&stop(Mode::Human, Judged::Evaluated(&e), waiting, &claims));
@@ -674,7 +675,7 @@ mod tests {
                     input.delivered_elsewhere(id);
                 }
                 other => {
-                    assert_eq!(other, pick("limit_claim", crate::moments::groups_for("limit_claim")));
+                    assert_eq!(other, pick("limit_claim", groups_for("limit_claim")));
                     break;
                 }
             }

@@ -1,5 +1,6 @@
 //! The house rules that a grep can check (issue #33): the hook client does
-//! not reach into the daemon, the domain modules are pure (they name
+//! not reach into the daemon, the adapters (`src/agent/`) name neither the
+//! application, the store nor the API, the domain modules are pure (they name
 //! neither the application nor the store, only one another and the
 //! leaves), and the module table in `src/lib.rs` names every module there
 //! is, so it cannot silently go stale.
@@ -56,11 +57,18 @@ fn ident_at(s: &str) -> &str {
 /// Every top-level module a piece of code names through `crate::`:
 /// `crate::store::now`, `use crate::store;` and `use crate::{config, store::X}`.
 fn crate_modules(code: &str) -> BTreeSet<String> {
+    modules_named(code, "crate")
+}
+
+/// Every top-level module a piece of code names through `ROOT::` (`crate`
+/// in the library, `gadfly` in the tests and benches), in the same forms.
+fn modules_named(code: &str, root: &str) -> BTreeSet<String> {
+    let prefix = format!("{root}::");
     let mut found = BTreeSet::new();
     let mut rest = code;
-    while let Some(i) = rest.find("crate::") {
+    while let Some(i) = rest.find(&prefix) {
         let before = rest[..i].chars().next_back();
-        rest = &rest[i + "crate::".len()..];
+        rest = &rest[i + prefix.len()..];
         if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {
             continue; // `mycrate::`, not `crate::`
         }
@@ -95,6 +103,8 @@ fn the_scanner_sees_every_way_of_naming_a_module() {
     let found: Vec<_> = crate_modules(code).into_iter().collect();
     assert_eq!(found, ["a", "config", "d", "server", "store", "supervisor"]);
     assert!(crate_modules(&code_of("//! see crate::store\nfn f() {}")).is_empty());
+    let found: Vec<_> = modules_named("use gadfly::{app::X, beam};\nnotgadfly::x();", "gadfly").into_iter().collect();
+    assert_eq!(found, ["app", "beam"]);
 }
 
 #[test]
@@ -121,9 +131,37 @@ fn the_hook_client_does_not_reach_into_the_daemon() {
     );
 }
 
+/// What the adapters (`src/agent/`) never name: the application (and its
+/// old shim), the store and the HTTP layer. They read what agents write and
+/// return events; `src/app/` records and judges them.
+const ADAPTERS_FORBIDDEN: &[&str] = &["app", "supervisor", "store", "api"];
+
+#[test]
+fn the_adapters_name_neither_the_application_nor_the_store_nor_the_api() {
+    let files = files_of("agent");
+    assert!(files.len() > 3, "the adapters have no files under src/agent/: {files:?}");
+    let mut breaks = vec![];
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for m in crate_modules(&code_of(&text)) {
+            if ADAPTERS_FORBIDDEN.contains(&m.as_str()) {
+                breaks.push(format!("{} names crate::{m}", file.display()));
+            }
+        }
+    }
+    assert!(
+        breaks.is_empty(),
+        "the adapters (src/agent/) must not name {}: return events and let src/app/ record and judge them (see src/lib.rs):\n{}",
+        ADAPTERS_FORBIDDEN.join(", "),
+        breaks.join("\n")
+    );
+}
+
 /// The domain: pure rules and types, findings in and findings out.
 const DOMAIN: &[&str] = &[
     "moments",
+    // The beam's git parts and types; its use cases are src/app/beam.rs.
+    "beam",
     "bank",
     "classify",
     "gate",
@@ -136,7 +174,7 @@ const DOMAIN: &[&str] = &[
     "pristine",
 ];
 
-/// What the domain never names: the application (and its shim) and the
+/// What the domain never names: the application (and its old shim) and the
 /// store. The application gathers for the domain and acts on what it
 /// returns; the domain does not call back up.
 const DOMAIN_FORBIDDEN: &[&str] = &["app", "supervisor", "store"];
@@ -155,6 +193,9 @@ const DOMAIN_EXCEPTIONS: &[(&str, &str)] = &[
     // A spec's workspace must be a git work tree: `campaign::parse` asks
     // git, through the hardened command (the leaf `git`, not `snapshot`).
     ("campaign", "git"),
+    // The beam's candidates are refs in the agent's workspace: `beam`
+    // lists, resolves and tags them with the hardened git (the leaf `git`).
+    ("beam", "git"),
 ];
 
 /// The crate modules each domain file names: (file relative to src/, module).
@@ -257,4 +298,42 @@ fn the_module_table_names_every_module() {
     assert!(missing.is_empty(), "src/lib.rs's module table has no row for {missing:?}: add one (owns, layer, imports)");
     let gone: Vec<_> = table.difference(&disk).collect();
     assert!(gone.is_empty(), "src/lib.rs's module table has rows for {gone:?}, which are not under src/ any more");
+}
+
+/// The `.rs` files under `dir`, recursively.
+fn rust_files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = vec![];
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// `supervisor` was a shim re-exporting `app` while callers moved (issue
+/// #33); it is gone, and nothing names it again: no `crate::supervisor`
+/// under src/, no `gadfly::supervisor` in the tests or the benches.
+#[test]
+fn no_file_names_the_supervisor_module() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    assert!(!src().join("supervisor.rs").exists() && !src().join("supervisor").exists());
+    let mut breaks = vec![];
+    for (dir, name_root) in [("src", "crate"), ("tests", "gadfly"), ("benches", "gadfly")] {
+        for file in rust_files_under(&root.join(dir)) {
+            let code = code_of(&std::fs::read_to_string(&file).unwrap());
+            if modules_named(&code, name_root).contains("supervisor") {
+                breaks.push(format!("{} names {name_root}::supervisor", file.display()));
+            }
+        }
+    }
+    assert!(breaks.is_empty(), "name `app` (the application layer), not `supervisor`:\n{}", breaks.join("\n"));
 }

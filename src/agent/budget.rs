@@ -6,18 +6,18 @@ use std::time::{Duration, Instant};
 use super::AgentSpec;
 
 /// Budgets of one run.
-pub(super) struct Budget {
+pub struct Budget {
     started: Instant,
     max_wall: Option<Duration>,
     max_turns: Option<u32>,
     max_blocks: u32,
-    pub(super) turns: u32,
+    pub turns: u32,
     blocks_without_gain: u32,
     best: Option<f64>,
 }
 
 impl Budget {
-    pub(super) fn new(a: &AgentSpec) -> Budget {
+    pub fn new(a: &AgentSpec) -> Budget {
         Budget {
             started: Instant::now(),
             max_wall: a.max_wall_s.map(Duration::from_secs),
@@ -30,7 +30,7 @@ impl Budget {
     }
 
     /// Counts a judged turn end; returns why the run must stop, if it must.
-    pub(super) fn after_blocked_turn(&mut self, geomean: Option<f64>) -> Option<String> {
+    pub fn after_blocked_turn(&mut self, geomean: Option<f64>) -> Option<String> {
         self.turns += 1;
         let gained = match (geomean, self.best) {
             (Some(g), Some(b)) => g > b * 1.001,
@@ -48,11 +48,11 @@ impl Budget {
 
     /// When the wall-time budget runs out, if there is one: a turn in
     /// progress (or a hung agent) is ended then, not only at its end.
-    pub(super) fn deadline(&self) -> Option<tokio::time::Instant> {
+    pub fn deadline(&self) -> Option<tokio::time::Instant> {
         self.max_wall.map(|w| tokio::time::Instant::from_std(self.started + w))
     }
 
-    pub(super) fn wall_reason(&self) -> String {
+    pub fn wall_reason(&self) -> String {
         format!(
             "wall time {} s reached (max_wall_s = {})",
             self.started.elapsed().as_secs(),
@@ -60,7 +60,7 @@ impl Budget {
         )
     }
 
-    pub(super) fn exhausted(&self) -> Option<String> {
+    pub fn exhausted(&self) -> Option<String> {
         if let Some(w) = self.max_wall {
             if self.started.elapsed() >= w {
                 return Some(self.wall_reason());

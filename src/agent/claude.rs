@@ -1,18 +1,18 @@
-//! Claude Code's stream-json lines: each line it prints recorded as
-//! events, the user lines gadfly writes to its stdin, and their echoes.
+//! Claude Code's stream-json lines: the events each line it prints gives,
+//! the user lines gadfly writes to its stdin, and their echoes.
 
 use serde_json::{json, Value};
 
-use super::run::{truncate, RunCtx};
+use super::{truncate, Keyed};
 use crate::events::{self, Event};
 
-pub(super) fn user_line(text: &str) -> String {
+pub fn user_line(text: &str) -> String {
     json!({"type": "user", "message": {"role": "user", "content": text}, "parent_tool_use_id": null, "session_id": ""})
         .to_string()
 }
 
 /// The text of a user message echoed by `--replay-user-messages`.
-pub(super) fn replayed_text(ev: &Value) -> Option<String> {
+pub fn replayed_text(ev: &Value) -> Option<String> {
     if ev["type"] != "user" || ev["isReplay"] != true {
         return None;
     }
@@ -23,30 +23,33 @@ pub(super) fn replayed_text(ev: &Value) -> Option<String> {
     }
 }
 
-/// Records one stream-json line of Claude Code as events; returns it parsed.
-pub(super) async fn record_claude_line(ctx: &RunCtx, line: &str, session: &mut Option<String>) -> Option<Value> {
+/// Reads one stream-json line of Claude Code, keeping the session id it
+/// names: the events to record (with their idempotency keys; all of the
+/// session as it stands after the line) and the line parsed (None for a
+/// line that is not JSON).
+pub fn claude_line(line: &str, session: &mut Option<String>) -> (Vec<Keyed>, Option<Value>) {
+    let mut out: Vec<Keyed> = Vec::new();
     let Ok(ev) = serde_json::from_str::<Value>(line) else {
         if !line.trim().is_empty() {
-            ctx.record(session.as_deref(), None, Event::AgentOutput { line: truncate(line, 2000) }).await;
+            out.push((None, Event::AgentOutput { line: truncate(line, 2000) }));
         }
-        return None;
+        return (out, None);
     };
     if let Some(s) = ev["session_id"].as_str().filter(|s| !s.is_empty()) {
         if session.as_deref() != Some(s) {
             *session = Some(s.to_string());
         }
     }
-    let sid = session.clone();
     let key = ev["uuid"].as_str().map(|u| format!("cc-stream:{u}"));
     match ev["type"].as_str().unwrap_or("") {
         "system" if ev["subtype"] == "init" => {
             let opened = events::AgentSession::ClaudeCode {
-                session_id: sid.clone(),
+                session_id: session.clone(),
                 model: ev["model"].clone(),
                 cwd: ev["cwd"].clone(),
                 version: ev["claude_code_version"].clone(),
             };
-            ctx.record(sid.as_deref(), key, Event::AgentSession(opened)).await;
+            out.push((key, Event::AgentSession(opened)));
         }
         "assistant" => {
             for (i, block) in ev["message"]["content"].as_array().into_iter().flatten().enumerate() {
@@ -54,7 +57,7 @@ pub(super) async fn record_claude_line(ctx: &RunCtx, line: &str, session: &mut O
                 match block["type"].as_str() {
                     Some("text") => {
                         let message = Event::AgentMessage { text: block["text"].clone(), transcript: None };
-                        ctx.record(sid.as_deref(), k, message).await
+                        out.push((k, message))
                     }
                     Some("tool_use") => {
                         let call = Event::AgentToolCall {
@@ -63,7 +66,7 @@ pub(super) async fn record_claude_line(ctx: &RunCtx, line: &str, session: &mut O
                             input: block["input"].clone(),
                             transcript: None,
                         };
-                        ctx.record(sid.as_deref(), k, call).await
+                        out.push((k, call))
                     }
                     _ => {}
                 }
@@ -84,11 +87,11 @@ pub(super) async fn record_claude_line(ctx: &RunCtx, line: &str, session: &mut O
                             content: truncate(&content, 2000),
                             transcript: None,
                         };
-                        ctx.record(sid.as_deref(), k, result).await
+                        out.push((k, result))
                     }
                     Some("text") => {
                         let text = truncate(block["text"].as_str().unwrap_or(""), 4000);
-                        ctx.record(sid.as_deref(), k, Event::AgentFeedback { text }).await
+                        out.push((k, Event::AgentFeedback { text }))
                     }
                     _ => {}
                 }
@@ -102,18 +105,18 @@ pub(super) async fn record_claude_line(ctx: &RunCtx, line: &str, session: &mut O
                 terminal_reason: ev["terminal_reason"].clone(),
                 result: truncate(ev["result"].as_str().unwrap_or(""), 4000),
             };
-            ctx.record(sid.as_deref(), key, Event::AgentResult(result)).await;
+            out.push((key, Event::AgentResult(result)));
         }
         "system" => {
             let system = Event::AgentSystem {
                 subtype: ev["subtype"].clone(),
                 content: ev.get("content").cloned().unwrap_or(Value::Null),
             };
-            ctx.record(sid.as_deref(), key, system).await;
+            out.push((key, system));
         }
         _ => {}
     }
-    Some(ev)
+    (out, Some(ev))
 }
 
 #[cfg(test)]

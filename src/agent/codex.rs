@@ -1,32 +1,30 @@
-//! Codex's `exec --json` lines: each recorded as events, with the thread
+//! Codex's `exec --json` lines: the events each gives, with the thread
 //! id, the claim (the last agent message) and what the turn did.
 
 use serde_json::{json, Value};
 
-use super::run::{truncate, RunCtx};
+use super::{truncate, Keyed};
 use crate::events::{self, Event};
 
 /// What a `codex exec --json` process said of its turn.
 #[derive(Default)]
-pub(super) struct TurnSeen {
-    pub(super) started: bool,
-    pub(super) completed: bool,
+pub struct TurnSeen {
+    pub started: bool,
+    pub completed: bool,
 }
 
-/// Records one `codex exec --json` line; keeps the thread id and the last
-/// agent message (the claim).
-pub(super) async fn record_codex_line(
-    ctx: &RunCtx,
-    line: &str,
-    session: &mut Option<String>,
-    claim: &mut String,
-    turn: &mut TurnSeen,
-) {
+/// Reads one `codex exec --json` line: the events to record (with their
+/// idempotency keys; all of the session as it stands after the line);
+/// keeps the thread id (a `thread.started` line gives an
+/// [`events::AgentSession::Codex`] event, for the thread to be kept at
+/// once), the last agent message (the claim) and what the turn did.
+pub fn codex_line(line: &str, session: &mut Option<String>, claim: &mut String, turn: &mut TurnSeen) -> Vec<Keyed> {
+    let mut out: Vec<Keyed> = Vec::new();
     let Ok(ev) = serde_json::from_str::<Value>(line) else {
         if !line.trim().is_empty() {
-            ctx.record(session.as_deref(), None, Event::AgentOutput { line: truncate(line, 2000) }).await;
+            out.push((None, Event::AgentOutput { line: truncate(line, 2000) }));
         }
-        return;
+        return out;
     };
     let kind = ev["type"].as_str().unwrap_or("");
     match kind {
@@ -37,12 +35,10 @@ pub(super) async fn record_codex_line(
     if kind == "thread.started" {
         if let Some(t) = ev["thread_id"].as_str() {
             *session = Some(t.to_string());
-            // Kept at once: a daemon that takes this run over resumes the thread.
-            let _ = ctx.sup.store().update_run(ctx.run_id, Some(t), 0).await;
             let opened = events::AgentSession::Codex { session_id: t.to_string() };
-            ctx.record(session.as_deref(), None, Event::AgentSession(opened)).await;
+            out.push((None, Event::AgentSession(opened)));
         }
-        return;
+        return out;
     }
     let item = &ev["item"];
     let key = item["id"].as_str().zip(session.as_deref()).map(|(i, s)| format!("codex:{s}:{kind}:{i}"));
@@ -50,7 +46,7 @@ pub(super) async fn record_codex_line(
         ("item.completed", Some("agent_message")) => {
             let text = item["text"].as_str().unwrap_or("").to_string();
             let message = Event::AgentMessage { text: Value::String(text.clone()), transcript: None };
-            ctx.record(session.as_deref(), key, message).await;
+            out.push((key, message));
             *claim = text;
         }
         ("item.started", Some("command_execution")) => {
@@ -60,7 +56,7 @@ pub(super) async fn record_codex_line(
                 input: json!({"cmd": item["command"]}),
                 transcript: None,
             };
-            ctx.record(session.as_deref(), key, call).await;
+            out.push((key, call));
         }
         ("item.completed", Some("command_execution")) => {
             let result = Event::AgentToolResult {
@@ -69,14 +65,15 @@ pub(super) async fn record_codex_line(
                 content: truncate(item["aggregated_output"].as_str().unwrap_or(""), 2000),
                 transcript: None,
             };
-            ctx.record(session.as_deref(), key, result).await;
+            out.push((key, result));
         }
         ("turn.completed", _) | ("turn.failed", _) | ("error", _) => {
             let result = events::AgentResult::Codex { event: kind.to_string(), detail: ev.clone() };
-            ctx.record(session.as_deref(), None, Event::AgentResult(result)).await;
+            out.push((None, Event::AgentResult(result)));
         }
         _ => {
-            ctx.record(session.as_deref(), key, Event::AgentEvent { event: ev.clone() }).await;
+            out.push((key, Event::AgentEvent { event: ev.clone() }));
         }
     }
+    out
 }

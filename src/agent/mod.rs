@@ -1,19 +1,21 @@
 //! Agent adapters: how gadfly attaches to an agent a person runs
-//! ([`attach`]), spawns and supervises one itself ([`run`]: Claude Code,
-//! Codex, any command line), and follows an attached session's transcript
-//! ([`transcript`]).
+//! ([`attach`]), and how it reads what agents write: a spawned agent's
+//! output lines ([`claude`]: Claude Code's stream-json; [`codex`]:
+//! `codex exec --json`), an attached session's transcript
+//! ([`transcript`]) and Claude Code's own transcripts ([`escapes`]). With
+//! a spawned agent's sandbox ([`jail`]) and its budgets ([`budget`]).
 //!
-//! A spawned agent's output lines are read by `claude` (Claude Code's
-//! stream-json) and `codex` (`codex exec --json`); `budget` keeps a run's
-//! budgets.
+//! Adapters only: the parsers return events and the application
+//! (`app/run_loop.rs`, `app/transcript.rs`, `app/escapes.rs`) records and
+//! judges them. Nothing here names the application, the store or the API
+//! (tests/layers.rs checks).
 
 pub mod attach;
-mod budget;
-mod claude;
-mod codex;
+pub mod budget;
+pub mod claude;
+pub mod codex;
 pub mod escapes;
 pub mod jail;
-pub mod run;
 pub mod transcript;
 
 use std::collections::BTreeMap;
@@ -21,6 +23,22 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::campaign::CampaignSpec;
+use crate::events::Event;
+
+/// An event read from an agent's output, with its idempotency key (none:
+/// every copy is recorded).
+pub type Keyed = (Option<String>, Event);
+
+/// `s`, cut to `n` characters (an ellipsis marks the cut).
+pub fn truncate(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(n).collect();
+        t.push('…');
+        t
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]

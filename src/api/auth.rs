@@ -10,10 +10,10 @@
 //! of the campaign id under the master token: the daemon checks it without
 //! storing anything, and a new master token revokes every hook token.
 
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
-
-const PREFIX: &str = "gfh1.";
+// Minted in `crate::token`, below the application that hands them to
+// the agents it spawns.
+pub use crate::token::hook_token;
+use crate::token::{mac, PREFIX};
 
 /// What a presented token grants.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,18 +22,6 @@ pub enum Grant {
     Full,
     /// A campaign's hook token.
     Hooks(String),
-}
-
-fn mac(master: &str, campaign: &str) -> String {
-    let mut m = Hmac::<Sha256>::new_from_slice(master.as_bytes()).expect("HMAC takes a key of any length");
-    m.update(b"gadfly hook token v1\0");
-    m.update(campaign.as_bytes());
-    hex::encode(m.finalize().into_bytes())
-}
-
-/// The hook token of `campaign`.
-pub fn hook_token(master: &str, campaign: &str) -> String {
-    format!("{PREFIX}{campaign}.{}", mac(master, campaign))
 }
 
 /// What `presented` grants, or None for a wrong token.

@@ -1,5 +1,6 @@
-//! The beam's families (see `crate::beam`): list them (evaluating new
-//! candidate commits first), tag a commit as a family, abandon one.
+//! The beam's families (see `crate::beam` and `crate::app::beam`): list
+//! them (evaluating new candidate commits first), tag a commit as a family,
+//! abandon one.
 
 use axum::extract::State;
 use axum::Json;
@@ -18,7 +19,7 @@ pub(super) async fn beam_list(
     ApiPath(CampaignId { id }): ApiPath<CampaignId>,
 ) -> ApiResult<Json<Value>> {
     state.supervisor.campaign(&id).await?;
-    Ok(Json(json!(crate::beam::sync(&state.supervisor, &id).await?)))
+    Ok(Json(json!(crate::app::beam::sync(&state.supervisor, &id).await?)))
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -56,13 +57,7 @@ pub(super) async fn beam_tag(
         .await
         .map_err(|e| ApiError::Internal(e.into()))?
         .map_err(|e| ApiError::Invalid(format!("{e:#}")))?;
-    state.supervisor.store().upsert_family(&id, &req.family, &r).await?;
-    let tagged = crate::events::Event::BeamFamily {
-        family: req.family.clone(),
-        git_ref: r.clone(),
-        how: crate::events::FamilyHow::Tagged { commit: commit.clone() },
-    };
-    state.supervisor.record_event(&id, None, None, tagged).await?;
+    crate::app::beam::record_tagged(&state.supervisor, &id, &req.family, &r, &commit).await?;
     Ok(Json(BeamTagged { family: req.family, r#ref: r, commit }))
 }
 
@@ -97,10 +92,8 @@ pub(super) async fn beam_abandon(
     if req.reason.trim().is_empty() {
         return Err(ApiError::Invalid("abandoning a family needs a reason".into()));
     }
-    if !state.supervisor.store().abandon_family(&id, &req.family, req.reason.trim()).await? {
+    if !crate::app::beam::abandon(&state.supervisor, &id, &req.family, &req.reason).await? {
         return Err(ApiError::NotFound(format!("no family `{}` in campaign {id}", req.family)));
     }
-    let abandoned = crate::events::Event::BeamAbandoned { family: req.family.clone(), reason: req.reason.clone() };
-    state.supervisor.record_event(&id, None, None, abandoned).await?;
     Ok(Json(BeamAbandoned { family: req.family, status: "abandoned".into(), reason: req.reason }))
 }

@@ -36,9 +36,7 @@ pub(super) async fn start_run(
         ApiError::Invalid(format!("unknown agent `{}`; expected claude-code, codex or command", req.agent))
     })?;
     state.supervisor.campaign(&id).await?;
-    let run_id = crate::agent::run::start(&state.supervisor, &id, kind)
-        .await
-        .map_err(|e| ApiError::Invalid(format!("{e:#}")))?;
+    let run_id = state.supervisor.start_run(&id, kind).await.map_err(|e| ApiError::Invalid(format!("{e:#}")))?;
     Ok((StatusCode::CREATED, Json(RunStarted { run_id, agent: kind.as_str().into() })))
 }
 

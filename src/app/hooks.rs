@@ -217,7 +217,7 @@ impl Supervisor {
     /// Records one hook call (once per call id, see [`idempotency_key`]):
     /// its event id, whether it is new, and its session. `spooled` marks a
     /// call replayed from the hook client's spool.
-    async fn record_hook_call(
+    pub(super) async fn record_hook_call(
         &self,
         campaign_id: &str,
         agent: &str,

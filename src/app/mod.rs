@@ -34,6 +34,8 @@ use crate::events::{kind, Event};
 use crate::harness;
 use crate::store::{CampaignRow, EventRow, Store};
 
+pub mod beam;
+mod escapes;
 mod evaluate;
 mod hooks;
 mod installs;
@@ -41,12 +43,15 @@ mod moments;
 mod questions;
 mod recheck;
 mod relay;
+mod run_loop;
 mod runs;
 mod stop;
 mod tasks;
+mod transcript;
 
 pub use hooks::{idempotency_key, import_spool, HookReply, SpooledMeta};
 pub use questions::question_message;
+pub use run_loop::{run_dir, Outcome};
 pub use tasks::SHUTDOWN_WAIT;
 
 use relay::RecentIds;

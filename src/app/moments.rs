@@ -8,11 +8,12 @@
 //! again; a claim repeated without fresh evidence gets its question again,
 //! in another form.
 
+use crate::bank::groups::groups_for;
 use crate::campaign::{CampaignSpec, Mode};
 use crate::evaluation::Evaluation;
 use crate::events::{self, kind, ClaimEvidence, Event, MomentOutcome, QueuedBy, Suggestion, Via};
 use crate::moments::detect::{Finding, Settings};
-use crate::moments::{finding_moment, groups_for, ClaimMoment};
+use crate::moments::{finding_moment, ClaimMoment};
 
 use super::Supervisor;
 
@@ -275,7 +276,7 @@ async fn raise_with(
             // With a beam of too few live families, a plateau or a claimed
             // limit asks for a new family.
             let beam_q = if f.moment == "plateau" || f.moment == "limit_claim" {
-                crate::beam::new_family_question(sup, campaign_id, spec).await?
+                super::beam::new_family_question(sup, campaign_id, spec).await?
             } else {
                 None
             };

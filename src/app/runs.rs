@@ -1,13 +1,20 @@
 //! Agent runs this daemon supervises: the run registry, campaign leases and
 //! the lease keeper (which takes over the runs of a daemon that stopped),
-//! transcript followers, and `stop_everything` at shutdown.
+//! transcript followers, and `stop_everything` at shutdown; a spawned
+//! agent's run started, taken over and ended, each owned by one task (its
+//! loops are `run_loop.rs`).
 
 use std::path::PathBuf;
 
+use anyhow::{anyhow, bail};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::run_loop::{claude_loop, turn_loop, Outcome, RunCtx};
 use super::Supervisor;
+use crate::agent::{AgentKind, AgentSpec};
+use crate::campaign::CampaignSpec;
+use crate::events::Event;
 
 /// How long a campaign's lease lasts unless renewed: `$GADFLY_LEASE_SECONDS`,
 /// else 15 s. A daemon renews its leases every third of it; another takes a
@@ -96,7 +103,7 @@ impl Supervisor {
             }
             let from = run.owner.clone().unwrap_or_default();
             tracing::warn!(campaign = %run.campaign_id, run = run.id, from = %from, "taking over a run whose daemon stopped");
-            if let Err(e) = crate::agent::run::resume(self, &run).await {
+            if let Err(e) = self.resume_run(&run).await {
                 tracing::warn!(error = %e, campaign = %run.campaign_id, run = run.id, "resuming a run");
                 self.release_lease(&run.campaign_id).await;
             }
@@ -166,13 +173,7 @@ impl Supervisor {
             token.cancel();
         }
         followers.insert(key, token.clone());
-        crate::agent::transcript::spawn_follower(
-            self.clone(),
-            campaign_id.to_string(),
-            session.to_string(),
-            path,
-            token,
-        );
+        super::transcript::spawn_follower(self.clone(), campaign_id.to_string(), session.to_string(), path, token);
     }
 
     pub(super) fn unfollow_transcript(&self, campaign_id: &str, session: &str) {
@@ -181,4 +182,121 @@ impl Supervisor {
             t.cancel();
         }
     }
+}
+
+impl Supervisor {
+    /// Starts a run of `kind` for the campaign; returns the run's id. The
+    /// daemon takes the campaign's lease first: with several daemons on one
+    /// database, one runs a campaign's agent at a time.
+    pub async fn start_run(&self, campaign_id: &str, kind: AgentKind) -> anyhow::Result<i64> {
+        let sup = self;
+        let (_row, spec) = sup.campaign(campaign_id).await.map_err(|e| anyhow!("{e}"))?;
+        let agent = AgentSpec::from_campaign(&spec)?;
+        let token = CancellationToken::new();
+        if !sup.register_run(campaign_id, token.clone()) {
+            bail!("campaign {campaign_id} already has an agent running; stop it first");
+        }
+        match sup.acquire_lease(campaign_id).await {
+            Ok(true) => {}
+            Ok(false) => {
+                sup.unregister_run(campaign_id);
+                let owner = sup.store().lease(campaign_id).await.ok().flatten().map(|l| l.0).unwrap_or_default();
+                bail!("campaign {campaign_id} is run by another gadfly daemon ({owner}); start or stop its run there");
+            }
+            Err(e) => {
+                sup.unregister_run(campaign_id);
+                return Err(e);
+            }
+        }
+        let run_id = match sup.store().insert_run(campaign_id, kind.as_str()).await {
+            Ok(id) => id,
+            Err(e) => {
+                sup.unregister_run(campaign_id);
+                sup.release_lease(campaign_id).await;
+                return Err(e);
+            }
+        };
+        sup.store().set_run_owner(run_id, sup.owner()).await?;
+        let started = Event::RunStarted { run_id, agent: kind.as_str().to_string(), daemon: sup.owner().to_string() };
+        sup.record_event(campaign_id, None, None, started).await?;
+        launch(sup, campaign_id, spec, agent, kind, run_id, None, token);
+        Ok(run_id)
+    }
+
+    /// Takes over a run whose daemon stopped (its lease expired; this daemon
+    /// holds the lease now): the agent is started again in the same session
+    /// (`--resume`), told that its previous process stopped, and supervised
+    /// to the end here.
+    pub async fn resume_run(&self, run: &crate::store::RunRow) -> anyhow::Result<()> {
+        let sup = self;
+        let kind = AgentKind::parse(&run.agent)
+            .ok_or_else(|| anyhow!("run {} has an unknown agent `{}`", run.id, run.agent))?;
+        let (_row, spec) = sup.campaign(&run.campaign_id).await.map_err(|e| anyhow!("{e}"))?;
+        let agent = AgentSpec::from_campaign(&spec)?;
+        let token = CancellationToken::new();
+        if !sup.register_run(&run.campaign_id, token.clone()) {
+            return Ok(());
+        }
+        sup.store().set_run_owner(run.id, sup.owner()).await?;
+        let resumed = Event::RunResumed {
+            run_id: run.id,
+            agent: run.agent.clone(),
+            session_id: run.session_id.clone(),
+            from_daemon: run.owner.clone(),
+            daemon: sup.owner().to_string(),
+        };
+        sup.record_event(&run.campaign_id, run.session_id.as_deref(), None, resumed).await?;
+        launch(sup, &run.campaign_id, spec, agent, kind, run.id, run.session_id.clone(), token);
+        Ok(())
+    }
+}
+
+/// Supervises run `run_id` in the background until it ends, then records
+/// its outcome and gives the campaign's lease back.
+#[allow(clippy::too_many_arguments)]
+fn launch(
+    sup: &Supervisor,
+    campaign_id: &str,
+    spec: CampaignSpec,
+    agent: AgentSpec,
+    kind: AgentKind,
+    run_id: i64,
+    resume_session: Option<String>,
+    token: CancellationToken,
+) {
+    let sup2 = sup.clone();
+    let campaign = campaign_id.to_string();
+    let task = async move {
+        let ctx = RunCtx { sup: sup2.clone(), campaign: campaign.clone(), spec, agent, run_id, token, resume_session };
+        let outcome = match kind {
+            AgentKind::ClaudeCode => claude_loop(&ctx).await,
+            AgentKind::Codex | AgentKind::Command => turn_loop(&ctx, kind).await,
+        }
+        .unwrap_or_else(|e| Outcome::Failed(format!("{e:#}")));
+        if outcome == Outcome::Stopped && sup2.shutting_down() {
+            // The daemon is stopping, not the campaign: the run stays
+            // `running` and the next daemon (this one restarted, or another
+            // on the same database) resumes it.
+            tracing::info!(campaign = %campaign, run = run_id, "agent run suspended for the daemon's shutdown");
+            let why = "the daemon shut down; the next one resumes the run".to_string();
+            let _ = sup2.record_event(&campaign, None, None, Event::RunSuspended { run_id, why }).await;
+            sup2.unregister_run(&campaign);
+            sup2.release_lease(&campaign).await;
+            return;
+        }
+        let (status, text) = outcome.describe();
+        tracing::info!(campaign = %campaign, run = run_id, outcome = status, "agent run ended");
+        let _ = sup2.store().end_run(run_id, "ended", status).await;
+        let ended = Event::RunEnded { run_id, outcome: status.to_string(), detail: text };
+        let _ = sup2.record_event(&campaign, None, None, ended).await;
+        sup2.unregister_run(&campaign);
+        sup2.release_lease(&campaign).await;
+    };
+    // Every log line of the run (its turn ends' hook calls included)
+    // carries the campaign, the run and the agent kind, under the task's span.
+    let campaign = campaign_id.to_string();
+    sup.spawn_task(format!("run {campaign_id}"), async move {
+        let span = tracing::info_span!("run", campaign = %campaign, run_id, agent = %kind.as_str());
+        tracing::Instrument::instrument(task, span).await
+    });
 }

@@ -3,7 +3,7 @@
 //! and persist one stop attempt with its decision event.
 
 use anyhow::Context;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::campaign::CampaignSpec;
 use crate::events::{DeliveredQuestion, Event, Via};
@@ -14,6 +14,61 @@ use super::hooks::block_json;
 use super::{HookReply, Result, Supervisor, SupervisorError};
 
 impl Supervisor {
+    /// The end of a spawned agent's turn (`run_loop.rs`), judged as a
+    /// completion claim by the Stop gate, as a Stop hook call is: recorded
+    /// as the `stop` hook call of `agent` (a `TurnEnd` payload, keyed by a
+    /// call id of the run), then judged. Returns the block reason, or None
+    /// when the stop is allowed.
+    #[tracing::instrument(name = "turn_end", skip_all, fields(
+        campaign = %campaign_id,
+        agent = %agent,
+        session = %session,
+    ))]
+    pub async fn judge_turn_end(
+        &self,
+        campaign_id: &str,
+        run_id: i64,
+        agent: &str,
+        session: &str,
+        claim: &str,
+        after_block: bool,
+    ) -> Result<Option<String>> {
+        let started = std::time::Instant::now();
+        let judged = self.judge_turn_end_timed(campaign_id, run_id, agent, session, claim, after_block).await;
+        // Counted with the Stop hook calls, as it always was.
+        crate::metrics::METRICS.hook_call("stop", judged.is_ok(), started.elapsed().as_secs_f64());
+        let reply = judged?;
+        Ok(match reply.decision.as_deref() {
+            Some("block") => Some(
+                reply.output.as_ref().and_then(|o| o["reason"].as_str()).unwrap_or("the predicate fails").to_string(),
+            ),
+            _ => None,
+        })
+    }
+
+    async fn judge_turn_end_timed(
+        &self,
+        campaign_id: &str,
+        run_id: i64,
+        agent: &str,
+        session: &str,
+        claim: &str,
+        after_block: bool,
+    ) -> Result<HookReply> {
+        let (_row, spec) = self.campaign(campaign_id).await?;
+        let payload = json!({
+            "session_id": session,
+            "hook_event_name": "TurnEnd",
+            "stop_hook_active": after_block,
+            "last_assistant_message": claim,
+        });
+        let call_id = format!("run-{run_id}-{}", rand::random::<u64>());
+        let (event_id, _, session) =
+            self.record_hook_call(campaign_id, agent, "stop", Some(&call_id), &payload, None).await?;
+        tracing::debug!(event_id, "turn end recorded");
+        self.judge_stop(campaign_id, &spec, agent, event_id, session.as_deref(), &payload).await
+    }
+
     pub(super) async fn judge_stop(
         &self,
         campaign_id: &str,

@@ -1,9 +1,11 @@
 //! The question bank: what gadfly asks. Entries live in question_bank/ (one
 //! TOML file per group), are validated with errors that name the file,
 //! line and field ([`load`]), picked for a moment by a policy that learns
-//! which questions were followed by gains ([`select`], [`learn`]), and
-//! reloaded while the daemon runs ([`live`]).
+//! which questions were followed by gains ([`select`], [`learn`]) from the
+//! groups that fit the moment ([`groups`]), and reloaded while the daemon
+//! runs ([`live`]).
 
+pub mod groups;
 pub mod learn;
 pub mod live;
 pub mod load;

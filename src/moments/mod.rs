@@ -8,7 +8,8 @@
 //!
 //! Acting on the findings (recording each moment, asking its question by
 //! mode, cooldowns, the re-check's second evaluation) is the application
-//! layer's, in `src/app/moments.rs` and `src/app/recheck.rs`.
+//! layer's, in `src/app/moments.rs` and `src/app/recheck.rs`; the bank
+//! groups that fit each moment are [`crate::bank::groups`].
 
 pub mod detect;
 pub mod edit_loop;
@@ -18,19 +19,6 @@ use crate::classify::{HybridClassifier, Label};
 use crate::evaluation::Evaluation;
 use crate::events::{self, MomentEvidence, MomentOutcome};
 use detect::{Finding, Settings};
-
-/// Bank groups that fit each moment, best first.
-pub fn groups_for(moment: &str) -> &'static [&'static str] {
-    match moment {
-        "start" => &["bound", "measurement", "algorithm_family"],
-        "plateau" => &["gap_analysis", "algorithm_family", "campaign_process", "memory_hierarchy"],
-        "limit_claim" => &["bound", "gap_analysis", "campaign_process"],
-        "suspicious_gain" => &["benchmark_validity", "measurement", "correctness"],
-        "correctness_dismissal" => &["correctness", "measurement"],
-        "edit_loop" => &["campaign_process", "algorithm_family"],
-        _ => &[],
-    }
-}
 
 /// What the numeric detectors and the edit-loop check find after a new
 /// evaluation. `history`: the campaign's evaluations, oldest first, the
@@ -208,7 +196,6 @@ mod tests {
             MomentEvidence::Finding { evaluations: vec![3, 4], scenarios: vec!["a".into()], evaluation_count: 4 }
         );
         assert_eq!(at_start().moment, "start");
-        assert!(groups_for("start").contains(&"bound"));
     }
 
     #[test]

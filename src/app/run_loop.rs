@@ -1,9 +1,11 @@
-//! `gadfly run`: the daemon spawns an agent in the campaign's workspace and
-//! supervises it to the end. Every line the agent prints goes into the
-//! event log; every end of a turn is a completion claim judged by the same
-//! gate as a Stop hook; while the predicate fails the agent is sent back
-//! with the failing scenarios and a question; a crashed agent is resumed
-//! with backoff; budgets end a run as "stopped by budget", never as success.
+//! The loops of a spawned agent (`gadfly run`; its start, take-over and
+//! end are `runs.rs`). Every line the agent prints goes into the event log
+//! (read by `agent::claude` / `agent::codex`); every end of a turn is a
+//! completion claim judged by the same gate as a Stop hook
+//! ([`Supervisor::judge_turn_end`]); while the predicate fails the agent is
+//! sent back with the failing scenarios and a question; a crashed agent is
+//! resumed with backoff; budgets end a run as "stopped by budget", never as
+//! success.
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -12,19 +14,19 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context};
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
-use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::budget::Budget;
-use super::claude::{record_claude_line, replayed_text, user_line};
-use super::codex::{record_codex_line, TurnSeen};
-use super::{AgentKind, AgentSpec};
+use crate::agent::budget::Budget;
+use crate::agent::claude::{claude_line, replayed_text, user_line};
+use crate::agent::codex::{codex_line, TurnSeen};
+use crate::agent::{truncate, AgentKind, AgentSpec, Keyed};
 use crate::campaign::CampaignSpec;
 use crate::events::{self, Event, Via};
-use crate::supervisor::Supervisor;
+
+use super::{question_message, Supervisor};
 
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -52,128 +54,16 @@ impl Outcome {
     }
 }
 
-/// Starts a run of `kind` for the campaign; returns the run's id. The
-/// daemon takes the campaign's lease first: with several daemons on one
-/// database, one runs a campaign's agent at a time.
-pub async fn start(sup: &Supervisor, campaign_id: &str, kind: AgentKind) -> anyhow::Result<i64> {
-    let (_row, spec) = sup.campaign(campaign_id).await.map_err(|e| anyhow!("{e}"))?;
-    let agent = AgentSpec::from_campaign(&spec)?;
-    let token = CancellationToken::new();
-    if !sup.register_run(campaign_id, token.clone()) {
-        bail!("campaign {campaign_id} already has an agent running; stop it first");
-    }
-    match sup.acquire_lease(campaign_id).await {
-        Ok(true) => {}
-        Ok(false) => {
-            sup.unregister_run(campaign_id);
-            let owner = sup.store().lease(campaign_id).await.ok().flatten().map(|l| l.0).unwrap_or_default();
-            bail!("campaign {campaign_id} is run by another gadfly daemon ({owner}); start or stop its run there");
-        }
-        Err(e) => {
-            sup.unregister_run(campaign_id);
-            return Err(e);
-        }
-    }
-    let run_id = match sup.store().insert_run(campaign_id, kind.as_str()).await {
-        Ok(id) => id,
-        Err(e) => {
-            sup.unregister_run(campaign_id);
-            sup.release_lease(campaign_id).await;
-            return Err(e);
-        }
-    };
-    sup.store().set_run_owner(run_id, sup.owner()).await?;
-    let started = Event::RunStarted { run_id, agent: kind.as_str().to_string(), daemon: sup.owner().to_string() };
-    sup.record_event(campaign_id, None, None, started).await?;
-    launch(sup, campaign_id, spec, agent, kind, run_id, None, token);
-    Ok(run_id)
-}
-
-/// Takes over a run whose daemon stopped (its lease expired; this daemon
-/// holds the lease now): the agent is started again in the same session
-/// (`--resume`), told that its previous process stopped, and supervised
-/// to the end here.
-pub async fn resume(sup: &Supervisor, run: &crate::store::RunRow) -> anyhow::Result<()> {
-    let kind =
-        AgentKind::parse(&run.agent).ok_or_else(|| anyhow!("run {} has an unknown agent `{}`", run.id, run.agent))?;
-    let (_row, spec) = sup.campaign(&run.campaign_id).await.map_err(|e| anyhow!("{e}"))?;
-    let agent = AgentSpec::from_campaign(&spec)?;
-    let token = CancellationToken::new();
-    if !sup.register_run(&run.campaign_id, token.clone()) {
-        return Ok(());
-    }
-    sup.store().set_run_owner(run.id, sup.owner()).await?;
-    let resumed = Event::RunResumed {
-        run_id: run.id,
-        agent: run.agent.clone(),
-        session_id: run.session_id.clone(),
-        from_daemon: run.owner.clone(),
-        daemon: sup.owner().to_string(),
-    };
-    sup.record_event(&run.campaign_id, run.session_id.as_deref(), None, resumed).await?;
-    launch(sup, &run.campaign_id, spec, agent, kind, run.id, run.session_id.clone(), token);
-    Ok(())
-}
-
-/// Supervises run `run_id` in the background until it ends, then records
-/// its outcome and gives the campaign's lease back.
-#[allow(clippy::too_many_arguments)]
-fn launch(
-    sup: &Supervisor,
-    campaign_id: &str,
-    spec: CampaignSpec,
-    agent: AgentSpec,
-    kind: AgentKind,
-    run_id: i64,
-    resume_session: Option<String>,
-    token: CancellationToken,
-) {
-    let sup2 = sup.clone();
-    let campaign = campaign_id.to_string();
-    let task = async move {
-        let ctx = RunCtx { sup: sup2.clone(), campaign: campaign.clone(), spec, agent, run_id, token, resume_session };
-        let outcome = match kind {
-            AgentKind::ClaudeCode => claude_loop(&ctx).await,
-            AgentKind::Codex | AgentKind::Command => turn_loop(&ctx, kind).await,
-        }
-        .unwrap_or_else(|e| Outcome::Failed(format!("{e:#}")));
-        if outcome == Outcome::Stopped && sup2.shutting_down() {
-            // The daemon is stopping, not the campaign: the run stays
-            // `running` and the next daemon (this one restarted, or another
-            // on the same database) resumes it.
-            tracing::info!(campaign = %campaign, run = run_id, "agent run suspended for the daemon's shutdown");
-            let why = "the daemon shut down; the next one resumes the run".to_string();
-            let _ = sup2.record_event(&campaign, None, None, Event::RunSuspended { run_id, why }).await;
-            sup2.unregister_run(&campaign);
-            sup2.release_lease(&campaign).await;
-            return;
-        }
-        let (status, text) = outcome.describe();
-        tracing::info!(campaign = %campaign, run = run_id, outcome = status, "agent run ended");
-        let _ = sup2.store().end_run(run_id, "ended", status).await;
-        let ended = Event::RunEnded { run_id, outcome: status.to_string(), detail: text };
-        let _ = sup2.record_event(&campaign, None, None, ended).await;
-        sup2.unregister_run(&campaign);
-        sup2.release_lease(&campaign).await;
-    };
-    // Every log line of the run (its turn ends' hook calls included)
-    // carries the campaign, the run and the agent kind, under the task's span.
-    let campaign = campaign_id.to_string();
-    sup.spawn_task(format!("run {campaign_id}"), async move {
-        let span = tracing::info_span!("run", campaign = %campaign, run_id, agent = %kind.as_str());
-        tracing::Instrument::instrument(task, span).await
-    });
-}
-
+/// One run, as its loops see it.
 pub(super) struct RunCtx {
     pub(super) sup: Supervisor,
-    campaign: String,
-    spec: CampaignSpec,
-    agent: AgentSpec,
+    pub(super) campaign: String,
+    pub(super) spec: CampaignSpec,
+    pub(super) agent: AgentSpec,
     pub(super) run_id: i64,
-    token: CancellationToken,
+    pub(super) token: CancellationToken,
     /// The session to resume (a run taken over from a daemon that stopped).
-    resume_session: Option<String>,
+    pub(super) resume_session: Option<String>,
 }
 
 impl RunCtx {
@@ -185,7 +75,7 @@ impl RunCtx {
             ("GADFLY_URL".to_string(), url),
             // The campaign's hook token, never the master token: the agent
             // can post its hook events and ask for evaluations, nothing more.
-            ("GADFLY_TOKEN".to_string(), crate::api::auth::hook_token(&token, &self.campaign)),
+            ("GADFLY_TOKEN".to_string(), crate::token::hook_token(&token, &self.campaign)),
             ("GADFLY_CAMPAIGN".to_string(), self.campaign.clone()),
             // Hook calls made while the daemon is down wait here; the
             // daemon replays them when it starts again.
@@ -214,15 +104,22 @@ impl RunCtx {
                 if let Err(e) = self.sup.record_delivered(&self.campaign, session, &q, Via::AgentPrompt).await {
                     tracing::warn!(error = %e, "recording an agent event");
                 }
-                out.push(crate::supervisor::question_message(&q));
+                out.push(question_message(&q));
             }
         }
         out
     }
 
-    pub(super) async fn record(&self, session: Option<&str>, key: Option<String>, event: Event) {
+    async fn record(&self, session: Option<&str>, key: Option<String>, event: Event) {
         if let Err(e) = self.sup.record_event(&self.campaign, session, key.as_deref(), event).await {
             tracing::warn!(error = %e, "recording an agent event");
+        }
+    }
+
+    /// Records the events read from one output line of the agent.
+    async fn record_all(&self, session: Option<&str>, events: Vec<Keyed>) {
+        for (key, event) in events {
+            self.record(session, key, event).await;
         }
     }
 
@@ -235,24 +132,10 @@ impl RunCtx {
         claim: &str,
         after_block: bool,
     ) -> anyhow::Result<Option<String>> {
-        let payload = json!({
-            "session_id": session,
-            "hook_event_name": "TurnEnd",
-            "stop_hook_active": after_block,
-            "last_assistant_message": claim,
-        });
-        let call_id = format!("run-{}-{}", self.run_id, rand::random::<u64>());
-        let reply = self
-            .sup
-            .handle_hook(&self.campaign, agent, "stop", Some(&call_id), payload)
+        self.sup
+            .judge_turn_end(&self.campaign, self.run_id, agent, session, claim, after_block)
             .await
-            .map_err(|e| anyhow!("{e}"))?;
-        Ok(match reply.decision.as_deref() {
-            Some("block") => Some(
-                reply.output.as_ref().and_then(|o| o["reason"].as_str()).unwrap_or("the predicate fails").to_string(),
-            ),
-            _ => None,
-        })
+            .map_err(|e| anyhow!("{e}"))
     }
 
     async fn latest_geomean(&self) -> Option<f64> {
@@ -290,15 +173,15 @@ fn spawn(program: &str, args: &[String], ctx: &RunCtx, kind: AgentKind, stdin: b
 
 /// The sandbox of `[agent] sandbox = "bwrap"`: the data dir hidden but for
 /// this campaign's run folder (read-only) and the spool, the agent's own
-/// PID namespace (see [`super::jail`]).
-fn jail_for(ctx: &RunCtx, env: &[(String, String)]) -> anyhow::Result<super::jail::Jail> {
+/// PID namespace (see [`crate::agent::jail`]).
+fn jail_for(ctx: &RunCtx, env: &[(String, String)]) -> anyhow::Result<crate::agent::jail::Jail> {
     if !crate::harness::bwrap_works() {
         anyhow::bail!(
             "the campaign asks for `[agent] sandbox = \"bwrap\"` but bubblewrap (bwrap) does not work on this host"
         );
     }
     let data = ctx.sup.data_dir().to_path_buf();
-    if super::jail::overlaps(&ctx.spec.workspace, &data) {
+    if crate::agent::jail::overlaps(&ctx.spec.workspace, &data) {
         anyhow::bail!(
             "the workspace {} and the daemon's data dir {} overlap: the sandbox cannot hide one from the other",
             ctx.spec.workspace.display(),
@@ -312,10 +195,10 @@ fn jail_for(ctx: &RunCtx, env: &[(String, String)]) -> anyhow::Result<super::jai
     writable.extend(var("HOME").or_else(|| std::env::var_os("HOME").map(PathBuf::from)));
     writable.extend(var("CLAUDE_CONFIG_DIR"));
     writable.extend(var("CODEX_HOME"));
-    Ok(super::jail::Jail {
+    Ok(crate::agent::jail::Jail {
         workspace: ctx.spec.workspace.clone(),
         data_dir: data.clone(),
-        readable: vec![data.join("runs").join(&ctx.campaign)],
+        readable: vec![run_dir(&data, &ctx.campaign)],
         writable_in_data: vec![spool],
         writable,
     })
@@ -331,16 +214,6 @@ async fn end_group(child: &mut Child, first: Signal) {
         }
         let _ = child.wait().await;
         let _ = killpg(pg, Signal::SIGKILL);
-    }
-}
-
-pub(super) fn truncate(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
-        s.to_string()
-    } else {
-        let mut t: String = s.chars().take(n).collect();
-        t.push('…');
-        t
     }
 }
 
@@ -367,28 +240,24 @@ type Unacked = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
 /// the Stop hook (from a generated --settings file) gates each stop; after
 /// each `result` the run checks the last decision and, while the predicate
 /// fails, writes the reasons as the next user message.
-async fn claude_loop(ctx: &RunCtx) -> anyhow::Result<Outcome> {
+pub(super) async fn claude_loop(ctx: &RunCtx) -> anyhow::Result<Outcome> {
     let exe = std::env::current_exe()?.display().to_string();
-    let settings_dir = ctx.sup.data_dir().join("runs").join(&ctx.campaign);
+    let settings_dir = run_dir(ctx.sup.data_dir(), &ctx.campaign);
     std::fs::create_dir_all(&settings_dir)?;
     let settings = settings_dir.join("claude-settings.json");
     std::fs::write(
         &settings,
-        serde_json::to_string_pretty(&super::attach::hooks_settings_pinned(
+        serde_json::to_string_pretty(&crate::agent::attach::hooks_settings_pinned(
             &exe,
             &ctx.campaign,
             ctx.spec.gate,
-            ctx.spec
-                .hooks
-                .http
-                .then(|| super::attach::HttpHooks { url: ctx.sup.endpoint().0 })
-                .as_ref(),
+            ctx.spec.hooks.http.then(|| crate::agent::attach::HttpHooks { url: ctx.sup.endpoint().0 }).as_ref(),
             // The hooks take only answers this daemon signed (THREATS row 5).
             crate::signing::read_public(ctx.sup.data_dir()).as_deref(),
         ))?,
     )?;
     // Kept, to catch an agent that edits its own hook settings or binary.
-    let installed = super::attach::Installed::new(
+    let installed = crate::agent::attach::Installed::new(
         "spawn",
         &settings,
         &ctx.spec.workspace,
@@ -469,7 +338,9 @@ async fn claude_loop(ctx: &RunCtx) -> anyhow::Result<Outcome> {
             };
             let Ok(Some(line)) = line else { break };
             let known = session.clone();
-            let Some(ev) = record_claude_line(ctx, &line, &mut session).await else { continue };
+            let (events, parsed) = claude_line(&line, &mut session);
+            ctx.record_all(session.as_deref(), events).await;
+            let Some(ev) = parsed else { continue };
             if session != known {
                 // Kept at once: a daemon that takes this run over resumes it.
                 let _ = ctx.sup.store().update_run(ctx.run_id, session.as_deref(), budget.turns as i64).await;
@@ -627,7 +498,7 @@ fn spawn_question_forwarder(
                     continue;
                 };
                 if sup.store().mark_delivered(id, Via::AgentStdin.as_str(), None).await.unwrap_or(false) {
-                    let message = crate::supervisor::question_message(&q);
+                    let message = question_message(&q);
                     unacked.lock().unwrap().push(message.clone());
                     if tx.send(Some(user_line(&message))).await.is_err() {
                         return;
@@ -662,7 +533,7 @@ fn spawn_question_forwarder(
 /// Codex (`codex exec --json`, resumed with `exec resume THREAD`) and any
 /// command-line agent (start/resume templates): one process per turn; its
 /// exit is a completion claim.
-async fn turn_loop(ctx: &RunCtx, kind: AgentKind) -> anyhow::Result<Outcome> {
+pub(super) async fn turn_loop(ctx: &RunCtx, kind: AgentKind) -> anyhow::Result<Outcome> {
     let mut budget = Budget::new(&ctx.agent);
     let deadline = budget.deadline();
     let mut session: Option<String> = ctx.resume_session.clone();
@@ -719,7 +590,15 @@ async fn turn_loop(ctx: &RunCtx, kind: AgentKind) -> anyhow::Result<Outcome> {
             };
             let Ok(Some(line)) = line else { break };
             match kind {
-                AgentKind::Codex => record_codex_line(ctx, &line, &mut session, &mut claim, &mut turn).await,
+                AgentKind::Codex => {
+                    for (key, event) in codex_line(&line, &mut session, &mut claim, &mut turn) {
+                        if let Event::AgentSession(events::AgentSession::Codex { session_id }) = &event {
+                            // Kept at once: a daemon that takes this run over resumes the thread.
+                            let _ = ctx.sup.store().update_run(ctx.run_id, Some(session_id), 0).await;
+                        }
+                        ctx.record(session.as_deref(), key, event).await;
+                    }
+                }
                 _ => {
                     if !line.trim().is_empty() {
                         claim = line.clone();
