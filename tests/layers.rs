@@ -2,7 +2,7 @@
 //! not reach into the daemon, the adapters (`src/agent/`) name neither the
 //! application, the store nor the API, the domain modules are pure (they name
 //! neither the application nor the store, only one another and the
-//! leaves), and the module table in `src/lib.rs` names every module there
+//! leaves), and the module table in ARCHITECTURE.md names every module there
 //! is, so it cannot silently go stale.
 
 use std::collections::BTreeSet;
@@ -124,7 +124,7 @@ fn the_hook_client_does_not_reach_into_the_daemon() {
     }
     assert!(
         breaks.is_empty(),
-        "the client layer ({}) must not import {}; move the item down (see src/lib.rs):\n{}",
+        "the client layer ({}) must not import {}; move the item down (see ARCHITECTURE.md):\n{}",
         CLIENT.join(", "),
         FORBIDDEN.join(", "),
         breaks.join("\n")
@@ -151,7 +151,7 @@ fn the_adapters_name_neither_the_application_nor_the_store_nor_the_api() {
     }
     assert!(
         breaks.is_empty(),
-        "the adapters (src/agent/) must not name {}: return events and let src/app/ record and judge them (see src/lib.rs):\n{}",
+        "the adapters (src/agent/) must not name {}: return events and let src/app/ record and judge them (see ARCHITECTURE.md):\n{}",
         ADAPTERS_FORBIDDEN.join(", "),
         breaks.join("\n")
     );
@@ -224,7 +224,7 @@ fn domain_modules_name_neither_the_application_nor_the_store() {
         .collect();
     assert!(
         breaks.is_empty(),
-        "the domain ({}) must not name {}: return data and let src/app/ act on it (see src/lib.rs):\n{}",
+        "the domain ({}) must not name {}: return data and let src/app/ act on it (see ARCHITECTURE.md):\n{}",
         DOMAIN.join(", "),
         DOMAIN_FORBIDDEN.join(", "),
         breaks.join("\n")
@@ -244,7 +244,7 @@ fn domain_modules_name_only_the_domain_and_the_leaves() {
         .collect();
     assert!(
         breaks.is_empty(),
-        "a domain module names a module above the domain; move the item down, or the call up (see src/lib.rs):\n{}",
+        "a domain module names a module above the domain; move the item down, or the call up (see ARCHITECTURE.md):\n{}",
         breaks.join("\n")
     );
     // An exception that no longer applies goes, so the list stays honest.
@@ -258,7 +258,7 @@ fn domain_modules_name_only_the_domain_and_the_leaves() {
 }
 
 /// Every module under src/: `NAME.rs` and folders holding Rust files
-/// (`lib.rs` is the table's own file).
+/// (`lib.rs` only includes ARCHITECTURE.md).
 fn modules_on_disk() -> BTreeSet<String> {
     let mut names = BTreeSet::new();
     for e in std::fs::read_dir(src()).unwrap().flatten() {
@@ -275,13 +275,16 @@ fn modules_on_disk() -> BTreeSet<String> {
     names
 }
 
-/// The modules the table in `src/lib.rs`'s `//!` doc has a row for: the
-/// first `name` in backticks of each row's first cell.
+/// The modules the table in ARCHITECTURE.md (the crate's doc, included by
+/// `src/lib.rs`) has a row for: the first `name` in backticks of each
+/// row's first cell.
 fn modules_in_table() -> BTreeSet<String> {
     let lib = std::fs::read_to_string(src().join("lib.rs")).unwrap();
+    assert!(lib.contains("include_str!(\"../ARCHITECTURE.md\")"), "src/lib.rs no longer includes ARCHITECTURE.md");
+    let table = std::fs::read_to_string(src().join("../ARCHITECTURE.md")).unwrap();
     let mut names = BTreeSet::new();
-    for line in lib.lines() {
-        let Some(row) = line.strip_prefix("//!").map(str::trim).and_then(|l| l.strip_prefix('|')) else { continue };
+    for line in table.lines() {
+        let Some(row) = line.trim().strip_prefix('|') else { continue };
         let first = row.split('|').next().unwrap_or("");
         if let Some(name) = first.split('`').nth(1) {
             names.insert(name.trim_end_matches('/').to_string());
@@ -295,9 +298,9 @@ fn the_module_table_names_every_module() {
     let (disk, table) = (modules_on_disk(), modules_in_table());
     assert!(disk.len() > 10 && table.len() > 10, "found {disk:?} on disk and {table:?} in the table");
     let missing: Vec<_> = disk.difference(&table).collect();
-    assert!(missing.is_empty(), "src/lib.rs's module table has no row for {missing:?}: add one (owns, layer, imports)");
+    assert!(missing.is_empty(), "ARCHITECTURE.md's module table has no row for {missing:?}: add one (owns, layer, imports)");
     let gone: Vec<_> = table.difference(&disk).collect();
-    assert!(gone.is_empty(), "src/lib.rs's module table has rows for {gone:?}, which are not under src/ any more");
+    assert!(gone.is_empty(), "ARCHITECTURE.md's module table has rows for {gone:?}, which are not under src/ any more");
 }
 
 /// The `.rs` files under `dir`, recursively.

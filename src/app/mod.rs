@@ -14,6 +14,12 @@
 //!   (the one writer of `question.delivered`);
 //! - `runs`: the run registry, leases, the lease keeper, transcript
 //!   followers, `stop_everything`;
+//! - `moments` and `recheck`: acting on the findings the domain's
+//!   detectors return (queue, suggest or record, by mode; cooldowns), and
+//!   the suspicious gain's re-check;
+//! - `beam`: the beam's families, their questions and records;
+//! - `run_loop`, `transcript`, `escapes`: spawned agents' loops, the
+//!   transcript followers and the watch for turns that end ungated;
 //! - `relay`: the PostgreSQL event relay;
 //! - `tasks`: the background tasks, each named and tracked
 //!   (`spawn_task`), stopped by the daemon's token and waited for at
