@@ -15,6 +15,9 @@ fn main() -> ExitCode {
             _ => "warn",
         });
     }
+    if gadfly::cli::quiet_on_closed_stdout(&cli.command) {
+        gadfly::cli::exit_quietly_on_closed_stdout();
+    }
     match gadfly::cli::run(cli) {
         Ok(code) => code,
         Err(e) => {
@@ -23,7 +26,7 @@ fn main() -> ExitCode {
             }) {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("gadfly: {e:#}");
+            eprintln!("gadfly: {}", gadfly::cli::render_client_error(&e));
             ExitCode::from(2)
         }
     }

@@ -112,7 +112,8 @@ fn agent_messages(run: &AgentRun) -> Vec<String> {
 
 fn eval(d: &Daemon, id: &str) -> Value {
     let out = d.run(&["eval", id, "--json"]);
-    assert!(out.status.success(), "gadfly eval: {}", String::from_utf8_lossy(&out.stderr));
+    // 0: the predicate holds, 1: it fails; either way a verdict.
+    assert!(matches!(out.status.code(), Some(0 | 1)), "gadfly eval: {}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).unwrap()
 }
 

@@ -55,7 +55,8 @@ fn writes_heal_after_the_disk_fills_and_space_comes_back() {
     assert_eq!(post(&client, &d, &id, 0, 100), 200);
     // An evaluation before the disk fills (the snapshot store exists).
     let out = d.run(&["eval", &id, "--json"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // 0: the predicate holds, 1: it fails; either way a verdict.
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
 
     // Fill the disk: a filler file, then hook calls until the store fails.
     let filler = mnt.join("filler");
@@ -122,7 +123,7 @@ fn writes_heal_after_the_disk_fills_and_space_comes_back() {
     let out = d.run(&["ask", &id, "Still there?"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let out = d.run(&["eval", &id, "--json", "--force"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
     std::thread::sleep(Duration::from_secs(6));
     let health: Value = client.get(format!("{}/api/v1/health", d.url)).send().unwrap().json().unwrap();
     assert_eq!((health["status"].as_str(), health["store"].as_str()), (Some("ok"), Some("ok")), "{health}");

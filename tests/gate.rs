@@ -139,7 +139,7 @@ fn eval_json_follows_the_contract() {
     let id = d.create_campaign(&f.spec());
     f.set_candidate("a true 50 100\nb true 95 100\nc true 80 100\n");
     let out = d.run(&["eval", &id, "--json"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "exit 1: the predicate fails: {}", String::from_utf8_lossy(&out.stderr));
     let e: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(e["holds"], false);
     let s = e["scenarios"].as_array().unwrap();

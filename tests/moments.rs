@@ -23,7 +23,8 @@ fn evaluate(d: &Daemon, f: &Fixture, id: &str, candidate: &str, note: &str) {
     f.set_candidate(candidate);
     std::fs::write(f.ws().join("notes.txt"), note).unwrap();
     let out = d.run(&["eval", id, "--json"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // 0: the predicate holds, 1: it fails; either way a verdict.
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
 #[test]

@@ -17,7 +17,8 @@ const WRONG_B: &str = "a true 50 100\nb false 40 100\nc true 80 100\n";
 
 fn evaluate(d: &Daemon, id: &str) -> Value {
     let out = d.run(&["eval", id, "--json"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // 0: the predicate holds, 1: it fails; either way a verdict.
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
@@ -269,7 +270,9 @@ fn a_spec_without_candidate_warns_on_stderr_only() {
     let d = Daemon::start(&g.data_dir());
     let out = d.cmd().args(["campaign", "create"]).arg(g.spec()).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(!String::from_utf8_lossy(&out.stderr).contains("warning"));
+    // (The fixture's run has no `{seed}`: that warning is another one.)
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.lines().any(|l| l.contains("warning") && l.contains("candidate")), "{stderr}");
     let id = String::from_utf8(out.stdout).unwrap().trim().to_string();
     g.set_candidate(WRONG_B);
     let path = g.ws().join("harness/run.sh");

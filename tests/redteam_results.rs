@@ -26,7 +26,8 @@ fn qr_cpu(root: &Path, extra: &str) -> (PathBuf, PathBuf) {
 
 fn evaluate(d: &Daemon, id: &str) -> Value {
     let out = d.run(&["eval", id, "--json"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // 0: the predicate holds, 1: it fails; either way a verdict.
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
@@ -240,7 +241,7 @@ fn wait_eval(mut child: std::process::Child, limit: Duration) -> Option<Value> {
     loop {
         if child.try_wait().unwrap().is_some() {
             let out = child.wait_with_output().unwrap();
-            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
             return Some(serde_json::from_slice(&out.stdout).unwrap());
         }
         if Instant::now() > deadline {

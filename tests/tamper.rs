@@ -16,7 +16,8 @@ const WRONG_B: &str = "a true 50 100\nb false 40 100\nc true 80 100\n";
 
 fn evaluate(d: &Daemon, id: &str) -> Value {
     let out = d.run(&["eval", id, "--json"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // 0: the predicate holds, 1: it fails; either way a verdict.
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).unwrap()
 }
 

@@ -83,6 +83,12 @@ pub struct HarnessSpec {
     /// Where the build and the harness run (see [`SandboxMode`]).
     #[serde(default)]
     pub sandbox: SandboxMode,
+    /// `[harness] fresh_inputs = true`: the harness draws fresh inputs on
+    /// every run by itself (a secret seed of its own, as the CUDA grader
+    /// does), so a run without `{seed}` still gives the suspicious-gain
+    /// re-check new inputs; [`warnings`] says nothing about the seed then.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fresh_inputs: bool,
 }
 
 /// `[harness] sandbox`: `none` (the default) runs the build and the harness
@@ -299,7 +305,57 @@ pub fn warnings(spec: &CampaignSpec) -> Vec<String> {
                 .to_string(),
         );
     }
+    if !spec.harness.fresh_inputs && !spec.harness.run.contains("{seed}") && !spec.harness.run.contains("GADFLY_SEED")
+    {
+        out.push(format!(
+            "[harness] run `{}` has no `{{seed}}`: the re-check of a suspicious gain runs the same tree with another \
+             seed (fresh inputs), and a harness that ignores it measures the same inputs again, so the re-check \
+             proves nothing; pass `{{seed}}` (or read $GADFLY_SEED) and draw the inputs from it, or, if the \
+             harness draws fresh inputs on every run by itself, say so with `fresh_inputs = true`",
+            spec.harness.run
+        ));
+    }
+    for glob in unmatched_protected(&spec.workspace, &spec.harness.protected) {
+        out.push(format!(
+            "[harness] protected glob `{glob}` matches no file in the workspace {}: nothing is protected by it \
+             (is the harness missing from the workspace? copy it in, commit it, then create the campaign)",
+            spec.workspace.display()
+        ));
+    }
     out
+}
+
+/// The protected globs that match no file under `workspace` (its `.git`
+/// aside), matched as the snapshot matches them (`*` crosses `/`). Empty
+/// when the workspace cannot be read (the spec's errors say why).
+pub fn unmatched_protected(workspace: &Path, globs: &[String]) -> Vec<String> {
+    if !workspace.is_dir() {
+        return Vec::new();
+    }
+    let mut files = Vec::new();
+    let walk = walkdir::WalkDir::new(workspace)
+        .follow_links(false)
+        .into_iter()
+        .filter_entry(|e| e.depth() == 0 || e.file_name() != ".git");
+    for entry in walk.flatten().take(200_000) {
+        if entry.depth() == 0 {
+            continue;
+        }
+        if let Ok(rel) = entry.path().strip_prefix(workspace) {
+            files.push(rel.to_string_lossy().into_owned());
+        }
+    }
+    globs
+        .iter()
+        .filter(|g| {
+            let Ok(glob) = globset::GlobBuilder::new(g).literal_separator(false).build() else {
+                return false;
+            };
+            let m = glob.compile_matcher();
+            !files.iter().any(|f| m.is_match(f))
+        })
+        .cloned()
+        .collect()
 }
 
 #[cfg(test)]

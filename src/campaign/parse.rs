@@ -87,6 +87,10 @@ struct RawHarness {
     tags: Option<Spanned<toml::Table>>,
     #[serde(default)]
     sandbox: Option<Spanned<String>>,
+    /// The harness draws fresh inputs on every run from a secret seed of
+    /// its own, so `run` needs no `{seed}` (no warning).
+    #[serde(default)]
+    fresh_inputs: bool,
 }
 
 fn default_timeout() -> Spanned<i64> {
@@ -468,6 +472,7 @@ pub fn parse(text: &str, file: &str, base: &Path) -> Result<CampaignSpec, SpecEr
                 .unwrap_or_default(),
             tags,
             sandbox,
+            fresh_inputs: raw.harness.fresh_inputs,
         },
         constraints: ConstraintsSpec {
             binary: raw.constraints.binary.map(Spanned::into_inner),

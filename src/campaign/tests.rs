@@ -9,7 +9,7 @@ fn candidate_globs_are_checked_and_a_missing_candidate_warns() {
     let with = GOOD.replace("protected = [", "candidate = [\"kernel/**\", \"*.cu\"]\nprotected = [");
     let spec = parse(&with, "c.toml", dir.path()).unwrap();
     assert_eq!(spec.harness.candidate, vec!["kernel/**", "*.cu"]);
-    assert!(warnings(&spec).is_empty());
+    assert!(!warnings(&spec).iter().any(|w| w.contains("candidate")), "{:?}", warnings(&spec));
     // A spec stored before `candidate` existed still loads.
     let mut v = serde_json::to_value(&spec).unwrap();
     v["harness"].as_object_mut().unwrap().remove("candidate");
@@ -216,4 +216,34 @@ fn workspace_must_be_a_git_repository() {
     assert_eq!(err.0[0].field, "workspace");
     assert!(err.0[0].message.contains("not a git repository"));
     assert_eq!(err.0[0].line, 3);
+}
+
+/// A protected glob that matches nothing, and a run without `{seed}`, warn
+/// (the same list `gadfly campaign create` and `gadfly doctor` print).
+#[test]
+fn an_unmatched_protected_glob_and_a_run_without_seed_warn() {
+    let dir = git_dir();
+    let spec = parse(GOOD, "c.toml", dir.path()).unwrap();
+    let w = warnings(&spec);
+    assert!(w.iter().any(|w| w.contains("`harness/**`") && w.contains("matches no file")), "{w:?}");
+    assert!(w.iter().any(|w| w.contains("no `{seed}`") && w.contains("re-check")), "{w:?}");
+    std::fs::create_dir_all(dir.path().join("harness/sub")).unwrap();
+    std::fs::write(dir.path().join("harness/sub/run.sh"), "true\n").unwrap();
+    let seeded = GOOD.replace("{results}", "{results} --seed {seed}");
+    let spec = parse(&seeded, "c.toml", dir.path()).unwrap();
+    let w = warnings(&spec);
+    assert!(!w.iter().any(|w| w.contains("matches no file") || w.contains("{seed}")), "{w:?}");
+    // $GADFLY_SEED is the seed too.
+    let env = GOOD.replace("{results}", "{results} \\\"$GADFLY_SEED\\\"");
+    let spec = parse(&env, "c.toml", dir.path()).unwrap();
+    assert!(!warnings(&spec).iter().any(|w| w.contains("{seed}")), "{:?}", warnings(&spec));
+    // A harness that draws fresh inputs by itself says so.
+    let own = GOOD.replace("[harness]\n", "[harness]\nfresh_inputs = true\n");
+    let spec = parse(&own, "c.toml", dir.path()).unwrap();
+    assert!(spec.harness.fresh_inputs);
+    assert!(!warnings(&spec).iter().any(|w| w.contains("{seed}")), "{:?}", warnings(&spec));
+    // A file inside .git does not count.
+    let only_git = GOOD.replace("harness/**", "HEAD");
+    let spec = parse(&only_git, "c.toml", dir.path()).unwrap();
+    assert!(warnings(&spec).iter().any(|w| w.contains("`HEAD`")), "{:?}", warnings(&spec));
 }

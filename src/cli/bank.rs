@@ -49,6 +49,9 @@ pub(super) async fn run(cmd: BankCommand, client: fn(Duration) -> anyhow::Result
             Ok(if clean { ExitCode::SUCCESS } else { ExitCode::from(1) })
         }
         BankCommand::List { group, moment, json, dir } => {
+            if let Some(m) = moment.as_deref().filter(|m| !crate::bank::MOMENTS.contains(m)) {
+                anyhow::bail!("unknown moment `{m}`; expected one of {}", crate::bank::MOMENTS.join(", "));
+            }
             let bank = local_bank(dir)?;
             let entries: Vec<&crate::bank::Entry> = bank
                 .entries

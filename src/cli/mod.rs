@@ -54,6 +54,9 @@ pub enum Command {
     #[command(subcommand)]
     Campaign(CampaignCommand),
     /// Evaluate a campaign's workspace now and print the verdict.
+    ///
+    /// Exit status: 0 when the predicate holds, 1 when it fails (a failed build or run fails it too),
+    /// 2 on an error (the daemon unreachable, a refused token, an unknown campaign).
     Eval {
         /// The campaign (default: $GADFLY_CAMPAIGN, which gadfly sets for the agents it starts).
         #[arg(env = "GADFLY_CAMPAIGN")]
@@ -156,6 +159,13 @@ pub enum Command {
     Moments(MomentsCommand),
     /// Run the example campaign (batched QR on the CPU) with a replay agent through the Stop gate.
     Demo(DemoArgs),
+    /// Write the example campaign (batched QR on the CPU, as `gadfly demo` runs it) into DIR, ready to
+    /// supervise an agent by hand: DIR/campaign.toml, and DIR/workspace, a git repository holding the
+    /// initial kernel and the CPU harness. Then: `gadfly campaign create DIR/campaign.toml`.
+    Example {
+        /// A folder that does not exist yet, or an empty one.
+        dir: PathBuf,
+    },
     /// Evaluate queued jobs of campaigns whose [harness] names tags (on a GPU host; see docs/WORKERS.md).
     Worker(WorkerArgs),
     /// Print the HTTP API's OpenAPI description (JSON; the daemon serves it at /api/v1/openapi.json).
@@ -421,6 +431,20 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Demo(args) => crate::demo::run(args).await,
+        Command::Example { dir } => {
+            if std::fs::read_dir(&dir).is_ok_and(|mut d| d.next().is_some()) {
+                anyhow::bail!("{} is not empty: name a new folder for the example", dir.display());
+            }
+            let spec = crate::demo::materialize_example(&dir)?;
+            let spec = std::fs::canonicalize(&spec).unwrap_or(spec);
+            eprintln!(
+                "the qr-cpu example is in {}: a git workspace with the initial kernel (kernel/qr.c) and the CPU harness (harness/cpu)",
+                dir.display()
+            );
+            eprintln!("next: gadfly campaign create {}", spec.display());
+            println!("{}", spec.display());
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Worker(args) => {
             let config = crate::worker::WorkerConfig {
                 database_url: args.database_url,
@@ -451,7 +475,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             } else {
                 print!("{}", render_evaluation(&e));
             }
-            Ok(ExitCode::SUCCESS)
+            Ok(eval_exit(&e))
         }
         Command::Ask { id, text } => {
             let q = client(Duration::from_secs(30))?
@@ -582,6 +606,74 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
 
 fn client(timeout: Duration) -> anyhow::Result<Client> {
     Client::new(&ClientConfig::from_env(), timeout)
+}
+
+/// `gadfly eval`'s status: 0 when the predicate holds, 1 when it fails
+/// (an evaluation that could not run fails it too); errors (no daemon, a
+/// refused token, an unknown campaign) exit 2 from `main`.
+pub fn eval_exit(e: &serde_json::Value) -> ExitCode {
+    if e["holds"].as_bool() == Some(true) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+/// Whether a command only prints to its caller, so that a closed stdout
+/// (`gadfly bank list | head -1`) ends it quietly with status 0, as
+/// ripgrep and fd do (not by SIGPIPE as `cat` does: status 141 would fail
+/// a `set -o pipefail` script for a reader that had read enough). The
+/// daemon, the worker, the demo and the hook are not: a closed stdout is
+/// no reason for them to stop.
+pub fn quiet_on_closed_stdout(command: &Command) -> bool {
+    !matches!(command, Command::Serve(_) | Command::Worker(_) | Command::Demo(_) | Command::Hook { .. })
+}
+
+/// Makes `println!` on a closed stdout (EPIPE; Rust ignores SIGPIPE, and
+/// `println!` panics, exit 101) end the process quietly with status 0.
+/// Any other panic is reported as before.
+pub fn exit_quietly_on_closed_stdout() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if is_closed_stdout(payload) {
+            std::process::exit(0);
+        }
+        previous(info);
+    }));
+}
+
+/// Whether a panic message is `println!`'s on a closed stdout.
+pub fn is_closed_stdout(panic_message: &str) -> bool {
+    panic_message.starts_with("failed printing to stdout")
+        && (panic_message.contains("Broken pipe") || panic_message.contains("os error 32"))
+}
+
+/// Renders a client error for a person at a terminal: a refused token
+/// says how the CLI finds one (the API's message speaks to HTTP clients).
+pub fn render_client_error(e: &anyhow::Error) -> String {
+    let refused = e
+        .chain()
+        .any(|c| c.downcast_ref::<crate::client::ApiFailure>().is_some_and(|f| f.status == 401));
+    if refused {
+        let has_token = std::env::var_os("GADFLY_TOKEN").is_some_and(|t| !t.is_empty());
+        let data_dir = config::default_data_dir();
+        format!(
+            "the daemon refused the token ({}): set GADFLY_TOKEN to the daemon's token, \
+             `export GADFLY_TOKEN=$(cat DATA_DIR/token)`, DATA_DIR being the daemon's --data-dir \
+             (default: $GADFLY_DATA_DIR, else {}); without GADFLY_TOKEN the CLI reads {}",
+            if has_token { "GADFLY_TOKEN is not this daemon's token" } else { "GADFLY_TOKEN is not set" },
+            data_dir.display(),
+            data_dir.join("token").display()
+        )
+    } else {
+        format!("{e:#}")
+    }
 }
 
 /// `--deadline`: a positive number of seconds.

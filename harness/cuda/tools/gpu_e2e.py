@@ -53,10 +53,10 @@ class Run:
         self.log_file.write(line + "\n")
         self.log_file.flush()
 
-    def sh(self, argv, **kw):
+    def sh(self, argv, ok=(0,), **kw):
         self.log("$", " ".join(argv))
         out = subprocess.run(argv, capture_output=True, text=True, **kw)
-        if out.returncode != 0:
+        if out.returncode not in ok:
             self.log(out.stdout[-4000:], out.stderr[-4000:])
             raise SystemExit(f"{argv[0]} failed with {out.returncode}")
         return out.stdout
@@ -128,7 +128,8 @@ class Run:
         seconds = time.monotonic() - t0
         answer = json.loads(out.stdout) if out.stdout.strip() else None
         decision = (answer or {}).get("decision") or "allow"
-        verdict = json.loads(self.sh([self.gadfly, "eval", cid, "--json"], env=self.env))
+        # `gadfly eval` exits 1 when the predicate fails: still a verdict.
+        verdict = json.loads(self.sh([self.gadfly, "eval", cid, "--json"], ok=(0, 1), env=self.env))
         step = {"kernel": kernel, "campaign": campaign, "decision": decision, "hook_exit": out.returncode,
                 "seconds": round(seconds, 1), "reason": (answer or {}).get("reason"),
                 "hook_stderr": out.stderr[-2000:], "verdict": verdict}
