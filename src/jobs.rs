@@ -77,10 +77,8 @@ pub async fn evaluate_on_worker(store: &Store, inputs: &Inputs<'_>) -> anyhow::R
         let state = store.job_state(id).await?.with_context(|| format!("evaluation job {id} disappeared"))?;
         match state.status.as_str() {
             "done" => {
-                let body =
-                    state.evaluation_json.with_context(|| format!("evaluation job {id} is done with no evaluation"))?;
-                let mut e: Evaluation = serde_json::from_str(&body)
-                    .with_context(|| format!("the evaluation of job {id} cannot be read"))?;
+                let mut e =
+                    state.evaluation.with_context(|| format!("evaluation job {id} is done with no evaluation"))?;
                 e.id = None;
                 e.cached = false;
                 e.tree = tree.to_string();

@@ -2,6 +2,39 @@
 //! in the data dir by default; PostgreSQL when the URL says so. One code
 //! path through sqlx's `Any` driver with portable SQL; the migrations are
 //! kept per backend in migrations/sqlite and migrations/postgres.
+//!
+//! # Stored JSON bodies: decoded here, once
+//!
+//! Some columns hold JSON text: an evaluation's `body` (table
+//! `evaluations`), a job's `evaluation_json` and `tags_json`
+//! (`eval_jobs`), a campaign's `spec_json` and `protected_json`
+//! (`campaigns`), a `hooks.install` event's payload (`events`). The store
+//! decodes them and hands out types
+//! ([`Evaluation`](crate::evaluation::Evaluation),
+//! [`CampaignSpec`](crate::campaign::CampaignSpec), the protected map, the
+//! tags, [`HooksInstall`](crate::events::HooksInstall)); no caller parses
+//! them. (Other events' payloads are handed out as JSON values,
+//! [`EventRow::payload`], a payload that is not JSON as its text.) One
+//! policy for a body that does not decode:
+//!
+//! - **Reading one row, it is an error**: [`StoreError::Corrupt`], naming
+//!   the table, the row id and serde's message (`evaluations row 7 does
+//!   not decode (body: ...)`); never a silent default. Callers may look
+//!   for it with `downcast_ref::<StoreError>()`; these do, on purpose, as
+//!   the code did before the store decoded, and say so where they do: an
+//!   ungated stop records an unreadable latest evaluation as failing, with
+//!   its id (`app/hooks.rs`, `record_ungated`), and the campaign pages
+//!   (`api/views.rs`) show a campaign whose latest evaluation is
+//!   unreadable as having none, and one whose spec is unreadable with no
+//!   agent, through [`Store::skip_corrupt`] (warned about as below).
+//! - **Scanning a list, the row is skipped** and the scan goes on, as it
+//!   always did ([`Store::list_evaluations`] for the moment detectors, the
+//!   beam, the audit and `GET /campaigns/{id}/evaluations`;
+//!   [`Store::recent_hook_installs`] for the tamper check; the queued jobs
+//!   a worker may claim, whose tags it reads): one row that
+//!   does not decode must not hide the others. It is never silent:
+//!   `tracing::warn!` names the table, the row and the message, once per
+//!   row and store (not at every scan).
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -32,6 +65,31 @@ pub use questions::{QuestionRow, YIELD_EVALUATIONS, YIELD_QUESTIONS};
 pub use runs::RunRow;
 pub use stops::{NewStopAttempt, StopAttemptRow};
 
+/// What the store reports besides the database's own errors (carried in
+/// an `anyhow::Error`; see the policy at the top of this module).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// A stored JSON body that does not decode to its type: its table,
+    /// its row's id, and the column with serde's message.
+    #[error("{table} row {id} does not decode ({message})")]
+    Corrupt { table: &'static str, id: String, message: String },
+}
+
+/// Decodes the JSON text of `table`.`column` in the row `id`; an error
+/// names the three and serde's message.
+pub(crate) fn decode<T: serde::de::DeserializeOwned>(
+    table: &'static str,
+    column: &str,
+    id: impl std::fmt::Display,
+    text: &str,
+) -> Result<T, StoreError> {
+    serde_json::from_str(text).map_err(|e| StoreError::Corrupt {
+        table,
+        id: id.to_string(),
+        message: format!("{column}: {e}"),
+    })
+}
+
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/sqlite");
 static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/postgres");
 
@@ -61,6 +119,9 @@ pub struct Store {
     events: group_commit::GroupCommit,
     /// The last write probe (see [`Store::can_write`]): when, and its error.
     probe: std::sync::Arc<std::sync::Mutex<Option<(std::time::Instant, Option<String>)>>>,
+    /// The rows skipped because their body does not decode, each warned
+    /// about once (see the policy at the top of this module).
+    skipped: std::sync::Arc<std::sync::Mutex<std::collections::HashSet<(&'static str, String)>>>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -179,7 +240,45 @@ impl Store {
             claims_sent: Default::default(),
             events,
             probe: Default::default(),
+            skipped: Default::default(),
         })
+    }
+
+    /// A list scan's skip of a row that does not decode: warned about
+    /// once per row (see the policy at the top of this module).
+    fn warn_skipped(&self, e: &StoreError) {
+        let StoreError::Corrupt { table, id, message } = e;
+        if self.skipped.lock().expect("skipped poisoned").insert((*table, id.clone())) {
+            tracing::warn!(table = *table, id = %id, error = %message, "a stored row does not decode: skipped");
+        }
+    }
+
+    /// For a list scan: the row's body decoded, or none (the row skipped,
+    /// warned about once).
+    pub(crate) fn decode_or_skip<T: serde::de::DeserializeOwned>(
+        &self,
+        table: &'static str,
+        column: &str,
+        id: impl std::fmt::Display,
+        text: &str,
+    ) -> Option<T> {
+        decode(table, column, id, text).map_err(|e| self.warn_skipped(&e)).ok()
+    }
+
+    /// A one-row read whose caller skips a row that does not decode:
+    /// [`StoreError::Corrupt`] becomes none (warned about once); other
+    /// errors stay errors.
+    pub fn skip_corrupt<T>(&self, read: anyhow::Result<Option<T>>) -> anyhow::Result<Option<T>> {
+        match read {
+            Err(e) => match e.downcast_ref::<StoreError>() {
+                Some(corrupt) => {
+                    self.warn_skipped(corrupt);
+                    Ok(None)
+                }
+                None => Err(e),
+            },
+            ok => ok,
+        }
     }
 
     /// Whether the store can write now: `None` when it can, else what
@@ -442,6 +541,163 @@ pub(crate) mod tests {
         store.close().await;
         let missing = open_sqlite_writer(&dir.path().join("absent").join("g.db")).unwrap_err();
         assert!(format!("{missing:#}").contains("absent/g.db"), "{missing:#}");
+    }
+
+    /// An evaluation of `tree` to store.
+    pub(crate) fn test_evaluation(tree: &str) -> crate::evaluation::Evaluation {
+        crate::evaluation::Evaluation {
+            id: None,
+            tree: tree.into(),
+            verdict: crate::predicate::Verdict {
+                holds: true,
+                scenarios: vec![],
+                geomean_speedup: Some(1.5),
+                geomean_compare_speedup: None,
+                worst_scenario: None,
+                worst_speedup: None,
+                failures: vec![],
+                failing_count: 0,
+            },
+            build: None,
+            run: None,
+            violations: vec![],
+            duration_ms: 1,
+            created_at: now(),
+            cached: false,
+        }
+    }
+
+    /// The store's one policy for a stored body that does not decode: read
+    /// alone, it is an error naming the table, the row and serde's message;
+    /// in a list scan, the row is skipped (warned about once) and the scan
+    /// goes on.
+    #[tokio::test]
+    async fn a_stored_body_that_does_not_decode_is_an_error_naming_its_row_and_lists_skip_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::connect(&format!("sqlite:{}", dir.path().join("g.db").display())).await.unwrap();
+        let corrupt = |e: anyhow::Error| -> (String, String, String) {
+            match e.downcast_ref::<StoreError>() {
+                Some(StoreError::Corrupt { table, id, message }) => (table.to_string(), id.clone(), message.clone()),
+                None => panic!("not a Corrupt error: {e:#}"),
+            }
+        };
+        let set = |sql: &str, text: &str, id: String| {
+            let (sql, text) = (sql.to_string(), text.to_string());
+            let pool = store.pool.clone();
+            async move {
+                let done = sqlx::query(&sql).bind(text).bind(id).execute(&pool).await.unwrap();
+                assert_eq!(done.rows_affected(), 1, "{sql}");
+            }
+        };
+
+        // Evaluations: each read alone decodes, or names its row.
+        store.insert_campaign(&test_campaign("c1")).await.unwrap();
+        let mut ids = Vec::new();
+        for tree in ["t1", "t2", "t3"] {
+            ids.push(store.insert_evaluation("c1", &test_evaluation(tree)).await.unwrap());
+        }
+        set("update evaluations set body = $1 where cast(id as text) = $2", r#"{"tree": 1}"#, ids[1].to_string()).await;
+        let found = store.find_evaluation("c1", "t1").await.unwrap().unwrap();
+        assert_eq!((found.id, found.tree.as_str(), found.verdict.geomean_speedup), (Some(ids[0]), "t1", Some(1.5)));
+        let e = store.find_evaluation("c1", "t2").await.unwrap_err();
+        let (table, id, message) = corrupt(e);
+        assert_eq!((table.as_str(), id), ("evaluations", ids[1].to_string()));
+        assert!(message.starts_with("body: ") && message.contains("invalid type"), "{message}");
+        let shown = format!("{:#}", store.find_evaluation("c1", "t2").await.unwrap_err());
+        assert!(shown.contains(&format!("evaluations row {} does not decode (body: ", ids[1])), "{shown}");
+        // The list scan skips it and keeps going, warned about once.
+        let listed: Vec<Option<i64>> = store.list_evaluations("c1").await.unwrap().iter().map(|e| e.id).collect();
+        assert_eq!(listed, vec![Some(ids[0]), Some(ids[2])]);
+        assert_eq!(store.list_evaluations("c1").await.unwrap().len(), 2);
+        assert_eq!(
+            store.skipped.lock().unwrap().iter().cloned().collect::<Vec<_>>(),
+            vec![("evaluations", ids[1].to_string())],
+            "one warning for the row, however often it is scanned"
+        );
+        assert_eq!(store.latest_evaluation("c1").await.unwrap().unwrap().id, Some(ids[2]));
+        set("update evaluations set body = $1 where cast(id as text) = $2", "not json", ids[2].to_string()).await;
+        let (table, id, _) = corrupt(store.latest_evaluation("c1").await.unwrap_err());
+        assert_eq!((table.as_str(), id), ("evaluations", ids[2].to_string()));
+        // A caller that shows an unreadable row as none says so explicitly.
+        assert!(store.skip_corrupt(store.latest_evaluation("c1").await).unwrap().is_none());
+        assert_eq!(store.list_evaluations("c1").await.unwrap().len(), 1);
+
+        // A campaign's spec and protected hashes.
+        let ws = tempfile::tempdir().unwrap();
+        std::process::Command::new("git").args(["init", "-q"]).current_dir(ws.path()).status().unwrap();
+        let text = "name='t'\nworkspace='.'\n[harness]\nrun='x {results}'\nscenarios=['a']\n";
+        let spec = crate::campaign::parse(text, "t.toml", ws.path()).unwrap();
+        let protected: std::collections::BTreeMap<String, String> = [("h.sh".to_string(), "00".to_string())].into();
+        let mut row = test_campaign("c2");
+        row.spec_json = serde_json::to_string(&spec).unwrap();
+        row.protected_json = serde_json::to_string(&protected).unwrap();
+        store.insert_campaign(&row).await.unwrap();
+        let (got, got_spec, got_protected) = store.get_campaign_spec("c2").await.unwrap().unwrap();
+        assert_eq!((got.id.as_str(), &got_spec, &got_protected), ("c2", &spec, &protected));
+        assert!(store.get_campaign_spec("absent").await.unwrap().is_none());
+        set("update campaigns set protected_json = $1 where id = $2", "[]", "c2".into()).await;
+        let (table, id, message) = corrupt(store.get_campaign_spec("c2").await.unwrap_err());
+        assert_eq!((table.as_str(), id.as_str()), ("campaigns", "c2"));
+        assert!(message.starts_with("protected_json: "), "{message}");
+        // c1's spec is `{}`: no spec at all.
+        let (table, id, message) = corrupt(store.get_campaign_spec("c1").await.unwrap_err());
+        assert_eq!((table.as_str(), id.as_str()), ("campaigns", "c1"));
+        assert!(message.starts_with("spec_json: ") && message.contains("missing field"), "{message}");
+        assert!(store.get_campaign("c1").await.unwrap().is_some(), "the row itself is still read");
+
+        // A done job's evaluation.
+        let tags = std::collections::BTreeMap::new();
+        let job = store.enqueue_job("c1", "t9", 1, &tags, b"tar", 2).await.unwrap();
+        let claimed = store.claim_job("w", &tags, Duration::from_secs(30)).await.unwrap().unwrap();
+        let done = test_evaluation("t9");
+        assert!(store.finish_job(&claimed, "w", &serde_json::to_string(&done).unwrap()).await.unwrap());
+        assert_eq!(store.job_state(job).await.unwrap().unwrap().evaluation, Some(done));
+        set("update eval_jobs set evaluation_json = $1 where cast(id as text) = $2", "{", job.to_string()).await;
+        let (table, id, message) = corrupt(store.job_state(job).await.unwrap_err());
+        assert_eq!((table.as_str(), id), ("eval_jobs", job.to_string()));
+        assert!(message.starts_with("evaluation_json: "), "{message}");
+
+        // Queued jobs whose tags do not decode are claimed by no one; the scan goes on to the next.
+        let unreadable = store.enqueue_job("c1", "t10", 1, &tags, b"tar", 2).await.unwrap();
+        let readable = store.enqueue_job("c1", "t11", 1, &tags, b"tar", 2).await.unwrap();
+        set("update eval_jobs set tags_json = $1 where cast(id as text) = $2", "gpu=h200", unreadable.to_string())
+            .await;
+        let next = store.claim_job("w", &tags, Duration::from_secs(30)).await.unwrap().unwrap();
+        assert_eq!(next.id, readable);
+        assert!(store.claim_job("w", &tags, Duration::from_secs(30)).await.unwrap().is_none());
+        assert!(store.skipped.lock().unwrap().contains(&("eval_jobs", unreadable.to_string())));
+
+        // Hook installs: the events that do not decode are skipped, the others kept, newest first.
+        use crate::events::{Event, HooksInstall, Installed};
+        let installed = Installed {
+            kind: "attach".into(),
+            settings_path: "/w/.claude/settings.json".into(),
+            dir: "/w".into(),
+            exe: "/bin/gadfly".into(),
+            exe_sha256: "00".into(),
+            fingerprint: "ff".into(),
+        };
+        let removed = HooksInstall::Removed { settings_path: "/w/.claude/settings.json".into() };
+        let payloads = [
+            Event::HooksInstall(HooksInstall::Installed(installed.clone())).body(),
+            serde_json::json!({"action": "installed", "install": {"kind": "attach"}}),
+            serde_json::json!({"action": "reinstalled"}),
+            serde_json::json!({"action": "removed", "settings_path": 7}),
+            Event::HooksInstall(removed.clone()).body(),
+        ];
+        let mut event_ids = Vec::new();
+        for p in &payloads {
+            let (id, _) =
+                store.append_event("c1", None, crate::events::kind::HOOKS_INSTALL, None, p, &now()).await.unwrap();
+            event_ids.push(id);
+        }
+        let installs = store.recent_hook_installs("c1", 100).await.unwrap();
+        assert_eq!(installs, vec![removed, HooksInstall::Installed(installed)]);
+        let skipped = store.skipped.lock().unwrap().clone();
+        for id in &event_ids[1..4] {
+            assert!(skipped.contains(&("events", id.to_string())), "event {id} skipped and named: {skipped:?}");
+        }
+        store.close().await;
     }
 
     /// SQLite's plan for a query (`explain query plan ...`), a line per step.

@@ -14,7 +14,6 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use tokio_util::sync::CancellationToken;
 
-use crate::campaign::CampaignSpec;
 use crate::evaluation::Evaluation;
 use crate::harness::{self, Inputs};
 use crate::snapshot::{self, Sandbox};
@@ -177,13 +176,10 @@ async fn keep_lease(store: Store, job: ClaimedJob, name: String, lease: Duration
 ))]
 async fn evaluate(store: &Store, config: &WorkerConfig, job: &ClaimedJob) -> anyhow::Result<Evaluation> {
     let started = Instant::now();
-    let row = store
-        .get_campaign(&job.campaign_id)
+    let (_, spec, protected) = store
+        .get_campaign_spec(&job.campaign_id)
         .await?
         .with_context(|| format!("campaign {} is not in the store", job.campaign_id))?;
-    let spec: CampaignSpec = serde_json::from_str(&row.spec_json).context("reading the campaign's spec")?;
-    let protected: BTreeMap<String, String> =
-        serde_json::from_str(&row.protected_json).context("reading the campaign's protected hashes")?;
     let pristine = store.list_pristine(&job.campaign_id).await?;
     let sandbox = Sandbox::new(&config.scratch)?;
     {

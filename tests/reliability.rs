@@ -1176,3 +1176,87 @@ fn the_daemon_stops_every_background_task_at_shutdown_within_its_bound() {
         eprintln!("{log}");
     }
 }
+
+/// Issue 33: a stored body that does not decode (a damaged row, a hand
+/// edit) is an error naming its table and row when it is read alone, never
+/// a silent default; the scans over a list skip it, say so once in the
+/// log, and keep going. On SQLite, or on PostgreSQL when the tests use it.
+#[test]
+fn a_stored_body_that_does_not_decode_is_named_and_list_scans_skip_it() {
+    let f = Fixture::new("");
+    let data = f.data_dir();
+    let url = common::postgres_for(&data).unwrap_or_else(|| format!("sqlite:{}", data.join("gadfly.db").display()));
+    let d = Daemon::start(&data);
+    let id = d.create_campaign(&f.spec());
+    let candidates = [
+        "a true 50 100\nb true 40 100\nc true 80 100\n",
+        "a true 60 100\nb true 40 100\nc true 80 100\n",
+        "a true 70 100\nb true 40 100\nc true 80 100\n",
+    ];
+    let mut evals = Vec::new();
+    for c in candidates {
+        f.set_candidate(c);
+        let out = d.run(&["eval", &id, "--json"]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let e: Value = serde_json::from_slice(&out.stdout).unwrap();
+        evals.push(e["id"].as_i64().unwrap());
+    }
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    sqlx::any::install_default_drivers();
+    let pool = rt.block_on(sqlx::AnyPool::connect(&url)).unwrap();
+    let damage = |sql: &str, text: &str, id: i64| {
+        let done = rt.block_on(sqlx::query(sql).bind(text.to_string()).bind(id).execute(&pool)).unwrap();
+        assert_eq!(done.rows_affected(), 1, "{sql}");
+    };
+    damage("update evaluations set body = $1 where id = $2", r#"{"tree": 1}"#, evals[1]);
+
+    // The list skips the damaged row and keeps going, warning once.
+    for _ in 0..2 {
+        let listed = d.api_get(&format!("/campaigns/{id}/evaluations"));
+        let ids: Vec<i64> = listed.as_array().unwrap().iter().map(|e| e["id"].as_i64().unwrap()).collect();
+        assert_eq!(ids, vec![evals[0], evals[2]]);
+    }
+    let warned = |row: i64| {
+        daemon_log(f.dir.path())
+            .lines()
+            .filter(|l| l.contains("a stored row does not decode: skipped") && l.contains(&format!("id={row} ")))
+            .count()
+    };
+    assert_eq!(warned(evals[1]), 1, "{}", daemon_log(f.dir.path()));
+    // Read alone (the cached answer for its tree), it is an error naming the row.
+    f.set_candidate(candidates[1]);
+    let out = d.run(&["eval", &id, "--json"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "a damaged evaluation was answered: {}", String::from_utf8_lossy(&out.stdout));
+    assert!(err.contains(&format!("evaluations row {} does not decode (body: invalid type", evals[1])), "{err}");
+    // The campaign pages show a campaign whose latest evaluation is damaged as having none.
+    damage("update evaluations set body = $1 where id = $2", "not json", evals[2]);
+    assert!(d.api_get(&format!("/campaigns/{id}"))["latest_evaluation"].is_null());
+    let list = d.api_get("/campaigns");
+    assert_eq!(list[0]["id"], id.as_str());
+    assert!(list[0]["holds"].is_null());
+    assert_eq!(d.api_get(&format!("/campaigns/{id}/evaluations")).as_array().unwrap().len(), 1);
+
+    // A campaign's spec, read by the store (as a worker reads it).
+    rt.block_on(async {
+        let store = gadfly::store::Store::connect(&url).await.unwrap();
+        let (_, spec, _) = store.get_campaign_spec(&id).await.unwrap().unwrap();
+        assert_eq!(spec.name, "fixture");
+        sqlx::query("update campaigns set spec_json = $1 where id = $2")
+            .bind("{}")
+            .bind(&id)
+            .execute(&pool)
+            .await
+            .unwrap();
+        let e = store.get_campaign_spec(&id).await.unwrap_err();
+        match e.downcast_ref::<gadfly::store::StoreError>() {
+            Some(gadfly::store::StoreError::Corrupt { table, id: row, message }) => {
+                assert_eq!((*table, row.as_str()), ("campaigns", id.as_str()));
+                assert!(message.starts_with("spec_json: missing field"), "{message}");
+            }
+            None => panic!("not a Corrupt error: {e:#}"),
+        }
+        store.close().await;
+        pool.close().await;
+    });
+}

@@ -11,11 +11,8 @@ use super::ApiError;
 
 async fn latest_evaluation(s: &Supervisor, id: &str) -> anyhow::Result<Option<Evaluation>> {
     // One row, not every evaluation of the campaign: the list page asks this per campaign.
-    Ok(s.store().latest_evaluation(id).await?.and_then(|(eid, body)| {
-        let mut e: Evaluation = serde_json::from_str(&body).ok()?;
-        e.id = Some(eid);
-        Some(e)
-    }))
+    // One that does not decode is shown as none (warned about once), as it always was.
+    s.store().skip_corrupt(s.store().latest_evaluation(id).await)
 }
 
 pub async fn campaign_summaries(s: &Supervisor) -> anyhow::Result<Vec<Value>> {
@@ -27,9 +24,11 @@ pub async fn campaign_summaries(s: &Supervisor) -> anyhow::Result<Vec<Value>> {
         let best = series.iter().filter_map(|e| e.3).fold(None, |a: Option<f64>, g| Some(a.map_or(g, |a| a.max(g))));
         let recent: Vec<Option<f64>> = series.iter().rev().take(50).rev().map(|e| e.3).collect();
         let last_event = s.store().tail_events(&c.id, 1).await?.pop();
-        let spec: serde_json::Value = serde_json::from_str(&c.spec_json).unwrap_or_default();
+        // A spec that does not decode shows no agent, as it always did (warned about once).
+        let spec = s.store().skip_corrupt(c.spec().map(Some))?;
+        let agent = spec.and_then(|spec| spec.extra.get("agent").map(|a| a["kind"].clone())).unwrap_or_default();
         out.push(json!({
-            "agent": spec["extra"]["agent"]["kind"],
+            "agent": agent,
             "best_geomean_speedup": best,
             "geomean_series": recent,
             "last_event": last_event.map(|e| json!({"id": e.id, "kind": e.kind, "created_at": e.created_at})),

@@ -57,13 +57,8 @@ pub async fn sync(sup: &Supervisor, campaign_id: &str) -> anyhow::Result<Beam> {
 /// The beam as stored, without evaluating anything.
 pub async fn view(sup: &Supervisor, campaign_id: &str, cfg: Option<&Settings>) -> anyhow::Result<Beam> {
     let families = sup.store().list_families(campaign_id).await?;
-    let evals: std::collections::HashMap<i64, Evaluation> = sup
-        .store()
-        .list_evaluations(campaign_id)
-        .await?
-        .into_iter()
-        .filter_map(|(id, body)| serde_json::from_str::<Evaluation>(&body).ok().map(|e| (id, e)))
-        .collect();
+    let evals: std::collections::HashMap<i64, Evaluation> =
+        sup.store().list_evaluations(campaign_id).await?.into_iter().filter_map(|e| Some((e.id?, e))).collect();
     let history = sup.store().family_evaluations(campaign_id).await?;
     let mut views = Vec::new();
     for f in families {

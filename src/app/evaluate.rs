@@ -2,7 +2,6 @@
 //! snapshot and the pristine files cached, an unchanged tree answered from
 //! the store, the rest run here or by a worker.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use anyhow::{anyhow, Context};
@@ -95,14 +94,12 @@ impl Supervisor {
     ) -> Result<Evaluation> {
         let campaign_id = row.id.as_str();
         if !force {
-            if let Some((id, body)) = self.inner.store.find_evaluation(campaign_id, tree).await? {
-                let mut e: Evaluation = serde_json::from_str(&body).map_err(|e| anyhow!(e))?;
-                e.id = Some(id);
+            if let Some(mut e) = self.inner.store.find_evaluation(campaign_id, tree).await? {
                 e.cached = true;
                 return Ok(e);
             }
         }
-        let protected: BTreeMap<String, String> = serde_json::from_str(&row.protected_json).map_err(|e| anyhow!(e))?;
+        let protected = row.protected()?;
         let pristine = self.pristine(campaign_id).await?;
         self.record_event(campaign_id, None, None, Event::EvaluationStarted { tree: tree.to_string() }).await?;
         // A campaign with [harness] tags is evaluated by a worker (src/jobs.rs).

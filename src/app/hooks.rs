@@ -10,9 +10,8 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use crate::campaign::Mode;
-use crate::evaluation::Evaluation;
 use crate::events::{self, Event, Via};
-use crate::store::NewStopAttempt;
+use crate::store::{NewStopAttempt, StoreError};
 
 use super::{question_message, Result, Supervisor, SupervisorError};
 
@@ -181,12 +180,18 @@ impl Supervisor {
         claim: Option<&str>,
         why: &str,
     ) -> anyhow::Result<()> {
-        let latest = self.inner.store.latest_evaluation(campaign_id).await?;
-        let (eval_id, holds) = match &latest {
-            Some((id, body)) => {
-                (Some(*id), serde_json::from_str::<Evaluation>(body).map(|e| e.verdict.holds).unwrap_or(false))
-            }
-            None => (None, false),
+        let (eval_id, holds) = match self.inner.store.latest_evaluation(campaign_id).await {
+            Ok(Some(e)) => (e.id, e.verdict.holds),
+            Ok(None) => (None, false),
+            // A latest evaluation that does not decode counts as failing,
+            // recorded with its id: the ungated stop is recorded either way.
+            Err(e) => match e.downcast_ref::<StoreError>() {
+                Some(StoreError::Corrupt { id, .. }) => {
+                    tracing::warn!(campaign = %campaign_id, error = %e, "an ungated stop's latest evaluation");
+                    (id.parse().ok(), false)
+                }
+                None => return Err(e),
+            },
         };
         self.inner
             .store

@@ -33,23 +33,17 @@ impl Supervisor {
     /// when nothing did, or none were recorded). `check_exe` also hashes
     /// the hook binary (done at SessionStart, not at every stop).
     pub async fn hook_install_changes(&self, campaign_id: &str, check_exe: bool) -> anyhow::Result<Vec<String>> {
-        let events = self.inner.store.recent_events(campaign_id, kind::HOOKS_INSTALL, 100).await?;
+        // Decoded by the store; a record that does not decode is skipped (the store warns).
+        let installs = self.inner.store.recent_hook_installs(campaign_id, 100).await?;
         let mut active: BTreeMap<String, crate::agent::attach::Installed> = BTreeMap::new();
-        for e in events.iter().rev() {
-            match e.payload["action"].as_str() {
-                Some("installed") => {
-                    if let Ok(i) =
-                        serde_json::from_value::<crate::agent::attach::Installed>(e.payload["install"].clone())
-                    {
-                        active.insert(i.settings_path.display().to_string(), i);
-                    }
+        for install in installs.into_iter().rev() {
+            match install {
+                events::HooksInstall::Installed(i) => {
+                    active.insert(i.settings_path.display().to_string(), i);
                 }
-                Some("removed") => {
-                    if let Some(p) = e.payload["settings_path"].as_str() {
-                        active.remove(p);
-                    }
+                events::HooksInstall::Removed { settings_path } => {
+                    active.remove(&settings_path.display().to_string());
                 }
-                _ => {}
             }
         }
         let campaign = campaign_id.to_string();

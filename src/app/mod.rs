@@ -417,8 +417,7 @@ impl Supervisor {
             return Ok(hit.clone());
         }
         let row = self.inner.store.get_campaign(id).await?.ok_or_else(|| SupervisorError::NotFound(id.to_string()))?;
-        let spec: CampaignSpec =
-            serde_json::from_str(&row.spec_json).map_err(|e| anyhow!("stored spec of {id}: {e}"))?;
+        let spec = row.spec()?;
         self.inner
             .campaigns
             .lock()

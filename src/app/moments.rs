@@ -36,12 +36,8 @@ pub(super) async fn after_evaluation(
         .list_evaluations(campaign_id)
         .await?
         .into_iter()
-        .filter_map(|(id, body)| {
-            let mut e: Evaluation = serde_json::from_str(&body).ok()?;
-            e.id = Some(id);
-            // gadfly's own re-checks are not steps of the agent's search
-            (!e.tree.contains("+recheck-")).then_some(e)
-        })
+        // gadfly's own re-checks are not steps of the agent's search
+        .filter(|e| !e.tree.contains("+recheck-"))
         .collect();
     let store = crate::snapshot::store_path(sup.data_dir(), campaign_id);
     let findings = crate::moments::after_evaluation(&store, &history, &settings);

@@ -6,8 +6,6 @@
 //! ([`crate::moments::recheck::disagreements`]), reject the gain: the
 //! tree's evaluation then fails the predicate, with the reason.
 
-use std::collections::BTreeMap;
-
 use anyhow::anyhow;
 
 use crate::campaign::CampaignSpec;
@@ -28,7 +26,7 @@ pub(super) async fn recheck(
 ) -> anyhow::Result<Evaluation> {
     let id = eval.id.ok_or_else(|| anyhow!("recheck of an unsaved evaluation"))?;
     let (row, _) = sup.campaign(campaign_id).await.map_err(|e| anyhow!("{e}"))?;
-    let protected: BTreeMap<String, String> = serde_json::from_str(&row.protected_json)?;
+    let protected = row.protected()?;
     let seed = loop {
         let s = rand::random::<u32>() as u64;
         if s != harness::DEFAULT_SEED {

@@ -89,12 +89,8 @@ pub struct CampaignAudit {
 /// Builds the audit of one campaign from its stored stop attempts.
 pub async fn campaign(store: &Store, campaign_id: &str) -> anyhow::Result<CampaignAudit> {
     let stops = store.list_stop_attempts(campaign_id).await?;
-    let evals: HashMap<i64, Evaluation> = store
-        .list_evaluations(campaign_id)
-        .await?
-        .into_iter()
-        .filter_map(|(id, body)| serde_json::from_str::<Evaluation>(&body).ok().map(|e| (id, e)))
-        .collect();
+    let evals: HashMap<i64, Evaluation> =
+        store.list_evaluations(campaign_id).await?.into_iter().filter_map(|e| Some((e.id?, e))).collect();
     let questions: HashMap<i64, String> =
         store.list_questions(campaign_id, false).await?.into_iter().map(|q| (q.id, q.text)).collect();
     let budget_sessions: Vec<Option<String>> = store

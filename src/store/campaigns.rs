@@ -1,10 +1,13 @@
 //! Campaigns (table `campaigns`) and their pristine protected files
 //! (`pristine_files`), written together.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
-use super::Store;
+use super::{decode, Store};
+use crate::campaign::CampaignSpec;
 
 #[derive(Debug, Clone, Serialize, Deserialize, sqlx::FromRow)]
 pub struct CampaignRow {
@@ -17,6 +20,20 @@ pub struct CampaignRow {
     pub spec_json: String,
     pub protected_json: String,
     pub created_at: String,
+}
+
+impl CampaignRow {
+    /// The campaign's spec, decoded from `spec_json`; an error names the
+    /// row (see the policy in `store.rs`).
+    pub fn spec(&self) -> anyhow::Result<CampaignSpec> {
+        Ok(decode("campaigns", "spec_json", &self.id, &self.spec_json)?)
+    }
+
+    /// The protected files' hashes (path to sha256), decoded from
+    /// `protected_json`; an error names the row.
+    pub fn protected(&self) -> anyhow::Result<BTreeMap<String, String>> {
+        Ok(decode("campaigns", "protected_json", &self.id, &self.protected_json)?)
+    }
 }
 
 impl Store {
@@ -97,6 +114,17 @@ impl Store {
     pub async fn get_campaign(&self, id: &str) -> anyhow::Result<Option<CampaignRow>> {
         let row = sqlx::query(&format!("{CAMPAIGN_SELECT} where id = $1")).bind(id).fetch_optional(&self.pool).await?;
         row.as_ref().map(campaign_from_row).transpose()
+    }
+
+    /// A campaign's row with its spec and protected hashes decoded; an
+    /// error names the row when either does not decode.
+    pub async fn get_campaign_spec(
+        &self,
+        id: &str,
+    ) -> anyhow::Result<Option<(CampaignRow, CampaignSpec, BTreeMap<String, String>)>> {
+        let Some(row) = self.get_campaign(id).await? else { return Ok(None) };
+        let (spec, protected) = (row.spec()?, row.protected()?);
+        Ok(Some((row, spec, protected)))
     }
 }
 

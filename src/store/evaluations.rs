@@ -1,22 +1,35 @@
 //! Evaluations of trees (tables `evaluations` and `scenario_results`),
-//! kept as their JSON bodies.
+//! kept as their JSON bodies and handed out decoded, with `id` set to the
+//! row's (a body that does not decode: see the policy in `store.rs`).
 
 use sqlx::Row;
 
-use super::{num, write_returning_one, Store};
+use super::{decode, num, write_returning_one, Store};
+use crate::evaluation::Evaluation;
+
+/// The table an evaluation's body is read from, as errors name it.
+const TABLE: &str = "evaluations";
+
+/// The row's body decoded, its `id` set; an error names the row.
+fn evaluation_from_row(r: &sqlx::any::AnyRow) -> anyhow::Result<Evaluation> {
+    let id: i64 = r.try_get("id")?;
+    let mut e: Evaluation = decode(TABLE, "body", id, &r.try_get::<String, _>("body")?)?;
+    e.id = Some(id);
+    Ok(e)
+}
 
 impl Store {
-    /// The stored evaluation of a tree, as its JSON body, with its id.
-    pub async fn find_evaluation(&self, campaign_id: &str, tree: &str) -> anyhow::Result<Option<(i64, String)>> {
+    /// The stored evaluation of a tree.
+    pub async fn find_evaluation(&self, campaign_id: &str, tree: &str) -> anyhow::Result<Option<Evaluation>> {
         let row = sqlx::query("select id, body from evaluations where campaign_id = $1 and tree = $2")
             .bind(campaign_id)
             .bind(tree)
             .fetch_optional(&self.pool)
             .await?;
-        row.map(|r| Ok((r.try_get("id")?, r.try_get("body")?))).transpose()
+        row.as_ref().map(evaluation_from_row).transpose()
     }
 
-    pub async fn insert_evaluation(&self, campaign_id: &str, e: &crate::evaluation::Evaluation) -> anyhow::Result<i64> {
+    pub async fn insert_evaluation(&self, campaign_id: &str, e: &Evaluation) -> anyhow::Result<i64> {
         let _turn = self.write_turn().await;
         let mut tx = self.pool.begin().await?;
         let body = serde_json::to_string(e)?;
@@ -64,7 +77,7 @@ impl Store {
     }
 
     /// Rewrites a stored evaluation after gadfly's own re-check changed its verdict.
-    pub async fn replace_evaluation_body(&self, id: i64, e: &crate::evaluation::Evaluation) -> anyhow::Result<()> {
+    pub async fn replace_evaluation_body(&self, id: i64, e: &Evaluation) -> anyhow::Result<()> {
         let _turn = self.write_turn().await;
         sqlx::query("update evaluations set body = $1, holds = $2, failing_count = $3 where id = $4")
             .bind(serde_json::to_string(e)?)
@@ -76,22 +89,32 @@ impl Store {
         Ok(())
     }
 
-    /// The newest evaluation of a campaign, as (id, JSON body).
-    pub async fn latest_evaluation(&self, campaign_id: &str) -> anyhow::Result<Option<(i64, String)>> {
+    /// The newest evaluation of a campaign.
+    pub async fn latest_evaluation(&self, campaign_id: &str) -> anyhow::Result<Option<Evaluation>> {
         let row = sqlx::query("select id, body from evaluations where campaign_id = $1 order by id desc limit 1")
             .bind(campaign_id)
             .fetch_optional(&self.pool)
             .await?;
-        row.map(|r| Ok((r.try_get("id")?, r.try_get("body")?))).transpose()
+        row.as_ref().map(evaluation_from_row).transpose()
     }
 
-    /// Evaluations of a campaign, oldest first, as (id, JSON body).
-    pub async fn list_evaluations(&self, campaign_id: &str) -> anyhow::Result<Vec<(i64, String)>> {
+    /// Evaluations of a campaign, oldest first. A list scan: a body that
+    /// does not decode is skipped, warned about once.
+    pub async fn list_evaluations(&self, campaign_id: &str) -> anyhow::Result<Vec<Evaluation>> {
         let rows = sqlx::query("select id, body from evaluations where campaign_id = $1 order by id")
             .bind(campaign_id)
             .fetch_all(&self.pool)
             .await?;
-        rows.iter().map(|r| Ok((r.try_get("id")?, r.try_get("body")?))).collect()
+        let mut out = Vec::with_capacity(rows.len());
+        for r in &rows {
+            let id: i64 = r.try_get("id")?;
+            if let Some(mut e) = self.decode_or_skip::<Evaluation>(TABLE, "body", id, &r.try_get::<String, _>("body")?)
+            {
+                e.id = Some(id);
+                out.push(e);
+            }
+        }
+        Ok(out)
     }
 
     /// (id, created_at, holds, geometric mean) of every evaluation, oldest first.

@@ -115,6 +115,24 @@ impl Store {
         rows.iter().map(event_from_row).collect()
     }
 
+    /// The hook installs and removals recorded for a campaign (its latest
+    /// `limit` `hooks.install` events), newest first, decoded. A list
+    /// scan: an event whose payload does not decode is skipped, warned
+    /// about once (see the policy in `store.rs`).
+    pub async fn recent_hook_installs(
+        &self,
+        campaign_id: &str,
+        limit: i64,
+    ) -> anyhow::Result<Vec<crate::events::HooksInstall>> {
+        let events = self.recent_events(campaign_id, crate::events::kind::HOOKS_INSTALL, limit).await?;
+        Ok(events
+            .iter()
+            .filter_map(|e| {
+                hooks_install_of(&e.payload).map_err(|message| self.warn_skipped(&corrupt_event(e, message))).ok()
+            })
+            .collect())
+    }
+
     /// The last `n` events of a campaign, oldest first.
     pub async fn tail_events(&self, campaign_id: &str, n: i64) -> anyhow::Result<Vec<EventRow>> {
         let row = sqlx::query("select coalesce(max(id), 0) from events where campaign_id = $1")
@@ -147,6 +165,27 @@ impl Store {
 /// stop and every moment, a seek on the `events_campaign_kind` index.
 const RECENT_EVENTS: &str = "select id, campaign_id, session_id, kind, payload, created_at from events
      where campaign_id = $1 and kind = $2 order by id desc limit $3";
+
+/// A `hooks.install` event's payload (see `events::Event::body`) as the
+/// install or removal it records.
+fn hooks_install_of(payload: &serde_json::Value) -> Result<crate::events::HooksInstall, String> {
+    use crate::events::HooksInstall;
+    match payload["action"].as_str() {
+        Some("installed") => serde_json::from_value(payload["install"].clone())
+            .map(HooksInstall::Installed)
+            .map_err(|e| format!("payload.install: {e}")),
+        Some("removed") => match payload["settings_path"].as_str() {
+            Some(p) => Ok(HooksInstall::Removed { settings_path: p.into() }),
+            None => Err("payload.settings_path: not a string".into()),
+        },
+        other => Err(format!("payload.action: {other:?} is neither \"installed\" nor \"removed\"")),
+    }
+}
+
+/// The error that names an event whose payload does not decode.
+fn corrupt_event(e: &EventRow, message: String) -> super::StoreError {
+    super::StoreError::Corrupt { table: "events", id: e.id.to_string(), message }
+}
 
 fn event_from_row(r: &sqlx::any::AnyRow) -> anyhow::Result<EventRow> {
     let payload: String = r.try_get("payload")?;

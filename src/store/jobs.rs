@@ -34,7 +34,9 @@ pub struct ClaimedJob {
 #[derive(Debug, Clone, PartialEq)]
 pub struct JobState {
     pub status: String,
-    pub evaluation_json: Option<String>,
+    /// A done job's evaluation, decoded (one that does not decode is an
+    /// error naming the job: see the policy in `store.rs`).
+    pub evaluation: Option<crate::evaluation::Evaluation>,
     pub error: Option<String>,
     pub worker: Option<String>,
     pub attempts: i64,
@@ -127,7 +129,7 @@ impl Store {
                 let Some(last) = rows.last() else { break };
                 cursor = last.try_get("id")?;
                 for r in &rows {
-                    if !candidate_matches(r, worker_tags)? {
+                    if !self.candidate_matches(r, worker_tags)? {
                         continue;
                     }
                     let id: i64 = r.try_get("id")?;
@@ -156,7 +158,7 @@ impl Store {
             let Some(last) = rows.last() else { return Ok(None) };
             cursor = last.try_get("id")?;
             for r in &rows {
-                if !candidate_matches(r, worker_tags)? {
+                if !self.candidate_matches(r, worker_tags)? {
                     continue;
                 }
                 let id: i64 = r.try_get("id")?;
@@ -323,9 +325,12 @@ impl Store {
             .fetch_optional(&self.pool)
             .await?;
         row.map(|r| {
+            let evaluation: Option<String> = r.try_get("evaluation_json")?;
             Ok(JobState {
                 status: r.try_get("status")?,
-                evaluation_json: r.try_get("evaluation_json")?,
+                evaluation: evaluation
+                    .map(|body| super::decode("eval_jobs", "evaluation_json", id, &body))
+                    .transpose()?,
                 error: r.try_get("error")?,
                 worker: r.try_get("worker")?,
                 attempts: r.try_get("attempts")?,
@@ -341,15 +346,16 @@ impl Store {
     }
 }
 
-fn candidate_matches(r: &sqlx::any::AnyRow, worker_tags: &BTreeMap<String, String>) -> anyhow::Result<bool> {
-    let tags: String = r.try_get("tags_json")?;
-    // A job whose tags cannot be read is claimed by no one; it waits, named in the log.
-    match serde_json::from_str::<BTreeMap<String, String>>(&tags) {
-        Ok(t) => Ok(tags_match(&t, worker_tags)),
-        Err(e) => {
-            tracing::warn!(error = %e, "an evaluation job with unreadable tags");
-            Ok(false)
-        }
+impl Store {
+    /// Whether a queued job's tags are among the worker's. A list scan: a
+    /// job whose tags cannot be read is claimed by no one; it waits, named
+    /// in the log once (see the policy in `store.rs`).
+    fn candidate_matches(&self, r: &sqlx::any::AnyRow, worker_tags: &BTreeMap<String, String>) -> anyhow::Result<bool> {
+        let id: i64 = r.try_get("id")?;
+        let tags: String = r.try_get("tags_json")?;
+        Ok(self
+            .decode_or_skip::<BTreeMap<String, String>>("eval_jobs", "tags_json", id, &tags)
+            .is_some_and(|t| tags_match(&t, worker_tags)))
     }
 }
 
@@ -362,7 +368,7 @@ fn claimed(r: &sqlx::any::AnyRow) -> anyhow::Result<ClaimedJob> {
         campaign_id: r.try_get("campaign_id")?,
         tree: r.try_get("tree")?,
         seed: r.try_get::<i64, _>("seed")? as u64,
-        tags: serde_json::from_str(&r.try_get::<String, _>("tags_json")?)?,
+        tags: super::decode("eval_jobs", "tags_json", id, &r.try_get::<String, _>("tags_json")?)?,
         archive,
         attempts: r.try_get("attempts")?,
         max_attempts: r.try_get("max_attempts")?,
