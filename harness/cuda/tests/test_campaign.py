@@ -29,8 +29,11 @@ class CampaignTest(unittest.TestCase):
                                    "constraints", "predicate", "questions", "moments", "agent", "beam"}, set())
         h = s["harness"]
         self.assertEqual(set(h) - {"build", "run", "timeout_s", "scenarios", "protected", "candidate", "sandbox",
-                                   "tags"}, set())
+                                   "tags", "fresh_inputs"}, set())
         self.assertIn("{results}", h["run"])
+        # The grader draws fresh inputs from its own secret seed at every run,
+        # so the run command passes no {seed} and says why.
+        self.assertTrue("{seed}" in h["run"] or h.get("fresh_inputs") is True)
         self.assertIn("harness/**", h["protected"])
         self.assertLessEqual(h["timeout_s"], 3600)
         self.assertEqual(s["predicate"]["correct"], True)
