@@ -62,6 +62,11 @@ pub fn redact(url: &str) -> String {
     }
 }
 
+/// `bytes` random bytes as lowercase hex: tokens, login codes, call ids.
+pub fn random_hex(bytes: usize) -> String {
+    (0..bytes).map(|_| format!("{:02x}", rand::random::<u8>())).collect()
+}
+
 /// Reads the API token from `DATA_DIR/token`, creating it (mode 0600) on
 /// first start.
 pub fn ensure_token(data_dir: &Path) -> anyhow::Result<String> {
@@ -73,7 +78,7 @@ pub fn ensure_token(data_dir: &Path) -> anyhow::Result<String> {
             return Ok(t);
         }
     }
-    let token: String = (0..32).map(|_| format!("{:02x}", rand::random::<u8>())).collect();
+    let token = random_hex(32);
     use std::os::unix::fs::OpenOptionsExt;
     let mut f = std::fs::OpenOptions::new()
         .write(true)

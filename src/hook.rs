@@ -160,7 +160,7 @@ async fn call(
             .unwrap_or(if is_stop { 540.0 } else { 2.0 }),
     );
     let connect_wait = CONNECT_WAIT.min(deadline);
-    let call_id: String = (0..16).map(|_| format!("{:02x}", rand::random::<u8>())).collect();
+    let call_id = crate::config::random_hex(16);
     let unreachable = |why: String| Unreachable {
         agent,
         event,

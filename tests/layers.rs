@@ -27,18 +27,7 @@ fn files_of(name: &str) -> Vec<PathBuf> {
     if file.is_file() {
         out.push(file);
     }
-    let mut dirs = vec![src().join(name)];
-    while let Some(dir) = dirs.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
-        for e in entries.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                dirs.push(p);
-            } else if p.extension().is_some_and(|x| x == "rs") {
-                out.push(p);
-            }
-        }
-    }
+    out.extend(rust_files_under(&src().join(name)));
     out.sort();
     out
 }

@@ -71,7 +71,7 @@ impl LoginCodes {
 
     /// A fresh code (128 random bits, hex).
     pub fn mint(&self) -> String {
-        let code: String = (0..16).map(|_| format!("{:02x}", rand::random::<u8>())).collect();
+        let code = crate::config::random_hex(16);
         let now = std::time::Instant::now();
         let mut codes = self.codes.lock().unwrap_or_else(|e| e.into_inner());
         codes.retain(|_, made| now.duration_since(*made) < Self::TTL);
