@@ -586,7 +586,10 @@ fn an_autonomous_campaign_asks_about_a_plateau_a_claimed_limit_and_a_dismissal_i
             Step::shell(&format!("{} && {eval}{linger}", write_candidate(c))).described(&format!("Variant {}", i + 1))
         })
         .collect();
-    steps.push(Step::text(LIMIT).when_body_contains("gadfly noticed a plateau moment"));
+    // The plateau question reaches the agent's stdin asynchronously: on a
+    // slow machine it may miss the lingering variant's result, so until it
+    // shows up the model waits a second more instead of moving on.
+    steps.push(Step::text(LIMIT).when_body_contains("gadfly noticed a plateau moment").otherwise_shell("sleep 1"));
     steps.push(
         Step::shell(&write_candidate(wrong_b))
             .described("Reorder b's accumulation")

@@ -124,6 +124,17 @@ impl Step {
         self.otherwise = Some(vec![Block::Text(text.to_string())]);
         self
     }
+
+    /// While the guard does not match, call the shell tool with `command`
+    /// (the turn goes on) without consuming this step: "wait until the
+    /// request shows Y". Used where what the guard waits for reaches the
+    /// agent asynchronously (a question written to its stdin mid-turn), so a
+    /// slow machine costs another round trip instead of a failed test.
+    pub fn otherwise_shell(mut self, command: &str) -> Step {
+        self.otherwise =
+            Some(vec![Block::Shell { command: command.to_string(), description: "Wait a moment".to_string() }]);
+        self
+    }
 }
 
 pub type Script = Vec<Step>;
