@@ -12,7 +12,9 @@ fn main() {
         println!("cargo:rustc-link-arg-bins=-no-pie");
     }
     println!("cargo:rerun-if-env-changed=GADFLY_PIE");
-    for dir in ["web", "question_bank", "examples/qr-cpu", "harness/cpu", "migrations"] {
+    for dir in
+        ["web", "question_bank", "examples/qr-cpu", "harness/cpu", "migrations", "redteam", "harness/cuda/exploits"]
+    {
         println!("cargo:rerun-if-changed={dir}");
     }
 }

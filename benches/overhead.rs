@@ -294,6 +294,7 @@ async fn raw_ceiling(
                 spec_json: "{}".into(),
                 protected_json: "[]".into(),
                 created_at: "2026-12-02T00:00:00.000Z".into(),
+                archived_at: None,
             })
             .await
             .unwrap();

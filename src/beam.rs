@@ -118,6 +118,10 @@ pub struct Point {
     pub geomean_speedup: Option<f64>,
     pub built: bool,
     pub failing: usize,
+    /// A scenario incorrect or missing, or the evaluation failed: its
+    /// figures are no result, never the family's best.
+    #[serde(default)]
+    pub incorrect: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -152,6 +156,7 @@ pub fn point(id: i64, commit: &str, e: &Evaluation) -> Point {
         geomean_speedup: e.verdict.geomean_speedup,
         built: e.build.as_ref().is_none_or(|b| b.ok) && e.run.as_ref().is_some_and(|r| r.ok),
         failing: e.verdict.failing_count,
+        incorrect: e.incorrect(),
     }
 }
 

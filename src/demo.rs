@@ -222,15 +222,29 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
             "Unexpected: the gate did not behave as the demo expects."
         }
     );
-    println!(
-        "audit: gadfly audit campaign {campaign}   (GADFLY_URL={url} GADFLY_TOKEN=$(cat {}/token))",
-        data_dir.display()
-    );
     if args.exit {
+        // The daemon stops now (and, without --data-dir, its data goes with
+        // the temporary folder): the audit is printed here rather than a
+        // command that could no longer answer.
+        let audit = client.get(&format!("/campaigns/{campaign}/audit")).await?;
+        let audit: crate::audit::CampaignAudit = serde_json::from_value(audit).context("reading the campaign audit")?;
+        println!("\n{}", crate::audit::campaign_markdown(&audit));
+        match &args.data_dir {
+            Some(dir) => println!(
+                "the demo's data is kept in {0}: `gadfly serve --data-dir {0}` serves it again, then \
+                 `GADFLY_DATA_DIR={0} gadfly audit campaign {campaign}` prints this audit",
+                std::fs::canonicalize(dir).unwrap_or_else(|_| dir.clone()).display()
+            ),
+            None => println!("the demo's data was in a temporary folder, removed on exit (--data-dir DIR keeps it)"),
+        }
         shutdown.cancel();
         server.await??;
         return Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) });
     }
+    println!(
+        "audit: gadfly audit campaign {campaign}   (GADFLY_URL={url} GADFLY_TOKEN=$(cat {}/token))",
+        data_dir.display()
+    );
     println!("\nconsole: {url}/login?token={token}\nthe daemon keeps serving; press Ctrl-C to stop it");
     server.await??;
     // Keep the example until the user is done looking.

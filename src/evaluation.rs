@@ -36,4 +36,89 @@ pub struct Evaluation {
     /// True when this answer came from the cache, not a new run.
     #[serde(default)]
     pub cached: bool,
+    /// Whose candidate this is (the store keeps it in its own column).
+    #[serde(default)]
+    pub origin: Origin,
+}
+
+/// Whose candidate an evaluation measured. Only the workspace's are the
+/// campaign's verdict, figures and progress; a beam family's belong to
+/// the family (the beam view); a re-check is gadfly's second measurement
+/// of a workspace tree, whose outcome is written into that tree's own
+/// evaluation.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    /// The workspace the agent presents (a stop attempt, `gadfly eval`),
+    /// also a beam candidate's tree once the workspace presents it.
+    #[default]
+    Workspace,
+    /// Only a beam family's candidate commit (`gadfly beam list`).
+    Beam,
+    /// gadfly's re-evaluation of a suspicious gain, with another seed.
+    Recheck,
+}
+
+impl Origin {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Origin::Workspace => "workspace",
+            Origin::Beam => "beam",
+            Origin::Recheck => "recheck",
+        }
+    }
+
+    /// The column's text; anything unknown reads as the workspace's.
+    pub fn parse(s: &str) -> Origin {
+        match s {
+            "beam" => Origin::Beam,
+            "recheck" => Origin::Recheck,
+            _ => Origin::Workspace,
+        }
+    }
+}
+
+impl Evaluation {
+    /// Why this evaluation's figures are no result, so neither progress
+    /// nor a "best": scenarios that are incorrect or missing, or the
+    /// evaluation itself failed (a build or run, the results file, a
+    /// constraint, a gain that did not survive gadfly's re-check: every
+    /// failure but a geometric-mean bar missed). None when every scenario
+    /// was measured correct and nothing failed.
+    pub fn incorrect_reason(&self) -> Option<String> {
+        let v = &self.verdict;
+        let wrong = v.scenarios.iter().filter(|s| s.present && !s.correct).count();
+        let missing = v.scenarios.iter().filter(|s| !s.present).count();
+        let failed: Vec<&String> = v.failures.iter().filter(|f| !crate::predicate::is_bar_failure(f)).collect();
+        let plural = |n: usize| if n == 1 { "scenario" } else { "scenarios" };
+        let mut why = Vec::new();
+        if wrong > 0 {
+            why.push(format!("{wrong} {} incorrect", plural(wrong)));
+        }
+        if missing > 0 {
+            why.push(format!("{missing} {} missing", plural(missing)));
+        }
+        if let Some(first) = failed.first() {
+            let line = first.lines().next().unwrap_or("");
+            let line = if line.chars().count() > 160 {
+                format!("{}…", line.chars().take(160).collect::<String>())
+            } else {
+                line.to_string()
+            };
+            why.push(format!("the evaluation failed ({line})"));
+        }
+        (!why.is_empty()).then(|| why.join(", "))
+    }
+
+    /// True when its figures are no result (see [`Self::incorrect_reason`]).
+    pub fn incorrect(&self) -> bool {
+        self.incorrect_reason().is_some()
+    }
+
+    /// Why its geometric mean does not count ("geomean 24.70x does not
+    /// count: 3 scenarios incorrect"), when it has one that does not.
+    pub fn geomean_note(&self) -> Option<String> {
+        let g = self.verdict.geomean_speedup?;
+        self.incorrect_reason().map(|why| format!("geomean {g:.2}x does not count: {why}"))
+    }
 }

@@ -8,6 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::bank::groups::groups_for;
+use crate::bank::select;
 use crate::campaign::{Mode, PredicateSpec};
 use crate::evaluation::Evaluation;
 
@@ -153,17 +154,29 @@ pub struct StopPlan {
     pub claims: Vec<ClaimPlan>,
     /// The reason, in parts (none: no reason).
     pub reason: Vec<ReasonPart>,
+    /// The waiting questions that expire (row ids): once a stop is allowed
+    /// nobody is left to answer them, so none waits for ever (see
+    /// [`expiry_reason`]).
+    pub expire: Vec<i64>,
 }
 
 /// The stop decision. The question a blocked stop carries, first that
 /// applies:
 /// 1. the person's oldest waiting question;
-/// 2. autonomous mode only: for the first claim moment of the stop's words
+/// 2. human mode: nothing more (the person picks the questions; the
+///    moments offer them suggestions, and no bank question is sent);
+/// 3. correctness first: on a candidate with an incorrect scenario, a
+///    correctness question and nothing else. The stop's words' dismissal
+///    of a failure when they show one (its waiting question, else a fresh
+///    pick for it), else the latest waiting [`CORRECTNESS_MOMENT`]
+///    question, else a fresh completion-claim pick in the correctness
+///    group; the claim moments it passes over are asked by mode;
+/// 4. autonomous mode only: for the first claim moment of the stop's words
 ///    (completion claims excluded), the latest question waiting for that
 ///    moment, else a fresh pick for it;
-/// 3. the latest waiting moment question (never the `start` one: it waits
+/// 5. the latest waiting moment question (never the `start` one: it waits
 ///    for a hook that can carry context);
-/// 4. a fresh completion-claim pick, preferring the groups that fit what
+/// 6. a fresh completion-claim pick, preferring the groups that fit what
 ///    failed (the bank's builtin questions are the picker's fallback).
 ///
 /// A candidate that could not be evaluated blocks (fail closed), with no
@@ -187,25 +200,35 @@ pub fn plan_stop(input: &StopInput) -> StopPlan {
                 (decision, None, vec![])
             } else {
                 let mut bank = input.waiting.iter().rev().filter(|q| !q.human);
-                // The first held moment (see `held_moments`).
+                // The first held moment (see `held_moments`; none outside
+                // autonomous mode).
                 let claim =
                     held_moments(mode, &input.claims).first().and_then(|m| input.claims.iter().position(|c| c == m));
-                let ask = match (human, claim) {
-                    (Some(q), _) => Ask::Queued(q.id),
-                    (None, Some(i)) => {
-                        asked_claim = Some(i);
-                        let m = input.claims[i];
-                        match bank.find(|q| q.moment.as_deref() == Some(m)) {
-                            Some(q) => Ask::Queued(q.id),
-                            None => Ask::Pick { moment: m.to_string(), groups: groups_for(m).to_vec() },
+                let ask = if let Some(q) = human {
+                    Some(Ask::Queued(q.id))
+                } else if mode == Mode::Human {
+                    None
+                } else if incorrect(eval) {
+                    match claim.filter(|&i| input.claims[i] == CORRECTNESS_MOMENT) {
+                        Some(i) => {
+                            asked_claim = Some(i);
+                            Some(ask_for(CORRECTNESS_MOMENT, bank))
                         }
+                        None => Some(match bank.find(|q| q.moment.as_deref() == Some(CORRECTNESS_MOMENT)) {
+                            Some(q) => Ask::Queued(q.id),
+                            None => Ask::Pick { moment: "completion_claim".into(), groups: prefer_groups(eval) },
+                        }),
                     }
-                    (None, None) => match bank.find(|q| q.moment.as_deref() != Some("start")) {
+                } else if let Some(i) = claim {
+                    asked_claim = Some(i);
+                    Some(ask_for(input.claims[i], bank))
+                } else {
+                    Some(match bank.find(|q| q.moment.as_deref() != Some("start")) {
                         Some(q) => Ask::Queued(q.id),
                         None => Ask::Pick { moment: "completion_claim".into(), groups: prefer_groups(eval) },
-                    },
+                    })
                 };
-                (decision, Some(ask), vec![ReasonPart::Verdict])
+                (decision, ask, vec![ReasonPart::Verdict])
             }
         }
     };
@@ -236,7 +259,34 @@ pub fn plan_stop(input: &StopInput) -> StopPlan {
             }
         })
         .collect();
-    StopPlan { decision, ask, claims, reason }
+    // Allowed: what still waits will never be answered.
+    let expire = match decision {
+        Decision::Allow => input.waiting.iter().map(|q| q.id).collect(),
+        _ => vec![],
+    };
+    StopPlan { decision, ask, claims, reason, expire }
+}
+
+/// Why a question still waiting expires when a stop is allowed. A
+/// suspicious gain's question says whether gadfly's own re-evaluation of
+/// the gain (another seed, before the allow) confirmed it.
+pub fn expiry_reason(moment: Option<&str>, gain_confirmed: bool) -> &'static str {
+    match moment {
+        Some("suspicious_gain") if gain_confirmed => {
+            "the stop was allowed: gadfly's re-evaluation with another seed confirmed the gain"
+        }
+        _ => "the stop was allowed",
+    }
+}
+
+/// The question for a claim moment: the latest of `bank` (the waiting
+/// moment questions, latest first) queued for `moment`, else a fresh pick
+/// for it.
+fn ask_for<'a>(moment: &str, mut bank: impl Iterator<Item = &'a Waiting>) -> Ask {
+    match bank.find(|q| q.moment.as_deref() == Some(moment)) {
+        Some(q) => Ask::Queued(q.id),
+        None => Ask::Pick { moment: moment.to_string(), groups: groups_for(moment).to_vec() },
+    }
 }
 
 impl StopPlan {
@@ -278,12 +328,22 @@ impl StopPlan {
     }
 }
 
+/// The moment whose questions are correctness questions: what the
+/// detectors queue for a scenario that turned incorrect, and what the
+/// stop's words show when they explain a failure away.
+pub const CORRECTNESS_MOMENT: &str = "correctness_dismissal";
+
+/// Whether any scenario the harness measured is incorrect.
+pub fn incorrect(eval: &Evaluation) -> bool {
+    eval.verdict.scenarios.iter().any(|s| s.present && !s.correct)
+}
+
 /// The bank groups that fit what failed: correctness questions for a wrong
 /// scenario, bound and gap questions for a slow one, measurement and
 /// benchmark questions when the evaluation itself broke.
 pub fn prefer_groups(eval: &Evaluation) -> Vec<&'static str> {
     let v = &eval.verdict;
-    if v.scenarios.iter().any(|s| s.present && !s.correct) {
+    if incorrect(eval) {
         vec!["correctness"]
     } else if v.scenarios.iter().any(|s| s.present && !s.passes) {
         vec!["gap_analysis", "bound", "measurement"]
@@ -380,6 +440,25 @@ pub fn block_reason(eval: &Evaluation, predicate: &PredicateSpec, question: Opti
     out
 }
 
+/// The question for `moment`: the bank's pick ([`select::pick`]), or,
+/// when no entry applies, the next of the built-in completion questions
+/// (in turn, by how many of them the campaign was asked). The daemon's
+/// `pick_question` and `gadfly replay` both choose with it.
+pub fn choose_question(entries: &[crate::bank::Entry], req: &select::Request<'_>) -> Question {
+    if let Some(choice) = select::pick(entries, req) {
+        return Question {
+            queued_id: None,
+            source: choice.entry.id,
+            moment: req.moment.to_string(),
+            text: choice.entry.text,
+        };
+    }
+    let builtin = BUILTIN_COMPLETION_QUESTIONS;
+    let n: usize = req.asked.iter().filter(|a| a.bank_id.starts_with("builtin-")).map(|a| a.times).sum();
+    let (id, text) = builtin[n % builtin.len()];
+    Question { queued_id: None, source: id.to_string(), moment: req.moment.to_string(), text: text.to_string() }
+}
+
 /// A small set of completion-claim questions, used when no bank entry fits.
 pub const BUILTIN_COMPLETION_QUESTIONS: &[(&str, &str)] = &[
     ("builtin-completion-1", "Which failing scenario above is furthest from its target, and what does a measurement of where its time goes say about why?"),
@@ -436,6 +515,7 @@ mod tests {
             duration_ms: 1,
             created_at: String::new(),
             cached: false,
+            origin: Default::default(),
         }
     }
 
@@ -451,6 +531,13 @@ mod tests {
     fn holding() -> Evaluation {
         let e = eval_of(&[("a", true, 2.0), ("b", true, 2.0)], &[]);
         assert!(e.verdict.holds);
+        e
+    }
+
+    /// Every scenario correct, b too slow: the predicate fails on speed.
+    fn slow() -> Evaluation {
+        let e = eval_of(&[("a", true, 2.0), ("b", true, 0.5)], &[]);
+        assert!(!e.verdict.holds && !incorrect(&e));
         e
     }
 
@@ -494,7 +581,7 @@ mod tests {
 
     #[test]
     fn then_the_first_claim_moment_of_the_stops_words_in_autonomous_mode() {
-        let e = failing();
+        let e = slow();
         let waiting = vec![
             queued(1, "start"),
             queued(2, "correctness_dismissal"),
@@ -513,20 +600,22 @@ mod tests {
         let plan = plan_stop(&stop(Mode::Autonomous, Judged::Evaluated(&e), waiting.clone(), &claims));
         assert_eq!(plan.ask, pick("limit_claim", groups_for("limit_claim")));
         assert_eq!(plan.claims, [AskByMode, AskedAtStop, AskByMode]);
-        // Human mode: the words ask nothing themselves (the queue's latest).
+        // Human mode: the words ask nothing themselves, and no bank
+        // question is sent (the moments offer suggestions to the person).
         let plan = plan_stop(&stop(Mode::Human, Judged::Evaluated(&e), waiting, &claims));
-        assert_eq!(plan.ask, Some(Ask::Queued(4)));
+        assert_eq!((plan.decision, plan.ask), (Decision::Block, None));
         assert_eq!(plan.claims, [AskByMode; 3]);
     }
 
     #[test]
     fn then_the_latest_queued_moment_question_never_the_start_one() {
-        let e = failing();
+        let e = slow();
         let waiting = vec![queued(1, "correctness_dismissal"), queued(2, "suspicious_gain"), queued(3, "start")];
         let plan = plan_stop(&stop(Mode::Autonomous, Judged::Evaluated(&e), waiting, &["completion_claim"]));
         assert_eq!(plan.ask, Some(Ask::Queued(2)));
         assert_eq!(plan.claims, [AskByMode], "a completion claim is judged by the stop itself");
         // Only the start question waits: a completion-claim pick.
+        let e = failing();
         let plan = plan_stop(&stop(Mode::Autonomous, Judged::Evaluated(&e), vec![queued(3, "start")], &[]));
         assert_eq!(plan.ask, pick("completion_claim", &["correctness"]));
     }
@@ -557,7 +646,14 @@ mod tests {
         let allowed = ClaimPlan::RecordOnly("the stop was allowed: the predicate holds");
         assert_eq!(
             plan,
-            StopPlan { decision: Decision::Allow, ask: None, claims: vec![allowed, allowed], reason: vec![] }
+            StopPlan {
+                decision: Decision::Allow,
+                ask: None,
+                claims: vec![allowed, allowed],
+                reason: vec![],
+                expire: vec![1, 2],
+            },
+            "nobody is left to answer the waiting questions: they expire"
         );
         let input = stop(Mode::Autonomous, Judged::Evaluated(&e), vec![], &[]);
         assert_eq!(plan_stop(&input).reason_text(&input, None), None);
@@ -572,7 +668,8 @@ mod tests {
         let (bad, good) = (failing(), holding());
         let plan = plan_stop(&stop(Mode::Human, Judged::Evaluated(&bad), vec![queued(1, "start")], &["limit_claim"]));
         assert_eq!(plan.decision, Decision::Block);
-        assert_eq!(plan.ask, pick("completion_claim", &["correctness"]));
+        assert_eq!(plan.ask, None, "no bank question in human mode");
+        assert_eq!(plan.reason, [ReasonPart::Verdict]);
         assert_eq!(plan.claims, [AskByMode]);
         let plan = plan_stop(&stop(Mode::Human, Judged::Evaluated(&good), vec![], &["limit_claim"]));
         assert_eq!((plan.decision, plan.ask), (Decision::Allow, None));
@@ -592,7 +689,13 @@ mod tests {
             ));
             assert_eq!(
                 plan,
-                StopPlan { decision: Decision::Record, ask: None, claims: vec![AskByMode], reason: vec![] }
+                StopPlan {
+                    decision: Decision::Record,
+                    ask: None,
+                    claims: vec![AskByMode],
+                    reason: vec![],
+                    expire: vec![]
+                }
             );
         }
     }
@@ -630,8 +733,9 @@ mod tests {
         assert_eq!(plan.reason, [ReasonPart::Tampered(line.into())]);
         assert_eq!(plan.reason_text(&input, None), Some(format!("{line}\n")));
         assert_eq!(plan.claims, [AskByMode], "blocked: the claim is asked by mode");
+        assert!(plan.expire.is_empty(), "blocked: the plateau question still waits");
         // The predicate fails: the tamper line, then the verdict's reason and question.
-        let mut input = stop(Mode::Human, Judged::Evaluated(&bad), vec![], &[]);
+        let mut input = stop(Mode::Autonomous, Judged::Evaluated(&bad), vec![], &[]);
         input.tampered = &tampered;
         let plan = plan_stop(&input);
         assert_eq!(plan.decision, Decision::Block);
@@ -663,7 +767,7 @@ mod tests {
 
     #[test]
     fn a_question_delivered_elsewhere_meanwhile_gives_way_to_the_next_choice() {
-        let (bad, good) = (failing(), holding());
+        let (bad, good) = (slow(), holding());
         let waiting = vec![person(1), person(2), queued(3, "limit_claim"), queued(4, "plateau")];
         let mut input = stop(Mode::Autonomous, Judged::Evaluated(&bad), waiting, &["limit_claim"]);
         let mut asked = vec![];
@@ -691,6 +795,7 @@ mod tests {
         input.delivered_elsewhere(5);
         let plan = plan_stop(&input);
         assert_eq!((plan.decision, plan.ask, plan.reason), (Decision::Allow, None, vec![]));
+        assert!(plan.expire.is_empty(), "the person's question was delivered, not expired");
         // An id not waiting changes nothing.
         let before = plan_stop(&input);
         input.delivered_elsewhere(99);
@@ -699,12 +804,104 @@ mod tests {
 
     #[test]
     fn a_plan_without_its_question_asks_the_claim_moment_by_mode() {
-        let e = failing();
+        let e = slow();
         let input = stop(Mode::Autonomous, Judged::Evaluated(&e), vec![], &["limit_claim", "suspicious_gain"]);
         let plan = plan_stop(&input);
         assert_eq!(plan.claims, [AskedAtStop, AskByMode]);
         let bare = plan.clone().without_question();
         assert_eq!(bare, StopPlan { ask: None, claims: vec![AskByMode, AskByMode], ..plan });
+    }
+
+    /// Issue #32: on a kernel wrong everywhere, the stop's words "10x
+    /// faster" (a claimed gain) took the stop from the correctness question
+    /// a regression had queued. On an incorrect candidate a correctness
+    /// question wins over every benchmark or performance one.
+    #[test]
+    fn correctness_first_on_an_incorrect_candidate() {
+        let (bad, slow) = (failing(), slow());
+        let waiting = vec![queued(1, "correctness_dismissal"), queued(2, "suspicious_gain"), queued(3, "plateau")];
+        let claims = ["suspicious_gain", "completion_claim"];
+        let plan = plan_stop(&stop(Mode::Autonomous, Judged::Evaluated(&bad), waiting.clone(), &claims));
+        assert_eq!(plan.ask, Some(Ask::Queued(1)), "the waiting correctness question, not the gain's");
+        assert_eq!(plan.claims, [AskByMode, AskByMode], "the claimed gain is asked by mode");
+        // The same stop on a correct (slow) candidate: the claimed gain wins.
+        let plan = plan_stop(&stop(Mode::Autonomous, Judged::Evaluated(&slow), waiting, &claims));
+        assert_eq!(plan.ask, Some(Ask::Queued(2)));
+        assert_eq!(plan.claims, [AskedAtStop, AskByMode]);
+        // No correctness question waits: a fresh one, never the claim's
+        // groups (benchmark validity first) nor a waiting plateau question.
+        let waiting = vec![queued(2, "suspicious_gain"), queued(3, "plateau")];
+        let plan = plan_stop(&stop(Mode::Autonomous, Judged::Evaluated(&bad), waiting, &claims));
+        assert_eq!(plan.ask, pick("completion_claim", &["correctness"]));
+        assert_eq!(plan.claims, [AskByMode, AskByMode]);
+        // Words that explain the failure away: that moment is the one asked,
+        // with its latest waiting question, else a fresh pick for it.
+        let waiting =
+            vec![queued(1, "correctness_dismissal"), queued(4, "limit_claim"), queued(5, "correctness_dismissal")];
+        let claims = ["correctness_dismissal", "limit_claim"];
+        let plan = plan_stop(&stop(Mode::Autonomous, Judged::Evaluated(&bad), waiting, &claims));
+        assert_eq!(plan.ask, Some(Ask::Queued(5)));
+        assert_eq!(plan.claims, [AskedAtStop, AskByMode]);
+        let plan = plan_stop(&stop(Mode::Autonomous, Judged::Evaluated(&bad), vec![queued(4, "limit_claim")], &claims));
+        assert_eq!(plan.ask, pick("correctness_dismissal", &["correctness", "measurement"]));
+        assert_eq!(plan.claims, [AskedAtStop, AskByMode]);
+        // A person's question still comes first.
+        let waiting = vec![queued(1, "correctness_dismissal"), person(6)];
+        let plan = plan_stop(&stop(Mode::Autonomous, Judged::Evaluated(&bad), waiting, &["suspicious_gain"]));
+        assert_eq!(plan.ask, Some(Ask::Queued(6)));
+    }
+
+    /// Issue #32: in human mode the person chooses every question; a
+    /// blocked stop carries theirs, or none (never a bank pick or a
+    /// question queued for a moment).
+    #[test]
+    fn human_mode_carries_only_a_persons_question() {
+        let bad = failing();
+        let waiting = vec![queued(1, "correctness_dismissal"), queued(2, "plateau")];
+        for claims in [&["limit_claim", "completion_claim"][..], &["correctness_dismissal"], &[]] {
+            let input = stop(Mode::Human, Judged::Evaluated(&bad), waiting.clone(), claims);
+            let plan = plan_stop(&input);
+            assert_eq!((plan.decision, &plan.ask), (Decision::Block, &None), "{claims:?}");
+            assert_eq!(plan.claims, vec![AskByMode; claims.len()], "raised by mode: suggestions");
+            let text = plan.reason_text(&input, None).unwrap();
+            assert!(text.starts_with("gadfly: you may not stop yet.") && !text.contains("Question"), "{text}");
+        }
+        let mut with_person = waiting.clone();
+        with_person.push(person(3));
+        let plan = plan_stop(&stop(Mode::Human, Judged::Evaluated(&bad), with_person, &["limit_claim"]));
+        assert_eq!(plan.ask, Some(Ask::Queued(3)));
+    }
+
+    /// Issue #32: questions queued for a campaign whose stop was allowed
+    /// waited for ever as "waiting". An allowed stop expires every question
+    /// still waiting (a suspicious gain's one queued by the allowing
+    /// evaluation included), with why; a block or an audit record expires
+    /// none.
+    #[test]
+    fn an_allowed_stop_expires_what_still_waits_with_why() {
+        let (good, bad) = (holding(), failing());
+        let waiting = vec![queued(1, "start"), queued(2, "plateau"), queued(3, "suspicious_gain")];
+        for mode in [Mode::Autonomous, Mode::Human] {
+            let plan = plan_stop(&stop(mode, Judged::Evaluated(&good), waiting.clone(), &["completion_claim"]));
+            assert_eq!((plan.decision, plan.expire), (Decision::Allow, vec![1, 2, 3]), "{mode:?}");
+        }
+        for (mode, judged) in [
+            (Mode::Autonomous, Judged::Evaluated(&bad)),
+            (Mode::Human, Judged::Evaluated(&bad)),
+            (Mode::Audit, Judged::Evaluated(&good)),
+            (Mode::Autonomous, Judged::Unevaluated("gone")),
+        ] {
+            let plan = plan_stop(&stop(mode, judged, waiting.clone(), &[]));
+            assert_ne!(plan.decision, Decision::Allow);
+            assert!(plan.expire.is_empty(), "{mode:?}: {plan:?}");
+        }
+        assert_eq!(expiry_reason(Some("plateau"), true), "the stop was allowed");
+        assert_eq!(expiry_reason(None, false), "the stop was allowed");
+        assert_eq!(expiry_reason(Some("suspicious_gain"), false), "the stop was allowed");
+        assert_eq!(
+            expiry_reason(Some("suspicious_gain"), true),
+            "the stop was allowed: gadfly's re-evaluation with another seed confirmed the gain"
+        );
     }
 
     #[test]

@@ -150,6 +150,7 @@ pub async fn refused_candidate(inputs: &Inputs<'_>, started: Instant) -> anyhow:
         duration_ms: started.elapsed().as_millis() as u64,
         created_at: crate::time::now(),
         cached: false,
+        origin: Default::default(),
     }))
 }
 
@@ -328,6 +329,7 @@ pub async fn evaluate_unpacked(
         duration_ms: started.elapsed().as_millis() as u64,
         created_at: crate::time::now(),
         cached: false,
+        origin: Default::default(),
     })
 }
 

@@ -119,6 +119,7 @@ fn failed_job(inputs: &Inputs<'_>, id: i64, reason: &str, started: Instant) -> E
         duration_ms: started.elapsed().as_millis() as u64,
         created_at: crate::time::now(),
         cached: false,
+        origin: Default::default(),
     }
 }
 

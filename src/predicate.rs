@@ -171,6 +171,13 @@ pub fn judge(spec: &PredicateSpec, required: &[String], measured: &[ScenarioResu
     }
 }
 
+/// Whether an evaluation failure is one of the geometric-mean bars that
+/// [`judge`] adds (a figure below its bar), not a failure of the
+/// evaluation itself.
+pub fn is_bar_failure(failure: &str) -> bool {
+    failure.starts_with("geometric mean speedup ") || failure.starts_with("geometric mean vs comparison ")
+}
+
 /// The geometric mean of `values` when there is one for each of `n`
 /// scenarios (a mean over fewer would flatter the verdict).
 fn geometric_mean(values: &[f64], n: usize) -> Option<f64> {
@@ -328,6 +335,22 @@ mod tests {
         assert!(v.failures[0].starts_with("geometric mean speedup 1.11x < 1.50x"));
         let v = judge(&spec(1.0, None), &req, &[r("a", true, 10.0, 100.0)], vec!["build failed".into()]);
         assert!(!v.holds);
+    }
+
+    /// Every failure `judge` adds itself is a geometric-mean bar; the
+    /// evaluation's own failures handed to it are not.
+    #[test]
+    fn the_bars_judge_adds_are_told_from_the_evaluations_failures() {
+        let req = names(&["a", "b"]);
+        let bars = PredicateSpec { min_compare_geomean: Some(1.1), ..spec(1.0, Some(1.5)) };
+        let mut a = r("a", true, 90.0, 100.0);
+        a.compare_us = Some(80.0);
+        let v = judge(&bars, &req, &[a.clone(), r("b", true, 90.0, 100.0)], vec!["build failed".into()]);
+        let own: Vec<&String> = v.failures.iter().filter(|f| !is_bar_failure(f)).collect();
+        assert_eq!(own, vec!["build failed"], "{:?}", v.failures);
+        assert_eq!(v.failures.len(), 3, "{:?}", v.failures);
+        let v = judge(&bars, &req, &[a], vec![]);
+        assert!(v.failures.len() == 2 && v.failures.iter().all(|f| is_bar_failure(f)), "{:?}", v.failures);
     }
 
     /// What the CUDA harness writes for a correct bf16 scenario: the

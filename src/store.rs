@@ -59,6 +59,7 @@ mod runs;
 mod stops;
 pub use beam::FamilyRow;
 pub use campaigns::CampaignRow;
+pub use evaluations::SeriesPoint;
 pub use events::EventRow;
 pub use jobs::{tags_match, ClaimedJob, JobState};
 pub use questions::{QuestionRow, YIELD_EVALUATIONS, YIELD_QUESTIONS};
@@ -477,6 +478,7 @@ pub(crate) mod tests {
             spec_json: "{}".into(),
             protected_json: "{}".into(),
             created_at: now(),
+            archived_at: None,
         }
     }
 
@@ -564,6 +566,7 @@ pub(crate) mod tests {
             duration_ms: 1,
             created_at: now(),
             cached: false,
+            origin: Default::default(),
         }
     }
 

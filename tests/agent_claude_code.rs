@@ -507,3 +507,49 @@ fn a_forged_unavailable_count_and_a_deleted_spool_still_leave_an_ungated_stop() 
     std::thread::sleep(Duration::from_secs(3));
     assert_eq!(d.api_get(&format!("/campaigns/{id}/stops")).as_array().unwrap().len(), 1);
 }
+
+/// An attached session reports what its transcript holds: each assistant
+/// message's tokens (counted once, though the transcript writes a message
+/// once per content block) and the session's cost from the `cost-state`
+/// line the CLI writes when it ends, the CLI's own price (gadfly prices
+/// nothing): the same figure as its stream's `total_cost_usd`.
+#[test]
+fn an_attached_sessions_transcript_reports_its_tokens_and_cost() {
+    let Some(bin) = claude_bin("an_attached_sessions_transcript_reports_its_tokens_and_cost") else { return };
+    let f = Fixture::new("");
+    let d = Daemon::start(&f.data_dir());
+    let id = d.create_campaign(&f.spec());
+    let home = tempfile::tempdir().unwrap();
+    let mock = MockModel::start(vec![
+        Step::say_then_shell("Writing the fix now.", &write_candidate(ALL_PASS)).described("Write the candidate"),
+        Step::text("All scenarios pass. Done."),
+    ]);
+    let run = run_agent(claude(&bin, home.path(), &mock, &d, &id, &f.ws(), "Make every scenario pass"), TIMEOUT);
+    assert_success(&run, &mock);
+    let result = run.events().into_iter().rfind(|e| e["type"] == "result").unwrap();
+    let cost = result["total_cost_usd"].as_f64().expect("the CLI prices its session");
+    // Two requests of 100 input and 20 output tokens (tests/mock_model).
+    let (input, output) = (2 * 100, 2 * 20);
+    let spend = || d.api_get(&format!("/campaigns/{id}/spend"));
+    common::wait_until("the transcript's usage and cost", || {
+        let c = &spend()["campaign"];
+        c["tokens"].as_u64() == Some(input + output) && c["cost_usd"].as_f64().is_some()
+    });
+    let sp = spend();
+    let c = &sp["campaign"];
+    assert_eq!((c["input_tokens"].as_u64(), c["output_tokens"].as_u64()), (Some(input), Some(output)), "{sp}");
+    assert_eq!(c["cost_usd"].as_f64(), Some(cost), "the cost-state line's figure is the stream's: {sp}");
+    let s = &sp["sessions"][0];
+    assert_eq!(s["sources"], serde_json::json!(["claude-code-transcript"]), "{sp}");
+    assert_eq!(s["run_id"], Value::Null, "an attached session is no run of gadfly's");
+    assert!(sp["runs"].as_array().unwrap().is_empty(), "{sp}");
+    // The first message has text and a tool call: two transcript lines, one count.
+    let log = d.api_get(&format!("/campaigns/{id}/log?limit=10000"));
+    let first: Vec<&Value> = log
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "agent.usage" && e["payload"]["message_id"] == "msg_mock_0001")
+        .collect();
+    assert_eq!(first.len(), 2, "{}", run.explain(&mock));
+}

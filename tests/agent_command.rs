@@ -16,6 +16,10 @@ case "${MODE:-fix}:$n" in
   fix:1|never:*) printf 'a true 50 100\nb false 40 100\nc true 80 100\n' > candidate.txt ;;
   fix:*) printf 'a true 50 100\nb true 40 100\nc true 80 100\n' > candidate.txt ;;
   sleep:*) (sleep 3; touch "$(dirname "$PWD")/grandchild-survived") & sleep 60 ;;
+  usage:*) printf 'a true 50 100\nb false 40 100\nc true 80 100\n' > candidate.txt
+    echo '{"gadfly_usage": {"cost_usd": -1}}'
+    echo '{"gadfly_usage": {"input_tokens": 1000, "cached_input_tokens": 400, "output_tokens": 200, "cost_usd": 0.4}}'
+    sleep 0.3 ;;
 esac
 echo "All scenarios pass. Done."
 "#;
@@ -27,6 +31,12 @@ fn fixture(mode: &str, extra: &str) -> Fixture {
     let f = Fixture::new(&agent);
     std::fs::write(f.dir.path().join("agent.sh"), AGENT).unwrap();
     f
+}
+
+/// Waits until the campaign's `state` (where its agent stands) is `state`.
+fn wait_state(d: &Daemon, id: &str, state: &str) -> Value {
+    common::wait_until(&format!("campaign state {state}"), || d.api_get(&format!("/campaigns/{id}"))["state"] == state);
+    d.api_get(&format!("/campaigns/{id}"))
 }
 
 fn wait_run_end(d: &Daemon, id: &str) -> Value {
@@ -45,6 +55,9 @@ fn a_wrong_turn_is_sent_back_with_the_failing_scenario_then_the_run_completes() 
     assert!(stdout.contains("ended: the predicate holds"), "{stdout}");
     let run = wait_run_end(&d, &id);
     assert_eq!(run["outcome"], "completed");
+    // The campaign says so (issue #32: it stayed "active").
+    let c = wait_state(&d, &id, "done");
+    assert_eq!(c["state_detail"], "run 1: the predicate holds on every scenario and the stop was allowed");
     let calls = std::fs::read_to_string(f.dir.path().join("calls.log")).unwrap();
     let parts: Vec<&str> = calls.split("---\n").collect();
     assert!(parts[0].starts_with("start every scenario faster"), "the first prompt carries the goal: {}", parts[0]);
@@ -76,6 +89,10 @@ fn a_run_without_gain_is_stopped_by_budget_never_as_success() {
     assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stdout));
     let run = wait_run_end(&d, &id);
     assert_eq!(run["outcome"], "stopped_by_budget");
+    let c = wait_state(&d, &id, "stopped_by_budget");
+    assert!(c["state_detail"].as_str().unwrap().starts_with("run 1: stopped by budget: "), "{c}");
+    let list = String::from_utf8_lossy(&d.run(&["campaign", "list"]).stdout).into_owned();
+    assert!(list.lines().any(|l| l.starts_with(&id) && l.contains(" stopped_by_budget ")), "{list}");
     let log = d.api_get(&format!("/campaigns/{id}/log"));
     let ended = log.as_array().unwrap().iter().find(|e| e["kind"] == "run.ended").unwrap();
     assert!(
@@ -96,10 +113,17 @@ fn stopping_a_run_ends_the_agents_whole_process_group() {
     let out = d.run(&["run", &id, "--agent", "command", "--detach"]);
     assert!(out.status.success());
     std::thread::sleep(std::time::Duration::from_millis(800));
+    let c = d.api_get(&format!("/campaigns/{id}"));
+    assert_eq!(
+        (&c["state"], &c["attached"]["agent"], &c["attached"]["via"]),
+        (&Value::from("running"), &Value::from("command"), &Value::from("run")),
+        "{c}"
+    );
     let out = d.run(&["stop", &id]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("stopping"));
     let run = wait_run_end(&d, &id);
     assert_eq!(run["outcome"], "stopped");
+    wait_state(&d, &id, "stopped");
     std::thread::sleep(std::time::Duration::from_millis(3500));
     assert!(!f.dir.path().join("grandchild-survived").exists(), "a grandchild of the agent survived the stop");
 }
@@ -122,4 +146,58 @@ fn attach_and_detach_through_the_cli() {
     assert!(out.status.success());
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     assert_eq!(v, serde_json::json!({}));
+}
+
+/// A command agent's own usage report (`{"gadfly_usage": {...}}` lines) is
+/// recorded, summed and held to `max_cost_usd`: the third report reaches
+/// it and the run ends at once, stopped by budget (never a success), with
+/// the budget and the figures in its end and in `budget.reached`.
+#[test]
+fn a_command_agents_reported_cost_stops_the_run_by_budget() {
+    let f = fixture("usage", "max_cost_usd = 1.0");
+    let d = Daemon::start(&f.data_dir());
+    let id = d.create_campaign(&f.spec());
+    let out = d.run(&["run", &id, "--agent", "command"]);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stdout));
+    let run = wait_run_end(&d, &id);
+    assert_eq!(run["outcome"], "stopped_by_budget", "{run}");
+    let log = d.api_get(&format!("/campaigns/{id}/log?limit=10000"));
+    let log = log.as_array().unwrap();
+    let usage: Vec<&Value> = log.iter().filter(|e| e["kind"] == "agent.usage").collect();
+    assert_eq!(usage.len(), 3, "one report per turn: {usage:?}");
+    assert!(usage.iter().all(|u| u["payload"]["source"] == "command" && u["payload"]["run_id"] == run["id"]));
+    // The malformed report (a negative cost) is an output line, not spend.
+    assert!(log
+        .iter()
+        .any(|e| e["kind"] == "agent.output" && e["payload"]["line"] == r#"{"gadfly_usage": {"cost_usd": -1}}"#));
+    let reached: Vec<&Value> = log.iter().filter(|e| e["kind"] == "budget.reached").collect();
+    assert_eq!(reached.len(), 1, "{reached:?}");
+    let r = &reached[0]["payload"];
+    assert_eq!(
+        (r["budget"].as_str(), r["limit"].as_f64(), r["tokens"].as_u64()),
+        (Some("max_cost_usd"), Some(1.0), Some(3600))
+    );
+    assert!((r["cost_usd"].as_f64().unwrap() - 1.2).abs() < 1e-9, "{r}");
+    let ended = log.iter().find(|e| e["kind"] == "run.ended").unwrap();
+    let detail = ended["payload"]["detail"].as_str().unwrap();
+    assert!(detail.contains("stopped by budget: $1.20 spent") && detail.contains("max_cost_usd = 1"), "{detail}");
+    // The third turn ended at its report: only two turn ends were judged.
+    let stops = d.api_get(&format!("/campaigns/{id}/stops"));
+    assert_eq!(stops.as_array().unwrap().len(), 2, "{stops}");
+    // The API's spend view: per campaign, per session and per run.
+    let spend = d.api_get(&format!("/campaigns/{id}/spend"));
+    let c = &spend["campaign"];
+    assert_eq!(
+        (c["input_tokens"].as_u64(), c["cached_input_tokens"].as_u64(), c["output_tokens"].as_u64()),
+        (Some(3000), Some(1200), Some(600))
+    );
+    assert!((c["cost_usd"].as_f64().unwrap() - 1.2).abs() < 1e-9, "{spend}");
+    assert_eq!(spend["runs"][0]["run_id"], run["id"]);
+    assert_eq!(spend["runs"][0]["tokens"], 3600);
+    assert_eq!(spend["sessions"][0]["session_id"], format!("run-{}", run["id"]));
+    assert_eq!(spend["budgets"]["max_cost_usd"], 1.0);
+    // And the audit.
+    let audit = d.run(&["audit", "campaign", &id]);
+    let text = String::from_utf8_lossy(&audit.stdout);
+    assert!(text.contains("## Spend") && text.contains("3600 tokens") && text.contains("$1.20"), "{text}");
 }

@@ -91,3 +91,93 @@ fn a_plateau_with_too_few_families_asks_for_a_new_family() {
     assert!(["algo-001", "process-001"].contains(&q["bank_id"].as_str().unwrap()), "{plateau}");
     assert!(q["text"].as_str().unwrap().contains("The beam has 1 live family of the 3"), "{q}");
 }
+
+/// A branch the workspace never had, evaluated by `beam list`, is its
+/// family's: the campaign's headline (API views, `campaign list|show`)
+/// stays the workspace's verdict, and "best" the workspace's. When the
+/// workspace checks that branch out, or comes back to a tree evaluated
+/// before, its verdict follows the workspace, answered from the store.
+#[test]
+fn the_headline_is_the_workspaces_verdict_not_the_last_beam_branch() {
+    let f = Fixture::new("[beam]\nmin_families = 1\n");
+    let d = Daemon::start(&f.data_dir());
+    let id = d.create_campaign(&f.spec());
+    // The workspace passes at about 1.84x.
+    commit(&f, common::ALL_PASS, "the workspace's kernel");
+    let ws: Value = serde_json::from_slice(&d.run(&["eval", &id, "--json"]).stdout).unwrap();
+    assert_eq!(ws["holds"], true, "{ws}");
+    // A fast correct branch and a broken one, neither ever in the workspace.
+    git(&f.ws(), &["checkout", "-qb", "estrin"]);
+    commit(&f, "a true 10 100\nb true 10 100\nc true 10 100\n", "estrin\n\nGadfly-Family: estrin");
+    git(&f.ws(), &["checkout", "-q", "-"]);
+    git(&f.ws(), &["checkout", "-qb", "broken"]);
+    commit(&f, "FAIL\n", "does not build\n\nGadfly-Family: broken-family");
+    git(&f.ws(), &["checkout", "-q", "-"]);
+    git(&f.ws(), &["checkout", "-qb", "wrong"]);
+    commit(&f, "a false 4 100\nb false 4 100\nc false 4 100\n", "fast and wrong\n\nGadfly-Family: wrong");
+    git(&f.ws(), &["checkout", "-q", "-"]);
+    assert_eq!(std::fs::read_to_string(f.ws().join("candidate.txt")).unwrap(), common::ALL_PASS);
+
+    let b: Value = serde_json::from_slice(&d.run(&["beam", "list", &id, "--json"]).stdout).unwrap();
+    assert!((family(&b, "estrin")["best"]["geomean_speedup"].as_f64().unwrap() - 10.0).abs() < 1e-9, "{b}");
+    assert_eq!(family(&b, "broken-family")["last"]["built"], false, "{b}");
+    // A candidate wrong on every scenario is no family's best either.
+    let wrong = family(&b, "wrong");
+    assert_eq!(
+        (wrong["last"]["incorrect"].clone(), wrong["best"].clone()),
+        (Value::Bool(true), Value::Null),
+        "{wrong}"
+    );
+
+    // The headline everywhere: the workspace's tree, holding at 1.84x.
+    let headline_is_workspace = |what: &str| {
+        let detail = d.api_get(&format!("/campaigns/{id}"));
+        let latest = &detail["latest_evaluation"];
+        assert_eq!(
+            (latest["id"].clone(), latest["tree"].clone()),
+            (ws["id"].clone(), ws["tree"].clone()),
+            "{what}: {latest}"
+        );
+        assert_eq!(latest["holds"], true, "{what}");
+        let summary = d.api_get("/campaigns");
+        let c = summary.as_array().unwrap().iter().find(|c| c["id"] == id.as_str()).unwrap();
+        assert_eq!(c["holds"], true, "{what}: {c}");
+        assert_eq!(c["latest_evaluation_id"], ws["id"], "{what}: {c}");
+        assert_eq!(c["geomean_speedup"], ws["geomean_speedup"], "{what}: {c}");
+        assert_eq!(
+            c["best_geomean_speedup"], ws["geomean_speedup"],
+            "{what}: the beam's 10x is its family's best: {c}"
+        );
+        let list = String::from_utf8(d.run(&["campaign", "list"]).stdout).unwrap();
+        let line = list.lines().find(|l| l.starts_with(id.as_str())).unwrap_or_else(|| panic!("{list}"));
+        assert!(line.contains("holds") && line.contains("1.84x") && !line.contains("10.00x"), "{what}: {line}");
+        let show = String::from_utf8(d.run(&["campaign", "show", &id]).stdout).unwrap();
+        let tree: String = ws["tree"].as_str().unwrap().chars().take(12).collect();
+        assert!(show.contains(&format!("tree {tree}")) && show.contains("the predicate HOLDS"), "{what}: {show}");
+        assert!(!show.contains("harness run exited") && !show.contains("10.00x"), "{what}: {show}");
+    };
+    headline_is_workspace("after beam list");
+    let evals = d.api_get(&format!("/campaigns/{id}/evaluations"));
+    let origins: Vec<&str> = evals.as_array().unwrap().iter().map(|e| e["origin"].as_str().unwrap_or("?")).collect();
+    assert_eq!(origins, ["workspace", "beam", "beam", "beam"], "{evals}");
+    // A new commit on the broken branch, listed again: still the workspace's.
+    git(&f.ws(), &["checkout", "-q", "broken"]);
+    commit(&f, "FAIL\nFAIL\n", "still broken");
+    git(&f.ws(), &["checkout", "-q", "-"]);
+    d.run(&["beam", "list", &id, "--json"]);
+    headline_is_workspace("after a second beam list");
+
+    // The workspace takes up the estrin branch: its tree, evaluated by the
+    // beam, answered from the store, is now the workspace's verdict.
+    git(&f.ws(), &["checkout", "-q", "estrin"]);
+    let e: Value = serde_json::from_slice(&d.run(&["eval", &id, "--json"]).stdout).unwrap();
+    assert_eq!((e["cached"].clone(), e["origin"].clone()), (Value::Bool(true), Value::from("workspace")), "{e}");
+    let detail = d.api_get(&format!("/campaigns/{id}"));
+    assert_eq!(detail["latest_evaluation"]["id"], e["id"], "{detail}");
+    assert_eq!(detail["best_geomean_speedup"], e["geomean_speedup"], "now the workspace's best");
+    // And comes back to its first tree: that verdict again.
+    git(&f.ws(), &["checkout", "-q", "-"]);
+    let back: Value = serde_json::from_slice(&d.run(&["eval", &id, "--json"]).stdout).unwrap();
+    assert_eq!(back["id"], ws["id"], "{back}");
+    assert_eq!(d.api_get(&format!("/campaigns/{id}"))["latest_evaluation"]["id"], ws["id"]);
+}

@@ -9,6 +9,7 @@
 //! chromium.
 
 mod common;
+mod mock_model;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -140,6 +141,66 @@ fn the_console_in_headless_chromium() {
     let e: serde_json::Value = res.json().unwrap();
     assert_eq!(e["holds"], false, "{e}");
     f.set_candidate("a true 50 100\nb true 40 100\nc true 120 100\n");
+    // Two more campaigns on the workspace (issue #32's console details): one
+    // not evaluated yet (the empty chart, "Evaluate now"), and one whose agent
+    // waved an error away and then only claimed to be done (the moment the
+    // composer starts at; archiving).
+    let named = |name: &str| {
+        let path = f.dir.path().join(format!("{name}.toml"));
+        let text = std::fs::read_to_string(f.spec()).unwrap().replacen(
+            &format!("name = {quoted}"),
+            &format!("name = \"{name}\""),
+            1,
+        );
+        std::fs::write(&path, text).unwrap();
+        d.create_campaign(&path)
+    };
+    let fresh = named("fresh");
+    let moments = named("moments");
+    reason(
+        &d.stop(
+            &moments,
+            "The error on b is just rounding noise, ignore it. All scenarios pass now, the work is done.",
+        ),
+    );
+    reason(&d.stop(&moments, "All done, every scenario is faster."));
+    // Issue #32, what users see is the truth: a campaign whose latest kernel
+    // is wrong on every scenario (25x "faster") after a correct one at
+    // 1.84x; and one whose workspace fails (c is slow) while a beam branch
+    // it never had, listed after, passes at 10x.
+    let evaluate = |campaign: &str| {
+        let res = reqwest::blocking::Client::new()
+            .post(format!("{}/api/v1/campaigns/{campaign}/evaluate", d.url))
+            .bearer_auth(&d.token)
+            .send()
+            .unwrap();
+        assert!(res.status().is_success(), "evaluating {campaign}: {}", res.status());
+    };
+    let wrong = named("all-wrong");
+    f.set_candidate(ALL_PASS);
+    evaluate(&wrong);
+    f.set_candidate("a false 4 100\nb false 4 100\nc false 4 100\n");
+    evaluate(&wrong);
+    f.set_candidate("a true 50 100\nb true 40 100\nc true 120 100\n");
+    let beamed = named("beamed");
+    evaluate(&beamed);
+    // The branch is made in a worktree of its own: the workspace's files stay as they are.
+    let branch = f.dir.path().join("estrin-worktree");
+    common::git(&f.ws(), &["worktree", "add", "-q", "-b", "estrin", branch.to_str().unwrap(), "HEAD"]);
+    std::fs::write(branch.join("candidate.txt"), "a true 10 100\nb true 10 100\nc true 10 100\n").unwrap();
+    common::git(
+        &branch,
+        &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "estrin\n\nGadfly-Family: estrin"],
+    );
+    common::git(&f.ws(), &["worktree", "remove", "--force", branch.to_str().unwrap()]);
+    let out = d.run(&["beam", "list", &beamed]);
+    assert!(out.status.success(), "beam list: {}", String::from_utf8_lossy(&out.stderr));
+
+    // Issue #38: a campaign whose spawned agent reported its usage and was
+    // stopped by `max_cost_usd` (the real Claude Code CLI against the mock
+    // model when it is installed, else a command agent's gadfly_usage
+    // lines), with a webhook whose secret the daemon does not hold.
+    let (spend, spend_text, _mock) = spend_campaign(&d);
 
     let shots = std::env::var("SCREENSHOT_DIR").unwrap_or_else(|_| std::env::temp_dir().display().to_string());
     let mut child = Command::new("node")
@@ -150,7 +211,13 @@ fn the_console_in_headless_chromium() {
         .env("CAMPAIGN", &id)
         .env("CAMPAIGN_NAME", NAME)
         .env("COMPARE_CAMPAIGN", &compare)
+        .env("WRONG_CAMPAIGN", &wrong)
+        .env("BEAM_CAMPAIGN", &beamed)
+        .env("FRESH_CAMPAIGN", &fresh)
+        .env("MOMENTS_CAMPAIGN", &moments)
         .env("BLOCKED_CLAIM", CLAIM)
+        .env("SPEND_CAMPAIGN", &spend.0)
+        .env("SPEND_TEXT", &spend_text)
         .env("CHROMIUM", &chromium)
         .env("SCREENSHOT_DIR", &shots)
         .spawn()
@@ -168,4 +235,79 @@ fn the_console_in_headless_chromium() {
         std::thread::sleep(Duration::from_millis(100));
     };
     assert!(status.success(), "the console test failed ({status}); screenshots of the failure in {shots}");
+}
+
+/// A campaign (in a workspace of its own) whose run was stopped by its
+/// reported cost: its id and fixture, the campaign's spend as the console
+/// must write it (from the API's figures, in the audit's format), and the
+/// mock model (kept alive).
+fn spend_campaign(d: &Daemon) -> ((String, Fixture), String, Option<mock_model::MockModel>) {
+    let webhook = "[notify]\n[[notify.webhooks]]\nurl = \"http://127.0.0.1:9/hooks/x\"\nevents = [\"run_ended\"]\nsecret_env = \"GADFLY_CONSOLE_TEST_NO_SECRET\"\n";
+    let toml_str = |s: &str| serde_json::to_string(s).unwrap();
+    let (f, mock, kind) = match mock_model::agent_bin("GADFLY_CLAUDE_BIN", "claude") {
+        Some(bin) => {
+            use mock_model::{MockModel, Step};
+            let mock = MockModel::start(vec![
+                Step::text("All scenarios pass. Done."),
+                Step::text("They still pass. Done.").when_last_user_contains("gadfly: you may not stop yet"),
+            ]);
+            let home = tempfile::tempdir().unwrap().keep();
+            let env = [
+                ("HOME", home.display().to_string()),
+                ("CLAUDE_CONFIG_DIR", home.join("claude-config").display().to_string()),
+                ("ANTHROPIC_BASE_URL", mock.url.clone()),
+                ("ANTHROPIC_API_KEY", "dummy".into()),
+                ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".into()),
+                ("DISABLE_TELEMETRY", "1".into()),
+                ("DISABLE_AUTOUPDATER", "1".into()),
+                ("IS_SANDBOX", "1".into()),
+                // The CLI ends a turn past one blocked stop: its cost is told then.
+                ("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP", "1".into()),
+            ];
+            let env: Vec<String> = env.iter().map(|(k, v)| format!("{k} = {}", toml_str(v))).collect();
+            let agent = format!(
+                "[agent]\nkind = \"claude-code\"\nbin = {}\nmax_cost_usd = 0.001\nenv = {{ {} }}\n{webhook}",
+                toml_str(&bin.display().to_string()),
+                env.join(", ")
+            );
+            (Fixture::new(&agent), Some(mock), "claude-code")
+        }
+        None => {
+            let agent = format!(
+                "[agent]\nkind = \"command\"\nstart = \"sh ../usage.sh\"\nresume = \"sh ../usage.sh\"\nmax_cost_usd = 1.0\n{webhook}"
+            );
+            let f = Fixture::new(&agent);
+            let script = "echo '{\"gadfly_usage\": {\"input_tokens\": 1000, \"output_tokens\": 200, \"cost_usd\": 0.4}}'\nsleep 0.3\necho 'All scenarios pass. Done.'\n";
+            std::fs::write(f.dir.path().join("usage.sh"), script).unwrap();
+            (f, None, "command")
+        }
+    };
+    let id = d.create_campaign(&f.spec());
+    let out = d.run(&["run", &id, "--agent", kind]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let runs = d.api_get(&format!("/campaigns/{id}/runs"));
+    assert_eq!(runs[0]["outcome"], "stopped_by_budget", "{runs}");
+    let sp = d.api_get(&format!("/campaigns/{id}/spend"));
+    let c = &sp["campaign"];
+    assert!(c["tokens"].as_u64().unwrap() > 0 && c["cost_usd"].as_f64().unwrap() >= 0.001, "{sp}");
+    let text = format!(
+        "{} tokens · {}",
+        gadfly::spend::tokens_text(c["tokens"].as_u64().unwrap()),
+        gadfly::spend::cost_text(c["cost_usd"].as_f64())
+    );
+    eprintln!("spend campaign ({kind}): {text}; {sp}");
+    common::wait_until("the run_ended notification's attempt", || {
+        d.api_get(&format!("/campaigns/{id}/log?limit=10000"))
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["kind"] == "notify.delivery" && e["payload"]["status"] == "failed")
+    });
+    ((id, f), text, mock)
 }

@@ -160,7 +160,16 @@ const DOMAIN: &[&str] = &[
     "events",
     "evaluation",
     "html",
+    // Issue #36: the red-team battery, its manifests, plans and judge (the
+    // running is src/app/redteam.rs).
+    "redteam",
     "pristine",
+    // `gadfly replay`'s core: the daemon's decision code over a timeline.
+    "replay",
+    // Issue #38: spend summed, and notifications built and signed (their
+    // delivery is src/app/notify.rs).
+    "spend",
+    "notify",
 ];
 
 /// What the domain never names: the application (and its old shim) and the

@@ -156,6 +156,101 @@ fn human_mode_offers_suggestions_instead_of_asking() {
     assert_eq!(d.api_get(&format!("/campaigns/{id}/questions")).as_array().unwrap().len(), 0);
 }
 
+/// Issue #32: human mode sent bank questions on its own (every blocked
+/// stop carried one the bank picked). In human mode the moments a campaign
+/// hits (a plateau, a claimed limit in the stop's words) are offered to the
+/// person as suggestions; no bank question reaches the agent, by a stop or
+/// by another hook. A person's own question still does.
+#[test]
+fn human_mode_sends_no_bank_question_of_its_own_at_a_plateau_or_a_claim() {
+    let f = Fixture::new(&format!("{AUTONOMOUS}\n[questions]\nmode = \"human\"\n"));
+    let d = Daemon::start(&f.data_dir());
+    let id = d.create_campaign(&f.spec());
+    // Flat: three evaluations without a 5% gain, every one failing (b slow).
+    for note in ["1", "2", "3"] {
+        evaluate(&d, &f, &id, "a true 90 100\nb true 100 100\nc true 90 100\n", note);
+    }
+    let m = moments(&d, &id);
+    let plateau = m.iter().find(|m| m["detector"] == "plateau").expect("a plateau");
+    assert!(!plateau["suggestions"].as_array().unwrap().is_empty(), "{plateau}");
+    assert!(plateau.get("question").is_none(), "{plateau}");
+
+    let r = common::reason(&d.stop(&id, "Scenario b is at the DRAM bandwidth limit; no further speedup is possible."));
+    assert!(r.starts_with("gadfly: you may not stop yet."), "{r}");
+    assert!(!r.contains("Question"), "no bank question in the block reason: {r}");
+    let m = moments(&d, &id);
+    let limit = m.iter().find(|m| m["moment"] == "limit_claim").expect("the claimed limit");
+    assert_eq!(limit["source"], "text");
+    assert!(!limit["suggestions"].as_array().unwrap().is_empty(), "suggestions for the person: {limit}");
+    assert!(limit.get("question").is_none(), "{limit}");
+    // Nothing was queued for another hook to deliver either.
+    let client = reqwest::blocking::Client::builder().no_proxy().build().unwrap();
+    let tool = serde_json::json!({"session_id": "sess-1", "hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_use_id": "toolu_1"});
+    assert_eq!(d.post_hook(&client, "post-tool-use", &id, &tool)["output"], Value::Null);
+    assert_eq!(d.api_get(&format!("/campaigns/{id}/questions")).as_array().unwrap().len(), 0);
+    let kinds = |kind: &str| -> Vec<Value> {
+        let log = d.api_get(&format!("/campaigns/{id}/log?limit=10000"));
+        log.as_array().unwrap().iter().filter(|e| e["kind"] == kind).map(|e| e["payload"].clone()).collect()
+    };
+    assert!(kinds("question.delivered").is_empty(), "{:#?}", kinds("question.delivered"));
+
+    // The person picks one of the suggestions: it reaches the agent.
+    let text = limit["suggestions"][0]["text"].as_str().unwrap();
+    let out = d.run(&["ask", &id, text]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r = common::reason(&d.stop(&id, "Still limited by bandwidth on b."));
+    assert!(r.contains(&format!("\nQuestion from the person supervising: {text}\n")), "{r}");
+    let delivered = kinds("question.delivered");
+    assert_eq!(delivered.len(), 1, "{delivered:#?}");
+    assert_eq!(delivered[0]["source"], "human");
+}
+
+/// Issue #32: a suspicious gain's question was queued at the very stop
+/// that was allowed, and waited for ever. gadfly's own re-check of the
+/// gain runs before the allow (another seed; a gain that does not
+/// reproduce fails the predicate, see above), and the question, which
+/// nobody is left to answer, expires saying the re-check confirmed it.
+#[test]
+fn a_suspicious_gain_at_the_allowing_stop_is_rechecked_first_and_its_question_expires_with_why() {
+    let f = Fixture::new(AUTONOMOUS);
+    let d = Daemon::start(&f.data_dir());
+    let id = d.create_campaign(&f.spec());
+    evaluate(&d, &f, &id, "a true 90 100\nb true 90 100\nc true 90 100\n", "1");
+    f.set_candidate("a true 30 100\nb true 30 100\nc true 30 100\n");
+    assert_eq!(d.stop(&id, "Done."), None, "3x everywhere: the predicate holds");
+
+    let log = d.api_get(&format!("/campaigns/{id}/log?limit=10000"));
+    let log = log.as_array().unwrap();
+    let at = |kind: &str| log.iter().position(|e| e["kind"] == kind).unwrap_or_else(|| panic!("no {kind}"));
+    let decision = &log[at("decision")]["payload"];
+    assert_eq!(decision["decision"], "allow", "{decision}");
+    let confirmed = &log[at("gain.confirmed")]["payload"];
+    assert_eq!(confirmed["evaluation_id"], decision["evaluation_id"], "the allowing evaluation was re-checked");
+    assert!(
+        at("gain.recheck") < at("decision") && at("gain.confirmed") < at("decision"),
+        "re-checked before the allow"
+    );
+    let questions = d.api_get(&format!("/campaigns/{id}/questions"));
+    let questions = questions.as_array().unwrap();
+    let gain = questions.iter().find(|q| q["moment"] == "suspicious_gain").expect("the jump queued a question");
+    assert_eq!(gain["status"], "expired", "{gain}");
+    assert_eq!(
+        gain["expired_reason"], "the stop was allowed: gadfly's re-evaluation with another seed confirmed the gain",
+        "{gain}"
+    );
+    let start = questions.iter().find(|q| q["moment"] == "start").unwrap();
+    assert_eq!(
+        (start["status"].as_str(), start["expired_reason"].as_str()),
+        (Some("expired"), Some("the stop was allowed"))
+    );
+    let expired: Vec<&Value> = log.iter().filter(|e| e["kind"] == "question.expired").collect();
+    assert_eq!(expired.len(), 2, "{expired:#?}");
+    assert!(expired
+        .iter()
+        .any(|e| e["payload"]["question_id"] == gain["id"] && e["payload"]["reason"] == gain["expired_reason"]));
+    assert!(log.iter().position(|e| e["kind"] == "question.expired").unwrap() > at("decision"));
+}
+
 #[test]
 fn a_real_transcript_replayed_through_the_detectors() {
     let f = Fixture::new("");

@@ -58,10 +58,15 @@ struct Setup {
 
 impl Setup {
     fn new(bin: &Path, mock: &MockModel, extra_agent: &str) -> Setup {
+        Setup::with_env(bin, mock, extra_agent, &[])
+    }
+
+    /// [`Setup::new`], with more environment for the agent.
+    fn with_env(bin: &Path, mock: &MockModel, extra_agent: &str, extra_env: &[(&str, &str)]) -> Setup {
         let home = tempfile::tempdir().unwrap();
         let config = home.path().join("claude-config");
         std::fs::create_dir_all(&config).unwrap();
-        let env = [
+        let mut env = vec![
             ("HOME", home.path().display().to_string()),
             ("CLAUDE_CONFIG_DIR", config.display().to_string()),
             ("ANTHROPIC_BASE_URL", mock.url.clone()),
@@ -71,6 +76,7 @@ impl Setup {
             ("DISABLE_AUTOUPDATER", "1".into()),
             ("IS_SANDBOX", "1".into()),
         ];
+        env.extend(extra_env.iter().map(|(k, v)| (*k, v.to_string())));
         let env: Vec<String> = env.iter().map(|(k, v)| format!("{k} = {}", toml_str(v))).collect();
         let agent = format!(
             "[agent]\nbin = {}\nenv = {{ {} }}\n{extra_agent}\n",
@@ -876,4 +882,122 @@ fn a_sandboxed_claude_cannot_reach_the_daemon_that_judges_it() {
     let stops = s.stops();
     let decisions: Vec<&str> = stops.iter().map(|x| x["decision"].as_str().unwrap()).collect();
     assert_eq!(decisions, ["block", "allow"], "{}", s.explain(&mock));
+}
+
+/// The usage the mock model reports for each request (tests/mock_model's
+/// `anthropic_reply`): 100 input tokens; 1 output token when the message
+/// starts, 20 when it ends.
+const MOCK_INPUT: u64 = 100;
+const MOCK_OUTPUT_AT_START: u64 = 1;
+const MOCK_OUTPUT: u64 = 20;
+
+/// `max_tokens` holds mid-turn: the CLI's stream tells each message's usage
+/// as it starts, and the run ends as soon as the messages of the turn in
+/// progress (the Stop hook blocked the first claim, the turn goes on) reach
+/// the budget, before the turn's own report: stopped by budget, with the
+/// budget and the figures in `budget.reached`, the run's end and the API.
+#[test]
+fn a_spawned_claude_is_stopped_by_max_tokens_mid_turn() {
+    let Some(bin) = claude_bin("a_spawned_claude_is_stopped_by_max_tokens_mid_turn") else { return };
+    let mock = MockModel::start(vec![
+        Step::shell(&write_candidate(WRONG)).described("Write the new candidate"),
+        Step::text("All scenarios pass now. Done."),
+        Step::shell(&write_candidate(ALL_PASS))
+            .described("Fix b")
+            .when_last_user_contains("gadfly: you may not stop yet"),
+        Step::text("Fixed b. Done."),
+    ]);
+    // Two messages (202 tokens as the stream tells them) stay under it; the third reaches it.
+    let max = 2 * (MOCK_INPUT + MOCK_OUTPUT_AT_START) + 48;
+    let s = Setup::new(&bin, &mock, &format!("max_tokens = {max}"));
+    let end = s.start_run().finish(TIMEOUT);
+    eprintln!("gadfly run (claude-code) took {:.2} s\n{}", end.elapsed.as_secs_f64(), mock.describe());
+    assert_eq!(end.status.and_then(|st| st.code()), Some(1), "{}\n{}\n{}", end.stdout, end.stderr, s.explain(&mock));
+    let runs = s.runs();
+    assert_eq!(runs[0]["outcome"], "stopped_by_budget", "{runs}\n{}", s.explain(&mock));
+    assert_eq!(mock.steps_served(), 3, "the run ended at the third message: {}", s.explain(&mock));
+    let log = s.log();
+    let reached: Vec<&Value> = log.iter().filter(|e| e["kind"] == "budget.reached").collect();
+    assert_eq!(reached.len(), 1, "{}", s.explain(&mock));
+    let r = &reached[0]["payload"];
+    let told = 3 * (MOCK_INPUT + MOCK_OUTPUT_AT_START);
+    assert_eq!(
+        (r["budget"].as_str(), r["limit"].as_f64(), r["tokens"].as_u64()),
+        (Some("max_tokens"), Some(max as f64), Some(told)),
+        "{r}"
+    );
+    assert_eq!(r["cost_usd"], Value::Null, "Claude Code tells its cost only at a turn's end: none yet, not 0");
+    let ended = log.iter().find(|e| e["kind"] == "run.ended").unwrap();
+    let detail = ended["payload"]["detail"].as_str().unwrap();
+    assert!(
+        detail.contains(&format!("{told} tokens used")) && detail.contains(&format!("max_tokens = {max}")),
+        "{detail}"
+    );
+    // The turn cut short is recorded as far as the stream told it.
+    let partial: Vec<&Value> = log
+        .iter()
+        .filter(|e| e["kind"] == "agent.usage" && e["payload"]["source"] == "claude-code-partial-turn")
+        .collect();
+    assert_eq!(partial.len(), 1, "{}", s.explain(&mock));
+    assert_eq!(partial[0]["payload"]["input_tokens"].as_u64(), Some(3 * MOCK_INPUT));
+    // The API's figure: the run's session, at least what the budget saw
+    // (its transcript, which gadfly follows too, has the final output
+    // tokens of the messages it holds by then).
+    let spend = s.d.api_get(&format!("/campaigns/{}/spend", s.id));
+    assert_eq!(spend["runs"][0]["run_id"], runs[0]["id"], "{spend}");
+    assert_eq!(spend["runs"][0]["input_tokens"].as_u64(), Some(3 * MOCK_INPUT), "{spend}");
+    assert!(spend["campaign"]["tokens"].as_u64().unwrap() >= told, "{spend}");
+    assert_eq!(spend["budgets"]["max_tokens"].as_u64(), Some(max));
+}
+
+/// `max_cost_usd` counts Claude Code's own `total_cost_usd` (the CLI
+/// prices the mock's usage itself; gadfly prices nothing), told when a
+/// turn ends: here after two blocked stops in a row (the CLI's Stop-hook
+/// block cap, set to 1, ends the turn past one block), whose cost
+/// reaches the budget.
+#[test]
+fn a_spawned_claude_is_stopped_by_its_own_reported_cost() {
+    let Some(bin) = claude_bin("a_spawned_claude_is_stopped_by_its_own_reported_cost") else { return };
+    let mock = MockModel::start(vec![
+        Step::shell(&write_candidate(WRONG)).described("Write the new candidate"),
+        Step::text("All scenarios pass now. Done."),
+        Step::text("They still pass. Done.").when_last_user_contains("gadfly: you may not stop yet"),
+    ]);
+    let requests = 3;
+    let s = Setup::with_env(&bin, &mock, "max_cost_usd = 0.001", &[("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP", "1")]);
+    let end = s.start_run().finish(TIMEOUT);
+    eprintln!("gadfly run (claude-code) took {:.2} s\n{}", end.elapsed.as_secs_f64(), mock.describe());
+    assert_eq!(end.status.and_then(|st| st.code()), Some(1), "{}\n{}\n{}", end.stdout, end.stderr, s.explain(&mock));
+    let runs = s.runs();
+    assert_eq!(runs[0]["outcome"], "stopped_by_budget", "{runs}\n{}", s.explain(&mock));
+    let log = s.log();
+    let turns: Vec<&Value> =
+        log.iter().filter(|e| e["kind"] == "agent.usage" && e["payload"]["source"] == "claude-code").collect();
+    assert_eq!(turns.len(), 1, "one turn reported: {}", s.explain(&mock));
+    let t = &turns[0]["payload"];
+    let cost = t["session_cost_usd"].as_f64().expect("the CLI reports total_cost_usd");
+    assert!(cost > 0.001, "the CLI priced {requests} requests at {cost}");
+    assert_eq!(mock.steps_served(), 3, "{}", s.explain(&mock));
+    assert_eq!(
+        (t["input_tokens"].as_u64(), t["output_tokens"].as_u64()),
+        (Some(requests * MOCK_INPUT), Some(requests * MOCK_OUTPUT)),
+        "{t}"
+    );
+    let reached = log.iter().find(|e| e["kind"] == "budget.reached").unwrap_or_else(|| panic!("{}", s.explain(&mock)));
+    let r = &reached["payload"];
+    assert_eq!((r["budget"].as_str(), r["limit"].as_f64()), (Some("max_cost_usd"), Some(0.001)), "{r}");
+    assert_eq!(
+        (r["cost_usd"].as_f64(), r["tokens"].as_u64()),
+        (Some(cost), Some(requests * (MOCK_INPUT + MOCK_OUTPUT))),
+        "{r}"
+    );
+    let ended = log.iter().find(|e| e["kind"] == "run.ended").unwrap();
+    assert!(ended["payload"]["detail"].as_str().unwrap().contains("max_cost_usd = 0.001"), "{ended}");
+    // The API shows the same figure for the campaign, the session and the run.
+    let spend = s.d.api_get(&format!("/campaigns/{}/spend", s.id));
+    for f in [&spend["campaign"], &spend["sessions"][0], &spend["runs"][0]] {
+        assert_eq!(f["cost_usd"].as_f64(), Some(cost), "{spend}");
+        assert_eq!(f["tokens"].as_u64(), Some(requests * (MOCK_INPUT + MOCK_OUTPUT)), "{spend}");
+    }
+    eprintln!("spend: {spend}");
 }

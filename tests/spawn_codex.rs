@@ -562,3 +562,46 @@ fn a_stuck_codex_turn_is_ended_by_the_wall_time_budget() {
         descendants(s.d.child.id())
     );
 }
+
+/// Codex reports its thread's tokens at each turn's end (`turn.completed`'s
+/// `usage`, running totals across `exec resume`; no cost): recorded, and
+/// held to `max_tokens` at the turn's end: the second turn reaches it, the
+/// run ends stopped by budget.
+#[test]
+fn a_spawned_codex_is_stopped_by_max_tokens() {
+    let Some(bin) = codex_bin("a_spawned_codex_is_stopped_by_max_tokens") else { return };
+    let mock = MockModel::start(vec![
+        Step::shell(&write_candidate(WRONG)),
+        Step::text("All scenarios pass now. Done."),
+        Step::text("They pass, I checked again. Done.").when_last_user_contains("gadfly: you may not stop yet"),
+        Step::text("Still done.").when_last_user_contains("gadfly: you may not stop yet"),
+    ]);
+    // The mock's Responses usage: 100 input and 20 output tokens a request.
+    let per_request = 120u64;
+    let s = Setup::new(&bin, &mock, HomeVia::Field, &format!("max_tokens = {}", 3 * per_request));
+    let end = s.start_run().finish(TIMEOUT);
+    eprintln!("gadfly run (codex) took {:.2} s\n{}", end.elapsed.as_secs_f64(), mock.describe());
+    let log = s.log();
+    let usage: Vec<&Value> = log.iter().filter(|e| e["kind"] == "agent.usage").map(|e| &e["payload"]).collect();
+    eprintln!("usage: {usage:?}");
+    assert_eq!(end.status.and_then(|st| st.code()), Some(1), "{}\n{}", end.stdout, s.explain(&mock));
+    let runs = s.runs();
+    assert_eq!(runs[0]["outcome"], "stopped_by_budget", "{runs}");
+    assert_eq!(mock.steps_served(), 3, "two turns: {}", s.explain(&mock));
+    let tokens: Vec<u64> = usage.iter().map(|u| u["tokens"].as_u64().unwrap()).collect();
+    assert_eq!(tokens, [2 * per_request, 3 * per_request], "the thread's totals at each turn's end: {usage:?}");
+    assert!(
+        usage.iter().all(|u| u["source"] == "codex" && u["cost_usd"].is_null() && u["cumulative"] == true),
+        "{usage:?}"
+    );
+    let reached = log.iter().find(|e| e["kind"] == "budget.reached").unwrap();
+    let r = &reached["payload"];
+    assert_eq!(
+        (r["budget"].as_str(), r["tokens"].as_u64(), r["turns"].as_u64()),
+        (Some("max_tokens"), Some(3 * per_request), Some(2)),
+        "{r}"
+    );
+    let spend = s.d.api_get(&format!("/campaigns/{}/spend", s.id));
+    assert_eq!(spend["campaign"]["tokens"].as_u64(), Some(3 * per_request), "{spend}");
+    assert_eq!(spend["campaign"]["cost_usd"], Value::Null, "Codex reports no cost: none, not $0");
+}

@@ -19,6 +19,14 @@ const B_WRONG: &str = "a true 90 100\nb false 90 100\nc true 90 100\n";
 const ALL_CORRECT_SLOW: &str = "a true 90 100\nb true 90 100\nc true 90 100\n";
 /// `B_WRONG` made 2.25x faster in one step: a geometric-mean jump.
 const B_WRONG_FAST: &str = "a true 40 100\nb false 40 100\nc true 40 100\n";
+/// Every scenario correct, b too slow (1.05x): the predicate fails on
+/// speed alone. After `B_WRONG` or `B_WRONG_FAST` it raises no moment.
+const B_SLOW: &str = "a true 90 100\nb true 95 100\nc true 90 100\n";
+/// Faster still than `B_SLOW` on a and c, with b as slow.
+const B_SLOW_AC_FAST: &str = "a true 40 100\nb true 95 100\nc true 40 100\n";
+/// Words the text classifier reads as a claimed gain (src/classify/tests.rs),
+/// with a completion claim.
+const GAIN_CLAIM: &str = "A massive 120x speedup over the baseline! Done.";
 
 /// Words the text classifier reads as a claimed limit (tests/moments.rs).
 const LIMIT_CLAIM: &str = "Scenario b is at the DRAM bandwidth limit; no further speedup is possible.";
@@ -134,6 +142,11 @@ fn text_moments(d: &Daemon, id: &str, moment: &str) -> Vec<Value> {
 //
 // Today's chain (src/app/stop.rs judge_stop, deciding through gate::plan_stop), for a BLOCKED stop:
 //   1. a person's waiting question (the OLDEST one: `waiting.iter().find`);
+//   -  human mode: nothing more (no bank question; issue #32);
+//   -  correctness first (issue #32): on a candidate with an incorrect
+//      scenario, a correctness question (the words' dismissal, else the
+//      latest queued `correctness_dismissal` question, else a fresh
+//      completion-claim pick in the correctness group), nothing else;
 //   2. autonomous mode only: the first claim moment of the stop's own words
 //      (dismissal, then limit, then gain; completion claims excluded) — its
 //      queued question if one waits for that moment, else a fresh bank pick
@@ -205,6 +218,8 @@ fn a_claim_moment_in_the_stops_words_wins_over_a_queued_moment_question() {
     let c = client();
     let moment_q = with_a_queued_regression_question(&d, &f, &id);
     let before = questions(&d, &id).len();
+    // b is correct again, still too slow: correctness does not come first.
+    f.set_candidate(B_SLOW);
 
     let reply = stop(&d, &c, &id, "s1", LIMIT_CLAIM);
     let r = block_reason(&reply);
@@ -270,6 +285,8 @@ fn the_latest_queued_moment_question_wins_over_the_completion_claim_and_the_star
     assert!(gain_id > regression_q["id"].as_i64().unwrap());
     let start = queued_for(&d, &id, "start");
     assert_eq!(start.len(), 1, "the campaign's start question waits from its creation");
+    // b is correct again, still too slow: correctness does not come first.
+    f.set_candidate(B_SLOW_AC_FAST);
 
     let reply = stop(&d, &c, &id, "s1", "All scenarios are done; the work is complete.");
     let r = block_reason(&reply);
@@ -345,6 +362,74 @@ fn with_an_empty_bank_a_blocked_stop_asks_a_builtin_completion_question() {
     assert_eq!(q["moment"], "completion_claim", "{q}");
     assert_eq!(q["source"], "bank", "{q}");
     assert!(r.contains(&format!("\nQuestion ({}): {}\n", builtin[1].0, builtin[1].1)), "{r}");
+}
+
+/// Issue #32 (NEWCOMER-RUN.md, 5): on a kernel wrong everywhere, the words
+/// "10x faster" took the stop from the correctness question a regression
+/// had queued, and a benchmark question went out instead. Correctness
+/// first: on an incorrect candidate the waiting correctness question wins
+/// over the stop's claimed gain and over a later moment question (here a
+/// suspicious gain's), which wait on.
+#[test]
+fn on_an_incorrect_candidate_the_queued_correctness_question_wins_over_a_claimed_gain() {
+    let f = Fixture::new("");
+    let d = Daemon::start(&f.data_dir());
+    let id = d.create_campaign(&f.spec());
+    let c = client();
+    let regression_q = with_a_queued_regression_question(&d, &f, &id);
+    let e = evaluate(&d, &f, &id, B_WRONG_FAST);
+    assert_eq!(e["holds"], false, "{e}");
+    let gain = queued_for(&d, &id, "suspicious_gain");
+    assert_eq!(gain.len(), 1, "{:#?}", questions(&d, &id));
+
+    let reply = stop(&d, &c, &id, "s1", GAIN_CLAIM);
+    let r = block_reason(&reply);
+    let s = stop_for(&d, &id, &reply["event_id"]);
+    let regression_id = regression_q["id"].as_i64().unwrap();
+    assert_eq!(s["question_id"], regression_id, "the correctness question: {s}");
+    let q = question(&d, &id, regression_id);
+    assert_eq!((q["status"].as_str(), q["delivered_via"].as_str()), (Some("delivered"), Some("stop_hook_reason")));
+    assert!(
+        r.contains(&format!("\nQuestion ({}): {}\n", q["bank_id"].as_str().unwrap(), q["text"].as_str().unwrap())),
+        "{r}"
+    );
+    assert_eq!(question(&d, &id, gain[0]["id"].as_i64().unwrap())["status"], "queued", "the gain's question waits");
+    // The words did show a claimed gain: recorded, not asked at this stop.
+    let gains = text_moments(&d, &id, "suspicious_gain");
+    assert_eq!(gains.len(), 1, "the classifier reads a claimed gain in {GAIN_CLAIM:?}: {gains:#?}");
+    assert_eq!(gains[0]["no_question"], "a question for this moment already waits", "{}", gains[0]);
+    let delivered = events(&d, &id, "question.delivered");
+    assert_eq!(delivered.len(), 1, "{delivered:#?}");
+    assert_eq!(delivered[0]["moment"], "correctness_dismissal");
+}
+
+/// The newcomer's case with nothing queued: a kernel wrong on every
+/// scenario, the agent claiming a huge gain. The stop asks a fresh
+/// correctness question, not one for the claimed gain (whose groups put
+/// benchmark validity first); the claim is raised by mode, its own question
+/// queued for later.
+#[test]
+fn a_kernel_wrong_everywhere_with_a_claimed_gain_is_asked_a_correctness_question() {
+    let f = Fixture::new("");
+    let d = Daemon::start(&f.data_dir());
+    let id = d.create_campaign(&f.spec());
+    let c = client();
+    f.set_candidate("a false 10 100\nb false 10 100\nc false 10 100\n");
+
+    let reply = stop(&d, &c, &id, "s1", GAIN_CLAIM);
+    let r = block_reason(&reply);
+    assert!(r.contains("fails on 3 of 3 scenarios"), "{r}");
+    let s = stop_for(&d, &id, &reply["event_id"]);
+    let q = question(&d, &id, s["question_id"].as_i64().unwrap_or_else(|| panic!("no question carried: {s}")));
+    let bank_id = q["bank_id"].as_str().unwrap();
+    assert!(bank_id.starts_with("correct-"), "a correctness question: {q}");
+    assert_eq!(q["moment"], "completion_claim", "{q}");
+    assert!(r.contains(&format!("\nQuestion ({bank_id}): {}\n", q["text"].as_str().unwrap())), "{r}");
+    let gains = text_moments(&d, &id, "suspicious_gain");
+    assert_eq!(gains.len(), 1, "the classifier reads a claimed gain in {GAIN_CLAIM:?}: {gains:#?}");
+    let gain_q = gains[0]["question"]["question_id"].as_i64().unwrap_or_else(|| panic!("{}", gains[0]));
+    assert_eq!(gains[0]["question"].get("via"), None, "queued, not asked at the stop: {}", gains[0]);
+    assert_eq!(question(&d, &id, gain_q)["status"], "queued");
 }
 
 // ---------------------------------------------------------------------------
@@ -665,6 +750,96 @@ fn a_session_that_ends_without_an_allowed_stop_is_recorded_as_ungated() {
     assert!(events(&d, &audit, "stop.ungated").is_empty());
 }
 
+/// The Claude Code transcripts of tests/data/claude-code (README there).
+fn claude_code_transcript(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/claude-code").join(name)
+}
+
+/// Issue #32 (NEWCOMER-RUN.md, 9): a Claude Code session that failed at
+/// start-up and never got a prompt was recorded as an ungated stop ("the
+/// session ended without any stop judged by the gate"). It had no turn: it
+/// is recorded as a failed start, with the error its transcript names, and
+/// no stop attempt. A session that got its prompt and then failed on its
+/// API is still ungated. The hook payloads are the ones Claude Code 2.1.332
+/// sends (AGENTS-PROBE.md 1.5; tests/data/claude-code/README.md).
+#[test]
+fn a_claude_code_session_that_failed_at_start_up_is_a_failed_start_not_an_ungated_stop() {
+    let f = Fixture::new("");
+    let d = Daemon::start(&f.data_dir());
+    let id = d.create_campaign(&f.spec());
+    let c = client();
+    f.set_candidate(B_WRONG);
+    let projects = f.dir.path().join("projects/-home-dev-qr-kernel");
+    std::fs::create_dir_all(&projects).unwrap();
+    let cwd = f.ws().display().to_string();
+    let hook = |event: &str, session: &str, extra: Value| {
+        let mut body = json!({
+            "session_id": session,
+            "transcript_path": projects.join(format!("{session}.jsonl")),
+            "cwd": cwd,
+            "hook_event_name": event,
+        });
+        body.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        d.post_hook(&c, &gadfly_event(event), &id, &body)
+    };
+    let start = json!({"source": "startup", "model": "claude-opus-5-5"});
+
+    // No prompt, and Claude Code wrote no transcript (what it does when a
+    // session ends before any prompt): a failed start with no error known.
+    hook("SessionStart", "never-prompted", start.clone());
+    let end = hook("SessionEnd", "never-prompted", json!({"reason": "other"}));
+    // Start-up lines and a failed API request, no prompt.
+    std::fs::copy(claude_code_transcript("failed-start.jsonl"), projects.join("api-down.jsonl")).unwrap();
+    hook("SessionStart", "api-down", start.clone());
+    let end_api_down = hook("SessionEnd", "api-down", json!({"reason": "other"}));
+    // A prompt, then the API unreachable: the turn ended on a failure.
+    std::fs::copy(claude_code_transcript("api-unreachable.jsonl"), projects.join("prompted.jsonl")).unwrap();
+    hook("SessionStart", "prompted", start);
+    hook(
+        "UserPromptSubmit",
+        "prompted",
+        json!({"prompt": "Make the kernel faster.", "permission_mode": "bypassPermissions"}),
+    );
+    let failure = hook(
+        "StopFailure",
+        "prompted",
+        json!({"error": "server_error", "last_assistant_message": "API Error: Connection refused — a firewall or proxy may be blocking it (ECONNREFUSED)"}),
+    );
+    hook("SessionEnd", "prompted", json!({"reason": "other"}));
+
+    let all = stops(&d, &id);
+    assert_eq!(all.len(), 1, "only the prompted session's failure is a stop attempt: {all:#?}");
+    assert_eq!(all[0]["session_id"], "prompted");
+    assert_eq!(all[0]["decision"], "ungated");
+    assert_eq!(all[0]["event_id"], failure["event_id"]);
+    assert_eq!(all[0]["reason"], "the turn ended on a failure (StopFailure), with no Stop hook decision");
+    let ungated = events(&d, &id, "stop.ungated");
+    assert_eq!(ungated.len(), 1, "{ungated:#?}");
+    let failed = events(&d, &id, "session.failed_start");
+    assert_eq!(
+        failed,
+        [
+            json!({"why": "the session ended before any prompt: no turn, so no stop to judge", "error": null,
+                   "event_id": end["event_id"]}),
+            json!({"why": "the session failed at start-up, before any prompt: no turn, so no stop to judge",
+                   "error": "Connection refused — a firewall or proxy may be blocking it (ECONNREFUSED)",
+                   "event_id": end_api_down["event_id"]}),
+        ]
+    );
+}
+
+/// The `gadfly hook claude-code EVENT` spelling of a Claude Code hook event.
+fn gadfly_event(event: &str) -> String {
+    let mut out = String::new();
+    for (i, ch) in event.chars().enumerate() {
+        if ch.is_uppercase() && i > 0 {
+            out.push('-');
+        }
+        out.push(ch.to_ascii_lowercase());
+    }
+    out
+}
+
 // ---------------------------------------------------------------------------
 // 4. Allowed when the predicate holds, blocked when it fails: the values
 //    stored.
@@ -729,6 +904,62 @@ fn a_stop_is_allowed_when_the_predicate_holds_and_blocked_when_it_fails() {
     assert_eq!(stop(&d, &c, &id, "s1", "Answered: the memory bandwidth.")["decision"], "allow");
 }
 
+/// Issue #32 (NEWCOMER-RUN.md, 5): after the final allow the questions
+/// still queued (the start question, a moment's) waited for ever as
+/// "waiting". An allowed stop expires each, with why: its row says
+/// `expired` (in the API and the console), and a `question.expired` event
+/// records it. A blocked stop expires nothing.
+#[test]
+fn an_allowed_stop_expires_the_questions_still_waiting_with_why() {
+    let f = Fixture::new("");
+    let d = Daemon::start(&f.data_dir());
+    let id = d.create_campaign(&f.spec());
+    let c = client();
+    // The start question, a regression's and a suspicious gain's wait.
+    with_a_queued_regression_question(&d, &f, &id);
+    evaluate(&d, &f, &id, B_WRONG_FAST);
+    assert_eq!(queued_for(&d, &id, "suspicious_gain").len(), 1, "{:#?}", questions(&d, &id));
+    // A block (one of them carried) expires nothing.
+    let blocked = stop(&d, &c, &id, "s1", "Done.");
+    block_reason(&blocked);
+    let carried = stop_for(&d, &id, &blocked["event_id"])["question_id"].clone();
+    assert!(events(&d, &id, "question.expired").is_empty());
+    let waiting: Vec<i64> =
+        questions(&d, &id).iter().filter(|q| q["status"] == "queued").map(|q| q["id"].as_i64().unwrap()).collect();
+    assert_eq!(waiting.len(), 2, "{:#?}", questions(&d, &id));
+    assert!(!queued_for(&d, &id, "start").is_empty(), "the start question still waits");
+
+    f.set_candidate(ALL_PASS);
+    let allowed = stop(&d, &c, &id, "s1", "Done, every scenario passes.");
+    assert_eq!(allowed["decision"], "allow", "{allowed}");
+    let expired = events(&d, &id, "question.expired");
+    let expired_ids: Vec<i64> = expired.iter().map(|e| e["question_id"].as_i64().unwrap()).collect();
+    assert_eq!(expired_ids, waiting, "every question still waiting, once: {expired:#?}");
+    for e in &expired {
+        assert_eq!(e["reason"], "the stop was allowed", "{e}");
+        let q = question(&d, &id, e["question_id"].as_i64().unwrap());
+        assert_eq!(q["status"], "expired", "{q}");
+        assert_eq!(q["expired_reason"], "the stop was allowed", "{q}");
+        assert!(q["expired_at"].is_string() && q["delivered_at"].is_null(), "{q}");
+        assert_eq!((e["text"].clone(), e["source"].clone()), (q["text"].clone(), q["source"].clone()));
+    }
+    assert!(questions(&d, &id).iter().all(|q| q["status"] != "queued"), "nothing waits: {:#?}", questions(&d, &id));
+    assert_eq!(question(&d, &id, carried.as_i64().unwrap())["status"], "delivered", "delivered stays so");
+    // The console's campaign view reads the same rows.
+    let detail = d.api_get(&format!("/campaigns/{id}"));
+    let shown: Vec<&Value> =
+        detail["questions"].as_array().unwrap().iter().filter(|q| q["status"] == "queued").collect();
+    assert!(shown.is_empty(), "{shown:#?}");
+    // Recorded after the allow's decision.
+    let log = d.api_get(&format!("/campaigns/{id}/log?limit=10000"));
+    let kinds: Vec<&str> = log.as_array().unwrap().iter().map(|e| e["kind"].as_str().unwrap()).collect();
+    let last_decision = kinds.iter().rposition(|k| *k == "decision").unwrap();
+    assert!(kinds.iter().rposition(|k| *k == "question.expired").unwrap() > last_decision, "{kinds:?}");
+    // A person's question asked afterwards waits for the next stop.
+    let later = ask(&d, &c, &id, "Which scenario limits you now?");
+    assert_eq!(question(&d, &id, later)["status"], "queued");
+}
+
 #[test]
 fn the_decision_by_mode_human_blocks_and_allows_audit_records() {
     let f = Fixture::new("");
@@ -754,10 +985,13 @@ fn the_decision_by_mode_human_blocks_and_allows_audit_records() {
     let r = block_reason(&hb);
     let s = stop_for(&d, &human, &hb["event_id"]);
     assert_eq!((s["decision"].as_str(), s["holds"].as_bool()), (Some("block"), Some(false)));
-    // Human mode still carries a completion-claim question from the bank.
-    let q = question(&d, &human, s["question_id"].as_i64().expect("a question in human mode too"));
-    assert_eq!(q["moment"], "completion_claim", "{q}");
-    assert!(r.contains("\nQuestion ("), "{r}");
+    // Human mode sends no bank question of its own (issue #32): the person
+    // chooses the questions.
+    assert_eq!(s["question_id"], Value::Null, "{s}");
+    assert!(!r.contains("\nQuestion"), "{r}");
+    assert!(r.ends_with("Keep working until every scenario passes, then try to stop again."), "{r}");
+    assert!(questions(&d, &human).is_empty(), "{:#?}", questions(&d, &human));
+    assert!(events(&d, &human, "question.delivered").is_empty());
     let ar = stop(&d, &c, &audit, "s1", "Done.");
     assert_eq!(ar["decision"], "record", "{ar}");
     assert_eq!(ar["output"], Value::Null);

@@ -102,6 +102,7 @@ fn a_question_claimed_elsewhere_meanwhile_is_neither_carried_nor_recorded_again(
     }
 
     let delivered = events(&d, &id, "question.delivered");
+    let expired = events(&d, &id, "question.expired");
     let stops = d.api_get(&format!("/campaigns/{id}/stops")).as_array().unwrap().clone();
     let questions = d.api_get(&format!("/campaigns/{id}/questions")).as_array().unwrap().clone();
     let context = || format!("delivered: {delivered:#?}\nstops: {stops:#?}");
@@ -121,6 +122,13 @@ fn a_question_claimed_elsewhere_meanwhile_is_neither_carried_nor_recorded_again(
             Some(es) => {
                 assert_eq!(q["status"], "delivered", "{q}");
                 assert_eq!(es[0]["via"], q["delivered_via"], "{q}\n{}", context());
+            }
+            // Never delivered: it waits, or an allowed stop expired it
+            // (the start question, when no hook took it first), saying so.
+            None if q["status"] == "expired" => {
+                let e = expired.iter().find(|e| e["question_id"] == qid);
+                assert_eq!(e.map(|e| &e["reason"]), Some(&q["expired_reason"]), "{q}\n{expired:#?}");
+                assert_ne!(q["source"], "human", "a person's question waiting blocks the stop: {q}");
             }
             None => assert_eq!(q["status"], "queued", "delivered without an event: {q}"),
         }

@@ -2,14 +2,17 @@
 //! gate (THREATS.md row 21): where they are (`projects_dirs`), which were
 //! written lately and from where to read them (`recent_transcripts`), and
 //! what one line says about the end of a turn (`read_line`). The watch
-//! that judges those turn ends is `app/escapes.rs`.
+//! that judges those turn ends is `app/escapes.rs`. Also whether a session
+//! that ended ever got a prompt (`session_start`): one that failed at
+//! start-up had no turn, so no stop escaped the gate (`app/hooks.rs`).
 //!
 //! Where it looks: `$CLAUDE_CONFIG_DIR/projects`, `$HOME/.claude/projects`
 //! and each folder of `$GADFLY_CLAUDE_CONFIG_DIRS` (colon-separated config
 //! dirs, for agents run as another user or with their own config dir).
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::io::Read;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use serde_json::{json, Value};
@@ -61,14 +64,97 @@ pub fn read_line(line: &str) -> Option<Line> {
     let has_tool = blocks.iter().any(|b| b["type"] == "tool_use");
     let text: String = blocks.iter().filter_map(|b| b["text"].as_str()).collect::<Vec<_>>().join("\n");
     let stop = v["message"]["stop_reason"].as_str();
+    // Claude Code's own stand-in for a reply that failed ("API Error: ...",
+    // model `<synthetic>`): the model did not end the turn, the request
+    // failed (a StopFailure hook call tells the gate).
+    let api_error = v["isApiErrorMessage"].as_bool() == Some(true);
     Some(Line {
         session: v["sessionId"].as_str().or(v["session_id"].as_str()).unwrap_or("").to_string(),
         cwd: v["cwd"].as_str().unwrap_or("").to_string(),
         uuid: v["uuid"].as_str().unwrap_or("").to_string(),
         timestamp: v["timestamp"].as_str().unwrap_or("").to_string(),
-        ends_turn: kind == "assistant" && !has_tool && !text.trim().is_empty() && stop != Some("tool_use"),
+        ends_turn: kind == "assistant"
+            && !has_tool
+            && !text.trim().is_empty()
+            && stop != Some("tool_use")
+            && !api_error,
         text,
     })
+}
+
+/// What a session's transcript says of its start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Start {
+    /// A prompt was given (or the model answered): the session had a turn.
+    Prompted,
+    /// No prompt and no reply; the first error the transcript records (a
+    /// failed API request), if any.
+    NoPrompt { error: Option<String> },
+}
+
+/// How much of a transcript [`session_start`] reads: a prompt, if any, is
+/// near its start.
+const START_READ: u64 = 4 << 20;
+
+/// Whether the session whose transcript is at `path` ever got a prompt,
+/// from the transcript's first lines. Claude Code writes no transcript for
+/// a session that ended before any prompt: a missing file is
+/// [`Start::NoPrompt`]. None when the file cannot be read otherwise (or
+/// the path is not absolute): nothing is known.
+pub fn session_start(path: &Path) -> Option<Start> {
+    if !path.is_absolute() {
+        return None;
+    }
+    let file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Some(Start::NoPrompt { error: None }),
+        Err(_) => return None,
+    };
+    let mut buf = Vec::new();
+    file.take(START_READ).read_to_end(&mut buf).ok()?;
+    Some(read_start(&String::from_utf8_lossy(&buf)))
+}
+
+/// [`session_start`] of a transcript's text (JSON lines; a line cut short
+/// or not JSON is skipped).
+pub fn read_start(text: &str) -> Start {
+    let mut error = None;
+    for line in text.lines() {
+        let Ok(v) = serde_json::from_str::<Value>(line) else { continue };
+        let api_error = v["isApiErrorMessage"].as_bool() == Some(true);
+        match v["type"].as_str() {
+            // A prompt queued, or remembered as the session's last.
+            Some("queue-operation") if v["operation"] == "enqueue" => return Start::Prompted,
+            Some("last-prompt") => return Start::Prompted,
+            Some("user") if is_prompt(&v) => return Start::Prompted,
+            Some("assistant") if !api_error => return Start::Prompted,
+            Some("assistant") => {
+                let text = v["message"]["content"].as_array().and_then(|a| a.iter().find_map(|b| b["text"].as_str()));
+                error = error.or(text.map(str::to_string));
+            }
+            Some("system") if v["subtype"] == "api_error" => {
+                let e = &v["error"];
+                error = error.or(e["formatted"].as_str().or(e["message"].as_str()).map(str::to_string));
+            }
+            _ => {}
+        }
+    }
+    Start::NoPrompt { error }
+}
+
+/// A user line that is a person's (or a caller's) prompt: text, not a tool
+/// result, and not one Claude Code wrote itself (`isMeta`, hook feedback).
+fn is_prompt(v: &Value) -> bool {
+    if v["isMeta"].as_bool() == Some(true) || v["isSynthetic"].as_bool() == Some(true) {
+        return false;
+    }
+    match &v["message"]["content"] {
+        Value::String(s) => !s.trim().is_empty(),
+        Value::Array(blocks) => {
+            blocks.iter().any(|b| b["type"] == "text" && b["text"].as_str().is_some_and(|t| !t.trim().is_empty()))
+        }
+        _ => false,
+    }
 }
 
 /// Transcripts written in the last hours, with the offset to read from.
@@ -121,5 +207,59 @@ mod tests {
         assert!(!read_line(user).unwrap().ends_turn);
         assert!(read_line(r#"{"type":"summary","summary":"x"}"#).is_none());
         assert!(read_line("not json").is_none());
+    }
+
+    /// Claude Code 2.1.332 with its API unreachable, `-p "hello"`
+    /// (tests/data/claude-code/api-unreachable.jsonl, trimmed): the
+    /// synthetic "API Error" reply is not the model ending its turn.
+    #[test]
+    fn an_api_error_stand_in_reply_does_not_end_a_turn() {
+        let line = r#"{"parentUuid":"c720","isSidechain":false,"type":"assistant","uuid":"93ea","timestamp":"2026-12-06T09:04:09.618Z","message":{"id":"fe57","model":"<synthetic>","role":"assistant","stop_reason":"stop_sequence","stop_sequence":"","type":"message","content":[{"type":"text","text":"API Error: Connection refused — a firewall or proxy may be blocking it (ECONNREFUSED)"}]},"apiError":"connection_failed","error":"server_error","isApiErrorMessage":true,"cwd":"/tmp/ccprobe/proj","sessionId":"c014"}"#;
+        let l = read_line(line).unwrap();
+        assert!(!l.ends_turn, "{l:?}");
+        assert!(l.text.starts_with("API Error"));
+    }
+
+    fn fixture(name: &str) -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/claude-code").join(name)
+    }
+
+    /// Real transcripts of Claude Code 2.1.332: a session that got a prompt
+    /// (then failed on its API, or ran) had a turn; one that never got a
+    /// prompt writes no transcript at all; lines of bookkeeping and errors
+    /// alone are no prompt, and name the error.
+    #[test]
+    fn whether_a_session_ever_got_a_prompt() {
+        assert_eq!(session_start(&fixture("api-unreachable.jsonl")), Some(Start::Prompted));
+        assert_eq!(session_start(&fixture("no-such-session.jsonl")), Some(Start::NoPrompt { error: None }));
+        assert_eq!(session_start(Path::new("relative.jsonl")), None);
+        let text = std::fs::read_to_string(fixture("failed-start.jsonl")).unwrap();
+        assert_eq!(
+            read_start(&text),
+            Start::NoPrompt {
+                error: Some("Connection refused — a firewall or proxy may be blocking it (ECONNREFUSED)".into())
+            }
+        );
+        // The same start with a prompt after it: a turn.
+        let prompted = format!(
+            "{text}{}\n",
+            r#"{"type":"user","message":{"role":"user","content":"do the task"},"uuid":"u9","sessionId":"s"}"#
+        );
+        assert_eq!(read_start(&prompted), Start::Prompted);
+        // Claude Code's own user lines are no prompt: meta, hook feedback,
+        // tool results.
+        for own in [
+            r#"{"type":"user","isMeta":true,"message":{"role":"user","content":"<local-command-caveat>"}}"#,
+            r#"{"type":"user","isSynthetic":true,"message":{"role":"user","content":[{"type":"text","text":"Stop hook feedback:"}]}}"#,
+            r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"ok"}]}}"#,
+        ] {
+            assert_eq!(read_start(own), Start::NoPrompt { error: None }, "{own}");
+        }
+        assert_eq!(
+            read_start(
+                "not json\n{\"type\":\"assistant\",\"message\":{\"content\":[{\"type\":\"text\",\"text\":\"Hi.\"}]}}"
+            ),
+            Start::Prompted
+        );
     }
 }

@@ -3,7 +3,9 @@
 //! output lines ([`claude`]: Claude Code's stream-json; [`codex`]:
 //! `codex exec --json`), an attached session's transcript
 //! ([`transcript`]) and Claude Code's own transcripts ([`escapes`]). With
-//! a spawned agent's sandbox ([`jail`]) and its budgets ([`budget`]).
+//! a spawned agent's sandbox ([`jail`]), its budgets ([`budget`]) and
+//! the usage agents report ([`usage`]); recorded sessions as replay
+//! timelines ([`timeline`]).
 //!
 //! Adapters only: the parsers return events and the application
 //! (`app/run_loop.rs`, `app/transcript.rs`, `app/escapes.rs`) records and
@@ -16,7 +18,9 @@ pub mod claude;
 pub mod codex;
 pub mod escapes;
 pub mod jail;
+pub mod timeline;
 pub mod transcript;
+pub mod usage;
 
 use std::collections::BTreeMap;
 
@@ -117,6 +121,13 @@ pub struct AgentSpec {
     pub max_turns: Option<u32>,
     #[serde(default = "default_blocks")]
     pub max_blocks_without_gain: u32,
+    /// Spend budgets: the run's tokens (every input token, cached ones
+    /// included, plus every output token) and money in USD, as the agent
+    /// reports them (see [`usage`]; gadfly prices nothing).
+    #[serde(default)]
+    pub max_tokens: Option<u64>,
+    #[serde(default)]
+    pub max_cost_usd: Option<f64>,
     /// How many times a crashed agent is resumed before the run fails.
     #[serde(default = "default_restarts")]
     pub max_restarts: u32,

@@ -17,6 +17,22 @@ pub type Row = (String, String, Value);
 /// The events one transcript line gives (none for bookkeeping lines).
 pub fn rows_of(line: &str) -> Vec<Row> {
     let Ok(v) = serde_json::from_str::<Value>(line) else { return Vec::new() };
+    events_of(&v, RECORDED).into_iter().map(|(key, event)| (event.kind().into_owned(), key, event.body())).collect()
+}
+
+/// How much of a tool result and of a user message is kept: (characters
+/// of a tool result, characters of a user message).
+pub type Limits = (usize, usize);
+
+/// What the daemon records of a transcript line.
+pub const RECORDED: Limits = (2000, 4000);
+
+/// Everything (`gadfly replay` reads the harness's output in tool results).
+pub const WHOLE: Limits = (usize::MAX, usize::MAX);
+
+/// The events of one parsed transcript line, with their idempotency keys,
+/// the tool results and user messages cut to `limits`.
+pub fn events_of(v: &Value, limits: Limits) -> Vec<(String, Event)> {
     let uuid = v["uuid"].as_str().unwrap_or("").to_string();
     if uuid.is_empty() {
         return Vec::new();
@@ -48,17 +64,17 @@ pub fn rows_of(line: &str) -> Vec<Row> {
                 Event::AgentToolResult {
                     tool_use_id: b["tool_use_id"].clone(),
                     status: ToolStatus::IsError(b["is_error"].clone()),
-                    content: text.chars().take(2000).collect(),
+                    content: text.chars().take(limits.0).collect(),
                     transcript: Some(line),
                 }
             }
             ("user", Some("text")) => Event::AgentUserMessage {
-                text: b["text"].as_str().unwrap_or("").chars().take(4000).collect(),
+                text: b["text"].as_str().unwrap_or("").chars().take(limits.1).collect(),
                 transcript: line,
             },
             _ => continue,
         };
-        out.push((event.kind().into_owned(), key, event.body()));
+        out.push((key, event));
     }
     out
 }

@@ -12,7 +12,11 @@ use super::middleware::HookCaller;
 use super::openapi::{Forbidden, Internal, Invalid, NotFound, TooLarge, TooMany, Unauthorized};
 use super::{ApiError, ApiPath, ApiQuery, ApiResult, AppState, CampaignId, JsonBody};
 
-/// Every campaign with its status and latest verdict.
+/// Every campaign with its status and latest verdict; `state` says where its
+/// agent stands (active, running, done, stopped_by_budget, stopped, failed),
+/// `attached` the agent session gadfly knows of, and `archived_at` when it
+/// was archived (archived campaigns are listed too; the console and
+/// `campaign list` hide them).
 #[utoipa::path(get, path = "/campaigns", tag = "campaigns",
     responses((status = 200, description = "ok", body = [Object]), Unauthorized, Forbidden, Internal))]
 pub(super) async fn list_campaigns(State(state): State<AppState>) -> ApiResult<Json<Value>> {
@@ -47,7 +51,10 @@ pub(super) async fn create_campaign(
     Ok((StatusCode::CREATED, Json(CreatedCampaign { id: row.id, name: row.name, mode: row.mode })))
 }
 
-/// One campaign: spec, status, latest evaluation, runs.
+/// One campaign: spec, status, latest evaluation, runs; also `state`,
+/// `attached` and `archived_at` as in the list, and `latest_moment` (the
+/// newest moment detected other than a completion claim or the start, else
+/// the newest of those).
 #[utoipa::path(get, path = "/campaigns/{id}", tag = "campaigns", params(CampaignId),
     responses((status = 200, description = "ok", body = Object), Invalid, Unauthorized, Forbidden, NotFound, Internal))]
 pub(super) async fn show_campaign(
@@ -80,7 +87,7 @@ pub(super) async fn evaluate(
         forced_by_hook_token(&id)?;
     }
     let e = state.supervisor.evaluate(&id, force).await?;
-    Ok(Json(serde_json::to_value(e).map_err(anyhow::Error::from)?))
+    Ok(Json(super::views::evaluation_json(&e)))
 }
 
 /// How often a hook token may force an evaluation of its campaign: each
@@ -107,7 +114,9 @@ fn forced_by_hook_token(campaign: &str) -> ApiResult<()> {
     Ok(())
 }
 
-/// Every evaluation of the campaign, oldest first.
+/// Every evaluation of the campaign, oldest first: the workspace's, and
+/// (`origin` "beam") its beam candidates'; each says whether its figures
+/// are a result (`incorrect`, `geomean_counts`).
 #[utoipa::path(get, path = "/campaigns/{id}/evaluations", tag = "campaigns", params(CampaignId),
     responses((status = 200, description = "ok", body = [Object]),
         Invalid, Unauthorized, Forbidden, NotFound, Internal))]
@@ -118,7 +127,7 @@ pub(super) async fn list_evaluations(
     state.supervisor.campaign(&id).await?;
     // Each with its id; one whose body does not decode is skipped (the store warns).
     let list = state.supervisor.store().list_evaluations(&id).await?;
-    Ok(Json(json!(list)))
+    Ok(Json(Value::Array(list.iter().map(super::views::evaluation_json).collect())))
 }
 
 /// Every stop attempt (completion claim) and the gate's decision.
@@ -143,4 +152,41 @@ pub(super) async fn campaign_audit(
     state.supervisor.campaign(&id).await?;
     let audit = crate::audit::campaign(state.supervisor.store(), &id).await?;
     Ok(Json(crate::audit::campaign_json(&audit)))
+}
+
+#[derive(Serialize, ToSchema)]
+pub(super) struct ArchiveMark {
+    id: String,
+    /// Whether the campaign is archived now.
+    archived: bool,
+    /// When it was archived; null when it is not.
+    archived_at: Option<String>,
+}
+
+/// Archive the campaign: the lists hide it (`GET /campaigns` still returns
+/// it, with `archived_at`); nothing it recorded is removed, and its hooks,
+/// evaluations and questions keep working. Archiving one already archived
+/// changes nothing.
+#[utoipa::path(post, path = "/campaigns/{id}/archive", tag = "campaigns", params(CampaignId),
+    responses((status = 200, description = "ok", body = ArchiveMark), Invalid, Unauthorized, Forbidden, NotFound, Internal))]
+pub(super) async fn archive(
+    State(state): State<AppState>,
+    ApiPath(CampaignId { id }): ApiPath<CampaignId>,
+) -> ApiResult<Json<ArchiveMark>> {
+    mark(&state, &id, true).await
+}
+
+/// Unarchive the campaign: the lists show it again.
+#[utoipa::path(post, path = "/campaigns/{id}/unarchive", tag = "campaigns", params(CampaignId),
+    responses((status = 200, description = "ok", body = ArchiveMark), Invalid, Unauthorized, Forbidden, NotFound, Internal))]
+pub(super) async fn unarchive(
+    State(state): State<AppState>,
+    ApiPath(CampaignId { id }): ApiPath<CampaignId>,
+) -> ApiResult<Json<ArchiveMark>> {
+    mark(&state, &id, false).await
+}
+
+async fn mark(state: &AppState, id: &str, archived: bool) -> ApiResult<Json<ArchiveMark>> {
+    let row = state.supervisor.archive_campaign(id, archived).await?;
+    Ok(Json(ArchiveMark { archived: row.archived_at.is_some(), archived_at: row.archived_at, id: row.id }))
 }

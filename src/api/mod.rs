@@ -8,11 +8,12 @@
 //! |---|---|
 //! | `mod.rs` | the router, `AppState`, the error shape, the extractors |
 //! | `middleware.rs` | the layers: token, cookie and CSRF checks, Host and Origin, hook-answer signing, the error shape of every answer, the request timeout |
-//! | `campaigns.rs` | create, list and show campaigns; evaluate; evaluations, stops, audit |
+//! | `campaigns.rs` | create, list and show campaigns; evaluate; archive and unarchive; evaluations, stops, audit |
 //! | `hooks.rs` | an agent's hook events, hook installs, the hook token |
 //! | `questions.rs` | queue and list questions; bank suggestions, the bank and its stats |
 //! | `events.rs` | the event log and the live stream (SSE) |
 //! | `runs.rs` | start, list and stop agent runs |
+//! | `redteam.rs` | the red-team battery against the campaign's harness: start it, read its report |
 //! | `beam.rs` | the beam's families: list, tag, abandon |
 //! | `login.rs` | the console's login (token, form, one-time codes) |
 //! | `status.rs` | `/health`, `/openapi.json`, `/metrics` |
@@ -45,11 +46,14 @@ mod events;
 mod hooks;
 mod login;
 pub mod middleware;
+mod notify;
 pub mod openapi;
 pub mod pages;
 mod questions;
+mod redteam;
 mod runs;
 pub mod serve;
+mod spend;
 mod status;
 pub mod views;
 pub mod web;
@@ -244,6 +248,8 @@ pub fn router(state: AppState) -> Router {
         .route("/campaigns", get(campaigns::list_campaigns).post(campaigns::create_campaign))
         .route("/campaigns/{id}", get(campaigns::show_campaign))
         .route("/campaigns/{id}/evaluate", post(campaigns::evaluate))
+        .route("/campaigns/{id}/archive", post(campaigns::archive))
+        .route("/campaigns/{id}/unarchive", post(campaigns::unarchive))
         .route("/campaigns/{id}/evaluations", get(campaigns::list_evaluations))
         .route("/campaigns/{id}/hooks/{agent}/{event}", post(hooks::hook))
         .route("/campaigns/{id}/questions", get(questions::list_questions).post(questions::ask))
@@ -257,6 +263,9 @@ pub fn router(state: AppState) -> Router {
         .route("/campaigns/{id}/suggestions", get(questions::suggestions))
         .route("/campaigns/{id}/runs", get(runs::list_runs).post(runs::start_run))
         .route("/campaigns/{id}/runs/stop", post(runs::stop_run))
+        .route("/campaigns/{id}/redteam", get(redteam::redteam_state).post(redteam::start_redteam))
+        .route("/campaigns/{id}/spend", get(spend::spend))
+        .route("/campaigns/{id}/notify", get(notify::show_notify).put(notify::set_notify))
         .route("/campaigns/{id}/hook-token", get(hooks::hook_token))
         .route("/login-codes", post(login::login_code))
         .route("/campaigns/{id}/hook-installs", post(hooks::hook_install))

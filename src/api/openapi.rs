@@ -9,7 +9,7 @@ use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
 use utoipa::{Modify, OpenApi};
 
-use super::{beam, campaigns, events, hooks, login, questions, runs, status};
+use super::{beam, campaigns, events, hooks, login, notify, questions, runs, spend, status};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -27,6 +27,8 @@ use super::{beam, campaigns, events, hooks, login, questions, runs, status};
         campaigns::create_campaign,
         campaigns::show_campaign,
         campaigns::evaluate,
+        campaigns::archive,
+        campaigns::unarchive,
         campaigns::list_evaluations,
         hooks::hook,
         questions::list_questions,
@@ -42,6 +44,11 @@ use super::{beam, campaigns, events, hooks, login, questions, runs, status};
         runs::list_runs,
         runs::start_run,
         runs::stop_run,
+        super::redteam::start_redteam,
+        super::redteam::redteam_state,
+        spend::spend,
+        notify::show_notify,
+        notify::set_notify,
         hooks::hook_token,
         login::login_code,
         hooks::hook_install,

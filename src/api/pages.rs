@@ -45,8 +45,16 @@ pub async fn campaigns_page(State(state): State<AppState>) -> Response {
             "<tr><td><a href=\"/campaigns/{id}\">{id}</a></td><td>{mode}</td><td>{status}</td>{holds}<td>{geo}</td><td>{worst}</td><td>{stops}</td><td>{last}</td></tr>",
             id = escape(c["id"].as_str().unwrap_or("")),
             mode = escape(c["mode"].as_str().unwrap_or("")),
-            status = escape(c["status"].as_str().unwrap_or("")),
-            geo = c["geomean_speedup"].as_f64().map_or("-".into(), |g| format!("{g:.2}x")),
+            // Where the agent stands (`state`), marked when archived.
+            status = escape(&format!(
+                "{}{}",
+                c["state"].as_str().or(c["status"].as_str()).unwrap_or(""),
+                if c["archived_at"].is_null() { "" } else { " (archived)" }
+            )),
+            geo = match (c["geomean_speedup"].as_f64(), c["incorrect_reason"].as_str()) {
+                (Some(g), Some(why)) => format!("{g:.2}x does not count: {}", escape(why)),
+                (g, _) => g.map_or("-".into(), |g| format!("{g:.2}x")),
+            },
             worst = match (c["worst_scenario"].as_str(), c["worst_speedup"].as_f64()) {
                 (Some(s), Some(w)) => format!("{} {w:.2}x", escape(s)),
                 _ => "-".into(),

@@ -38,7 +38,7 @@ pub(super) async fn ask(
     Ok((StatusCode::CREATED, Json(json!(q))))
 }
 
-/// The campaign's questions, queued and delivered.
+/// The campaign's questions: queued, delivered, or expired (an allowed stop left them waiting).
 #[utoipa::path(get, path = "/campaigns/{id}/questions", tag = "questions", params(CampaignId),
     responses((status = 200, description = "ok", body = [Object]),
         Invalid, Unauthorized, Forbidden, NotFound, Internal))]

@@ -15,6 +15,10 @@ use super::{ApiError, ApiPath, ApiResult, AppState, CampaignId, JsonBody};
 pub(super) struct StartRun {
     /// claude-code, codex or command.
     agent: String,
+    /// Start the agent without the red-team battery that `[redteam]
+    /// before_start` runs first.
+    #[serde(default)]
+    force: bool,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -36,7 +40,8 @@ pub(super) async fn start_run(
         ApiError::Invalid(format!("unknown agent `{}`; expected claude-code, codex or command", req.agent))
     })?;
     state.supervisor.campaign(&id).await?;
-    let run_id = state.supervisor.start_run(&id, kind).await.map_err(|e| ApiError::Invalid(format!("{e:#}")))?;
+    let run_id =
+        state.supervisor.start_run_with(&id, kind, req.force).await.map_err(|e| ApiError::Invalid(format!("{e:#}")))?;
     Ok((StatusCode::CREATED, Json(RunStarted { run_id, agent: kind.as_str().into() })))
 }
 

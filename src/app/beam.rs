@@ -69,9 +69,10 @@ pub async fn view(sup: &Supervisor, campaign_id: &str, cfg: Option<&Settings>) -
             .collect();
         let last = points.last().cloned();
         let last_good = points.iter().rev().find(|p| p.built && p.geomean_speedup.is_some()).cloned();
+        // An incorrect candidate is never the family's best.
         let best = points
             .iter()
-            .filter(|p| p.geomean_speedup.is_some())
+            .filter(|p| p.geomean_speedup.is_some() && !p.incorrect)
             .max_by(|a, b| a.geomean_speedup.unwrap_or(0.0).total_cmp(&b.geomean_speedup.unwrap_or(0.0)))
             .cloned();
         let note = match (&last, &last_good) {

@@ -71,7 +71,7 @@ impl Supervisor {
         self.evaluate_tree_locked(&row, &spec, &tree, false, None).await
     }
 
-    fn eval_lock(&self, campaign_id: &str) -> Arc<tokio::sync::Mutex<Option<harness::LastSnapshot>>> {
+    pub(super) fn eval_lock(&self, campaign_id: &str) -> Arc<tokio::sync::Mutex<Option<harness::LastSnapshot>>> {
         let mut locks = self.inner.eval_locks.lock().expect("evaluation lock table poisoned");
         locks.entry(campaign_id.to_string()).or_default().clone()
     }
@@ -93,9 +93,16 @@ impl Supervisor {
         moments: Option<&[String]>,
     ) -> Result<Evaluation> {
         let campaign_id = row.id.as_str();
+        // The workspace's own evaluations raise moments; a beam candidate's do not.
+        let workspace = moments.is_some();
         if !force {
             if let Some(mut e) = self.inner.store.find_evaluation(campaign_id, tree).await? {
                 e.cached = true;
+                if let (true, Some(id)) = (workspace, e.id) {
+                    // The workspace presents this tree again: its verdict is the campaign's latest.
+                    self.inner.store.present_evaluation(campaign_id, id).await?;
+                    e.origin = crate::evaluation::Origin::Workspace;
+                }
                 return Ok(e);
             }
         }
@@ -114,6 +121,7 @@ impl Supervisor {
             store: &store,
         };
         let mut eval = crate::jobs::evaluate(&self.inner.store, &inputs, &self.inner.scratch).await?;
+        eval.origin = if workspace { crate::evaluation::Origin::Workspace } else { crate::evaluation::Origin::Beam };
         if force {
             // A forced re-run replaces nothing: it is stored under its own tree key suffix.
             eval.tree = format!("{tree}+{}", self.inner.store.count_evaluations(campaign_id).await?);

@@ -101,7 +101,7 @@ impl Supervisor {
             });
         }
         if fresh && (event == "session-end" || event == "stop-failure") && spec.mode != Mode::Audit {
-            self.check_ungated_end(campaign_id, agent, event, event_id, session.as_deref()).await?;
+            self.check_ungated_end(campaign_id, agent, event, event_id, session.as_deref(), &payload).await?;
         }
         if event != "stop" {
             let output = if fresh && spec.mode != Mode::Audit {
@@ -148,7 +148,9 @@ impl Supervisor {
 
     /// A session that ends, or a turn that ends on a failure, with no
     /// allowed stop since its last block (or none at all): the agent got
-    /// away from the gate. Recorded as an ungated stop attempt.
+    /// away from the gate. Recorded as an ungated stop attempt. A session
+    /// that never got a prompt (Claude Code failing at start-up) had no
+    /// turn: recorded as a failed start instead (see [`Self::failed_start`]).
     async fn check_ungated_end(
         &self,
         campaign_id: &str,
@@ -156,9 +158,22 @@ impl Supervisor {
         event: &str,
         event_id: i64,
         session: Option<&str>,
+        payload: &Value,
     ) -> anyhow::Result<()> {
         let attempts = self.inner.store.list_stop_attempts(campaign_id).await?;
         let last = attempts.iter().rev().find(|a| a.session_id.as_deref() == session);
+        if last.is_none() && agent == "claude-code" {
+            if let Some(error) = self.failed_start(campaign_id, session, payload).await? {
+                let why = match &error {
+                    Some(_) => "the session failed at start-up, before any prompt: no turn, so no stop to judge",
+                    None => "the session ended before any prompt: no turn, so no stop to judge",
+                };
+                let failed = Event::SessionFailedStart { why: why.to_string(), error, event_id };
+                self.record_event(campaign_id, session, None, failed).await?;
+                tracing::info!(campaign = %campaign_id, why, "a session failed at start-up");
+                return Ok(());
+            }
+        }
         let why = match (event, last.map(|a| a.decision.as_str())) {
             (_, Some("allow" | "record" | "ungated")) if event == "session-end" => return Ok(()),
             ("stop-failure", _) => "the turn ended on a failure (StopFailure), with no Stop hook decision",
@@ -166,6 +181,48 @@ impl Supervisor {
             _ => "the session ended without any stop judged by the gate",
         };
         self.record_ungated(campaign_id, agent, event_id, session, None, why).await
+    }
+
+    /// Whether a Claude Code session that ended with no stop judged ever
+    /// got a prompt. It did not when the daemon saw no prompt, tool call or
+    /// message of the session (hook calls, or its transcript followed) and
+    /// its transcript (the hook payload's `transcript_path`, read from its
+    /// start) holds none: then `Some(error)`, the error its transcript or
+    /// the StopFailure call gives, if any. None: it had a turn, or nothing
+    /// can be known (the transcript cannot be read), and its end is judged
+    /// as ungated.
+    async fn failed_start(
+        &self,
+        campaign_id: &str,
+        session: Option<&str>,
+        payload: &Value,
+    ) -> anyhow::Result<Option<Option<String>>> {
+        let Some(session) = session else { return Ok(None) };
+        use crate::events::kind;
+        for k in [
+            kind::HOOK_USER_PROMPT_SUBMIT,
+            kind::HOOK_PRE_TOOL_USE,
+            kind::HOOK_POST_TOOL_USE,
+            kind::AGENT_USER_MESSAGE,
+            kind::AGENT_MESSAGE,
+            kind::AGENT_TOOL_CALL,
+        ] {
+            let seen = self.inner.store.recent_events(campaign_id, k, 200).await?;
+            if seen.iter().any(|e| e.session_id.as_deref() == Some(session)) {
+                return Ok(None);
+            }
+        }
+        let Some(path) = payload.get("transcript_path").and_then(Value::as_str).map(std::path::PathBuf::from) else {
+            return Ok(None);
+        };
+        let start = tokio::task::spawn_blocking(move || crate::agent::escapes::session_start(&path)).await?;
+        Ok(match start {
+            Some(crate::agent::escapes::Start::NoPrompt { error }) => {
+                let said = ["last_assistant_message", "error"].iter().find_map(|k| payload.get(*k)?.as_str());
+                Some(error.or(said.map(str::to_string)))
+            }
+            _ => None,
+        })
     }
 
     /// Records an ungated stop: a stop attempt with decision `ungated` and

@@ -46,8 +46,10 @@ mod evaluate;
 mod hooks;
 mod installs;
 mod moments;
+mod notify;
 mod questions;
 mod recheck;
+mod redteam;
 mod relay;
 mod run_loop;
 mod runs;
@@ -57,6 +59,7 @@ mod transcript;
 
 pub use hooks::{idempotency_key, import_spool, HookReply, SpooledMeta};
 pub use questions::question_message;
+pub use redteam::{Progress as RedteamProgress, RedteamState};
 pub use run_loop::{run_dir, Outcome};
 pub use tasks::SHUTDOWN_WAIT;
 
@@ -121,6 +124,8 @@ struct Inner {
     published: Mutex<RecentIds>,
     /// The background tasks, tracked, and the daemon's shutdown token.
     tasks: tasks::Tasks,
+    /// Events that may make a notification, for the notifier (`notify.rs`).
+    notify_work: tokio::sync::mpsc::UnboundedSender<EventRow>,
 }
 
 /// What the moment detectors are handed as events are recorded.
@@ -158,6 +163,7 @@ impl Supervisor {
     ) -> Supervisor {
         let (bus, _) = broadcast::channel(4096);
         let (moment_work, mut inbox) = tokio::sync::mpsc::unbounded_channel::<MomentWork>();
+        let (notify_work, notify_inbox) = tokio::sync::mpsc::unbounded_channel::<EventRow>();
         let sup = Supervisor {
             inner: Arc::new(Inner {
                 store,
@@ -185,8 +191,12 @@ impl Supervisor {
                 shutting_down: Default::default(),
                 published: Mutex::new(RecentIds::default()),
                 tasks: tasks::Tasks::new(shutdown),
+                notify_work,
             }),
         };
+        // Notifications go out from a task of their own: recording an event
+        // (a hook call's) never waits on a webhook.
+        sup.spawn_notifier(notify_inbox);
         // Messages are classified off the recording path, in order.
         // Work already queued is done first; once the daemon shuts down and
         // the queue is empty, the worker stops.
@@ -357,14 +367,19 @@ impl Supervisor {
         {
             self.inner.published.lock().expect("published ids poisoned").push(id);
         }
-        let _ = self.inner.bus.send(EventRow {
+        let row = EventRow {
             id,
             campaign_id: campaign_id.to_string(),
             session_id: session_id.map(str::to_string),
             kind: kind.to_string(),
             payload,
             created_at,
-        });
+        };
+        if crate::notify::may_notify(kind) {
+            // A channel send: the notifier delivers in the background.
+            let _ = self.inner.notify_work.send(row.clone());
+        }
+        let _ = self.inner.bus.send(row);
     }
 
     /// Creates a campaign from spec text. `spec_path` is absolute; the
@@ -393,6 +408,7 @@ impl Supervisor {
             spec_json: serde_json::to_string(&spec).map_err(|e| anyhow!(e))?,
             protected_json: serde_json::to_string(&protected).map_err(|e| anyhow!(e))?,
             created_at: crate::time::now(),
+            archived_at: None,
         };
         self.inner.store.insert_campaign_with_pristine(&row, &pristine).await?;
         let created = Event::CampaignCreated {
@@ -424,6 +440,25 @@ impl Supervisor {
             .expect("campaign cache poisoned")
             .insert(id.to_string(), (row.clone(), spec.clone()));
         Ok((row, spec))
+    }
+
+    /// Archives a campaign (`archived`) or unarchives it: only its mark
+    /// changes, and a `campaign.archived` event records the change.
+    /// Nothing it recorded is removed, and its hooks, evaluations and
+    /// questions work as before: archiving hides a finished campaign from
+    /// the lists, it does not stop an agent still attached to it. The
+    /// campaign's row as it is now; doing it twice records nothing more.
+    pub async fn archive_campaign(&self, id: &str, archived: bool) -> Result<CampaignRow> {
+        self.campaign(id).await?;
+        let now = crate::time::now();
+        let at = archived.then_some(now.as_str());
+        if self.inner.store.set_campaign_archived(id, at).await? {
+            self.record_event(id, None, None, Event::CampaignArchived { archived }).await?;
+            tracing::info!(campaign = %id, archived, "campaign archive mark changed");
+        }
+        self.inner.campaigns.lock().expect("campaign cache poisoned").remove(id);
+        let row = self.inner.store.get_campaign(id).await?.ok_or_else(|| SupervisorError::NotFound(id.to_string()))?;
+        Ok(row)
     }
 }
 

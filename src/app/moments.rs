@@ -9,10 +9,11 @@
 //! in another form.
 
 use crate::bank::groups::groups_for;
-use crate::campaign::{CampaignSpec, Mode};
+use crate::campaign::CampaignSpec;
 use crate::evaluation::Evaluation;
 use crate::events::{self, kind, ClaimEvidence, Event, MomentOutcome, QueuedBy, Suggestion, Via};
 use crate::moments::detect::{Finding, Settings};
+use crate::moments::plan::{self, Act, FindingPlan, Recorded};
 use crate::moments::{finding_moment, ClaimMoment};
 
 use super::Supervisor;
@@ -44,16 +45,17 @@ pub(super) async fn after_evaluation(
     let count = history.len();
     let suspicious = findings.iter().any(|f| f.moment == "suspicious_gain");
     for f in findings {
-        if in_cooldown(sup, campaign_id, &f.detector, count, settings.cooldown_evaluations).await? {
-            continue;
+        let recent = recent_moments(sup, campaign_id).await?;
+        let recorded: Vec<Recorded> = recent.iter().map(recorded).collect();
+        match plan::plan_finding(&f, &recorded, held, count, settings.cooldown_evaluations) {
+            FindingPlan::Cooldown => continue,
+            FindingPlan::Held => {
+                let mut moment = finding_moment(&f, "numeric", count);
+                moment.outcome = MomentOutcome::NoQuestion(plan::HELD_WHY.into());
+                sup.record_event(campaign_id, None, None, Event::Moment(moment)).await?;
+            }
+            FindingPlan::Raise => raise(sup, campaign_id, spec, &f, "numeric", count).await?,
         }
-        if held.contains(&f.moment) {
-            let mut moment = finding_moment(&f, "numeric", count);
-            moment.outcome = MomentOutcome::NoQuestion("asked at the stop, whose claim shows the same moment".into());
-            sup.record_event(campaign_id, None, None, Event::Moment(moment)).await?;
-            continue;
-        }
-        raise(sup, campaign_id, spec, &f, "numeric", count).await?;
     }
     if suspicious && settings.recheck_suspicious && eval.verdict.holds {
         return super::recheck::recheck(sup, campaign_id, spec, eval).await;
@@ -72,49 +74,40 @@ pub(super) async fn after_tool_calls(sup: &Supervisor, campaign_id: &str, from: 
     raise(sup, campaign_id, &spec, &f, "numeric", count).await
 }
 
-async fn in_cooldown(
-    sup: &Supervisor,
-    campaign_id: &str,
-    detector: &str,
-    count: usize,
-    cooldown: usize,
-) -> anyhow::Result<bool> {
-    let recent = sup.store().recent_events(campaign_id, kind::MOMENT, 50).await?;
-    Ok(recent.iter().any(|e| {
-        e.payload["detector"] == detector
-            && e.payload["evaluation_count"].as_u64().is_some_and(|c| (c as usize) + cooldown > count)
-    }))
+/// The campaign's latest moment events, newest first (what the rules of
+/// [`plan`] read, through [`recorded`]).
+async fn recent_moments(sup: &Supervisor, campaign_id: &str) -> anyhow::Result<Vec<crate::store::EventRow>> {
+    sup.store().recent_events(campaign_id, kind::MOMENT, plan::LOOK_BACK as i64).await
+}
+
+/// A moment event as the rules of [`plan`] read it.
+fn recorded(e: &crate::store::EventRow) -> Recorded<'_> {
+    Recorded {
+        moment: e.payload["moment"].as_str().unwrap_or(""),
+        detector: e.payload["detector"].as_str().unwrap_or(""),
+        source: e.payload["source"].as_str().unwrap_or(""),
+        evaluation_count: e.payload["evaluation_count"].as_u64(),
+    }
 }
 
 /// How long a message read from the agent's stream or transcript waits
-/// before it is classified. An agent's last words before it stops reach the
-/// Stop hook too, which classifies them at once and asks the moment's
-/// question in its block reason; the grace lets the hook see them first, so
-/// a claim made while stopping is not asked about twice, by two paths.
-pub const STREAM_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
-
-/// How long a classified message is remembered, so that the stream and the
-/// Stop hook handle the same words once.
-const SEEN_FOR: std::time::Duration = std::time::Duration::from_secs(120);
+/// before it is classified (see [`plan::STREAM_GRACE`]).
+pub const STREAM_GRACE: std::time::Duration = plan::STREAM_GRACE;
 
 /// Which messages were classified recently, by (campaign, session, text).
 #[derive(Default)]
-pub struct SeenClaims(tokio::sync::Mutex<std::collections::HashMap<(String, String, [u8; 32]), std::time::Instant>>);
+pub struct SeenClaims(tokio::sync::Mutex<plan::Seen<std::time::Instant>>);
 
 impl SeenClaims {
-    /// True the first time these words are seen (within [`SEEN_FOR`]).
+    /// True the first time these words are seen (within [`plan::SEEN_FOR`]).
     fn first_sight(
-        map: &mut std::collections::HashMap<(String, String, [u8; 32]), std::time::Instant>,
+        seen: &mut plan::Seen<std::time::Instant>,
         campaign_id: &str,
         session: Option<&str>,
         text: &str,
     ) -> bool {
-        use sha2::Digest;
         let now = std::time::Instant::now();
-        map.retain(|_, at| now.duration_since(*at) < SEEN_FOR);
-        let key =
-            (campaign_id.to_string(), session.unwrap_or("").to_string(), sha2::Sha256::digest(text.trim()).into());
-        map.insert(key, now).is_none()
+        seen.first_sight(campaign_id, session, text, now, |at| now.duration_since(at) >= plan::SEEN_FOR)
     }
 }
 
@@ -203,14 +196,13 @@ pub(super) async fn raise_claim(
     // repeat only when no evaluation came between it and the last one.
     let count = sup.store().count_evaluations(campaign_id).await? as usize;
     let f = &c.finding;
-    let recent = sup.store().recent_events(campaign_id, kind::MOMENT, 50).await?;
-    let previous = recent.iter().find(|e| e.payload["moment"] == f.moment.as_str() && e.payload["source"] == "text");
-    let repeated = previous.is_some_and(|p| p.payload["evaluation_count"].as_u64() == Some(count as u64));
+    let recent = recent_moments(sup, campaign_id).await?;
+    let recorded: Vec<Recorded> = recent.iter().map(recorded).collect();
+    let repeated = plan::repeated_claim(&recorded, &f.moment, count);
     let mut base = finding_moment(f, "text", count);
     base.claim = Some(ClaimEvidence { quote: c.quote.clone(), repeated });
     let action = match action {
-        ClaimAction::Ask if f.moment == "completion_claim" => ClaimAction::RecordOnly("judged at the stop itself"),
-        ClaimAction::Ask if c.waiting => ClaimAction::RecordOnly("a question for this moment already waits"),
+        ClaimAction::Ask => plan::claim_record_only(&f.moment, c.waiting).map_or(action, ClaimAction::RecordOnly),
         other => other,
     };
     match action {
@@ -231,10 +223,10 @@ pub(super) async fn raise_claim(
             sup.record_event(campaign_id, session, None, Event::Moment(moment)).await?;
         }
     }
-    if repeated && f.moment != "completion_claim" {
+    if plan::escalates(&f.moment, repeated) {
         let escalated = Event::MomentEscalated {
             moment: f.moment.clone(),
-            why: "the claim was repeated without fresh evidence (no new evaluation since its question)".into(),
+            why: plan::ESCALATED_WHY.into(),
             quote: c.quote.clone(),
         };
         sup.record_event(campaign_id, session, None, escalated).await?;
@@ -267,8 +259,8 @@ async fn raise_with(
     f: &Finding,
     mut moment: events::Moment,
 ) -> anyhow::Result<()> {
-    match spec.mode {
-        Mode::Autonomous => {
+    match plan::act_for(spec.mode) {
+        Act::Queue => {
             // With a beam of too few live families, a plateau or a claimed
             // limit asks for a new family.
             let beam_q = if f.moment == "plateau" || f.moment == "limit_claim" {
@@ -291,8 +283,9 @@ async fn raise_with(
             let queued = Event::QuestionQueued { question_id: id, text: q.text, by };
             sup.record_event(campaign_id, None, None, queued).await?;
         }
-        Mode::Human => {
-            let suggestions = sup.suggestions(campaign_id, &f.moment, 3).await.map_err(|e| anyhow::anyhow!("{e}"))?;
+        Act::Suggest => {
+            let suggestions =
+                sup.suggestions(campaign_id, &f.moment, plan::SUGGESTIONS).await.map_err(|e| anyhow::anyhow!("{e}"))?;
             moment.outcome = MomentOutcome::Suggestions(
                 suggestions
                     .iter()
@@ -305,7 +298,7 @@ async fn raise_with(
             );
             sup.record_event(campaign_id, None, None, Event::Moment(moment)).await?;
         }
-        Mode::Audit => {
+        Act::Record => {
             sup.record_event(campaign_id, None, None, Event::Moment(moment)).await?;
         }
     }

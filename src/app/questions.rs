@@ -99,18 +99,7 @@ impl Supervisor {
             stats: &stats,
             seed: select::seed_for(campaign_id, asked),
         };
-        if let Some(choice) = select::pick(&bank.entries, &req) {
-            return Ok(Question {
-                queued_id: None,
-                source: choice.entry.id,
-                moment: moment.to_string(),
-                text: choice.entry.text,
-            });
-        }
-        let builtin = gate::BUILTIN_COMPLETION_QUESTIONS;
-        let n: usize = asked_ids.iter().filter(|a| a.bank_id.starts_with("builtin-")).map(|a| a.times).sum();
-        let (id, text) = builtin[n % builtin.len()];
-        Ok(Question { queued_id: None, source: id.to_string(), moment: moment.to_string(), text: text.to_string() })
+        Ok(gate::choose_question(&bank.entries, &req))
     }
 
     /// Bank suggestions for a person choosing a question for `moment`.

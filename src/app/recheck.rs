@@ -48,6 +48,9 @@ pub(super) async fn recheck(
     };
     let mut second = crate::jobs::evaluate(sup.store(), &inputs, &sup.data_dir().join("evaluations")).await?;
     second.tree = format!("{}+recheck-{seed}", eval.tree);
+    // gadfly's second measurement, not a tree the workspace presents: its
+    // outcome reaches the verdict through `eval`'s own row (below).
+    second.origin = crate::evaluation::Origin::Recheck;
     let second_id = sup.store().insert_evaluation(campaign_id, &second).await?;
     let problems = disagreements(eval, &second, seed);
     if problems.is_empty() {

@@ -19,12 +19,13 @@ use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::budget::Budget;
+use crate::agent::budget::{Budget, Reached};
 use crate::agent::claude::{claude_line, replayed_text, user_line};
 use crate::agent::codex::{codex_line, TurnSeen};
+use crate::agent::usage;
 use crate::agent::{truncate, AgentKind, AgentSpec, Keyed};
 use crate::campaign::CampaignSpec;
-use crate::events::{self, Event, Via};
+use crate::events::{self, Event, Usage, Via};
 
 use super::{question_message, Supervisor};
 
@@ -136,6 +137,36 @@ impl RunCtx {
             .judge_turn_end(&self.campaign, self.run_id, agent, session, claim, after_block)
             .await
             .map_err(|e| anyhow!("{e}"))
+    }
+
+    /// Records a usage report of the run and counts it against its
+    /// budgets; returns the spend budget it exhausts, if any.
+    async fn record_usage(&self, budget: &mut Budget, session: Option<&str>, mut u: Usage) -> Option<Reached> {
+        u.run_id = Some(self.run_id);
+        let event = Event::AgentUsage(u);
+        let body = event.body();
+        self.record(session, None, event).await;
+        budget.add_usage(session, &body)
+    }
+
+    /// Counts what the run used before (a run taken over from a daemon
+    /// that stopped keeps its spend).
+    async fn preload_spend(&self, budget: &mut Budget) {
+        match self.sup.store().recent_events(&self.campaign, events::kind::AGENT_USAGE, 1_000_000).await {
+            Ok(rows) => {
+                for e in rows.iter().rev().filter(|e| e.payload["run_id"].as_i64() == Some(self.run_id)) {
+                    budget.add_usage(e.session_id.as_deref(), &e.payload);
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "reading the run's spend so far"),
+        }
+    }
+
+    /// The run ends "stopped by budget": `budget.reached` says which budget
+    /// and the figures.
+    async fn budget_stop(&self, budget: &Budget, session: Option<&str>, r: Reached) -> Outcome {
+        self.record(session, None, budget.reached_event(self.run_id, &r)).await;
+        Outcome::StoppedByBudget(r.text)
     }
 
     async fn latest_geomean(&self) -> Option<f64> {
@@ -268,6 +299,7 @@ pub(super) async fn claude_loop(ctx: &RunCtx) -> anyhow::Result<Outcome> {
     let program = binary(&ctx.agent.bin, "GADFLY_CLAUDE_BIN", "claude");
     let first_prompt = ctx.agent.first_prompt(&ctx.spec);
     let mut budget = Budget::new(&ctx.agent);
+    ctx.preload_spend(&mut budget).await;
     let deadline = budget.deadline();
     let mut session: Option<String> = ctx.resume_session.clone();
     let mut restarts = 0u32;
@@ -326,14 +358,16 @@ pub(super) async fn claude_loop(ctx: &RunCtx) -> anyhow::Result<Outcome> {
         let stderr = child.stderr.take().map(drain_tail);
         let mut lines = BufReader::new(child.stdout.take().context("agent stdout")?).lines();
         let mut completed = false;
-        let mut ending: Option<Outcome> = None;
         let mut last_blocked = false;
         // Stopped on request or out of wall time: end the process at once.
         let mut end_now: Option<Outcome> = None;
         loop {
             let line = tokio::select! {
                 _ = ctx.token.cancelled() => { end_now = Some(Outcome::Stopped); break; }
-                _ = until(deadline) => { end_now = Some(Outcome::StoppedByBudget(budget.wall_reason())); break; }
+                _ = until(deadline) => {
+                    end_now = Some(ctx.budget_stop(&budget, session.as_deref(), budget.wall_reason()).await);
+                    break;
+                }
                 l = lines.next_line() => l,
             };
             let Ok(Some(line)) = line else { break };
@@ -341,6 +375,16 @@ pub(super) async fn claude_loop(ctx: &RunCtx) -> anyhow::Result<Outcome> {
             let (events, parsed) = claude_line(&line, &mut session);
             ctx.record_all(session.as_deref(), events).await;
             let Some(ev) = parsed else { continue };
+            // The token budget holds mid-turn too: a turn may last hours.
+            if let Some((id, u)) = usage::claude_message(&ev) {
+                if let Some(r) = budget.add_in_turn(id, u) {
+                    if let Some(partial) = budget.take_in_turn() {
+                        ctx.record_usage(&mut budget, session.as_deref(), partial).await;
+                    }
+                    end_now = Some(ctx.budget_stop(&budget, session.as_deref(), r).await);
+                    break;
+                }
+            }
             if session != known {
                 // Kept at once: a daemon that takes this run over resumes it.
                 let _ = ctx.sup.store().update_run(ctx.run_id, session.as_deref(), budget.turns as i64).await;
@@ -359,6 +403,12 @@ pub(super) async fn claude_loop(ctx: &RunCtx) -> anyhow::Result<Outcome> {
             let sid = session.clone().unwrap_or_default();
             if let Some(s) = &session {
                 let _ = ctx.sup.store().update_run(ctx.run_id, Some(s), budget.turns as i64 + 1).await;
+            }
+            // The turn's tokens and the session's cost, as the CLI counts
+            // them: checked below when the turn is blocked (an allowed stop
+            // completes the run whatever it cost).
+            if let Some(u) = usage::claude_turn(&ev) {
+                ctx.record_usage(&mut budget, session.as_deref(), u).await;
             }
             // Did the Stop hook allow this stop? If not (a block cap, an API
             // error, a hook that did not fire), judge the turn end here.
@@ -397,8 +447,11 @@ pub(super) async fn claude_loop(ctx: &RunCtx) -> anyhow::Result<Outcome> {
                 Some(reason) => {
                     last_blocked = true;
                     if let Some(why) = budget.after_blocked_turn(ctx.latest_geomean().await) {
-                        ending = Some(Outcome::StoppedByBudget(why));
-                        let _ = tx.send(None).await;
+                        // Ended at once: a message already written to its
+                        // stdin (a question) would start another turn, and
+                        // spend past the budget.
+                        end_now = Some(ctx.budget_stop(&budget, session.as_deref(), why).await);
+                        break;
                     } else {
                         unacked.lock().unwrap().push(reason.clone());
                         let _ = tx.send(Some(user_line(&reason))).await;
@@ -425,11 +478,8 @@ pub(super) async fn claude_loop(ctx: &RunCtx) -> anyhow::Result<Outcome> {
         if completed {
             return Ok(Outcome::Completed);
         }
-        if let Some(o) = ending {
-            return Ok(o);
-        }
         if let Some(why) = budget.exhausted() {
-            return Ok(Outcome::StoppedByBudget(why));
+            return Ok(ctx.budget_stop(&budget, session.as_deref(), why).await);
         }
         restarts += 1;
         carry =
@@ -450,7 +500,7 @@ pub(super) async fn claude_loop(ctx: &RunCtx) -> anyhow::Result<Outcome> {
         }
         tokio::select! {
             _ = ctx.token.cancelled() => return Ok(Outcome::Stopped),
-            _ = until(deadline) => return Ok(Outcome::StoppedByBudget(budget.wall_reason())),
+            _ = until(deadline) => return Ok(ctx.budget_stop(&budget, session.as_deref(), budget.wall_reason()).await),
             _ = tokio::time::sleep(backoff(restarts)) => {}
         }
     }
@@ -535,6 +585,7 @@ fn spawn_question_forwarder(
 /// exit is a completion claim.
 pub(super) async fn turn_loop(ctx: &RunCtx, kind: AgentKind) -> anyhow::Result<Outcome> {
     let mut budget = Budget::new(&ctx.agent);
+    ctx.preload_spend(&mut budget).await;
     let deadline = budget.deadline();
     let mut session: Option<String> = ctx.resume_session.clone();
     let mut message = if session.is_some() { RESTART_NOTE.to_string() } else { ctx.agent.first_prompt(&ctx.spec) };
@@ -585,12 +636,21 @@ pub(super) async fn turn_loop(ctx: &RunCtx, kind: AgentKind) -> anyhow::Result<O
         loop {
             let line = tokio::select! {
                 _ = ctx.token.cancelled() => { end_now = Some(Outcome::Stopped); break; }
-                _ = until(deadline) => { end_now = Some(Outcome::StoppedByBudget(budget.wall_reason())); break; }
+                _ = until(deadline) => {
+                    end_now = Some(ctx.budget_stop(&budget, session.as_deref(), budget.wall_reason()).await);
+                    break;
+                }
                 l = lines.next_line() => l,
             };
             let Ok(Some(line)) = line else { break };
             match kind {
                 AgentKind::Codex => {
+                    // The turn's tokens: checked when its claim is blocked.
+                    if line.contains("turn.completed") {
+                        if let Some(u) = serde_json::from_str(&line).ok().as_ref().and_then(usage::codex_turn) {
+                            ctx.record_usage(&mut budget, session.as_deref(), u).await;
+                        }
+                    }
                     for (key, event) in codex_line(&line, &mut session, &mut claim, &mut turn) {
                         if let Event::AgentSession(events::AgentSession::Codex { session_id }) = &event {
                             // Kept at once: a daemon that takes this run over resumes the thread.
@@ -600,6 +660,20 @@ pub(super) async fn turn_loop(ctx: &RunCtx, kind: AgentKind) -> anyhow::Result<O
                     }
                 }
                 _ => {
+                    // A `gadfly_usage` line: the agent's own report, counted
+                    // at once (a budget ends the turn then).
+                    match usage::command_line(&line) {
+                        Some(Ok(u)) => {
+                            let sid = session.clone().unwrap_or_else(|| local_session.clone());
+                            if let Some(r) = ctx.record_usage(&mut budget, Some(&sid), u).await {
+                                end_now = Some(ctx.budget_stop(&budget, Some(&sid), r).await);
+                                break;
+                            }
+                            continue;
+                        }
+                        Some(Err(why)) => tracing::warn!(line = %truncate(&line, 300), "not a usage report: {why}"),
+                        None => {}
+                    }
                     if !line.trim().is_empty() {
                         claim = line.clone();
                         ctx.record(Some(&local_session), None, Event::AgentOutput { line: truncate(&line, 2000) })
@@ -652,7 +726,7 @@ pub(super) async fn turn_loop(ctx: &RunCtx, kind: AgentKind) -> anyhow::Result<O
             }
             tokio::select! {
                 _ = ctx.token.cancelled() => return Ok(Outcome::Stopped),
-                _ = until(deadline) => return Ok(Outcome::StoppedByBudget(budget.wall_reason())),
+                _ = until(deadline) => return Ok(ctx.budget_stop(&budget, session.as_deref(), budget.wall_reason()).await),
                 _ = tokio::time::sleep(backoff(restarts)) => {}
             }
             continue;
@@ -666,7 +740,7 @@ pub(super) async fn turn_loop(ctx: &RunCtx, kind: AgentKind) -> anyhow::Result<O
             Some(reason) => {
                 after_block = true;
                 if let Some(why) = budget.after_blocked_turn(ctx.latest_geomean().await) {
-                    return Ok(Outcome::StoppedByBudget(why));
+                    return Ok(ctx.budget_stop(&budget, session.as_deref(), why).await);
                 }
                 message = reason;
             }

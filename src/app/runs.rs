@@ -189,6 +189,13 @@ impl Supervisor {
     /// daemon takes the campaign's lease first: with several daemons on one
     /// database, one runs a campaign's agent at a time.
     pub async fn start_run(&self, campaign_id: &str, kind: AgentKind) -> anyhow::Result<i64> {
+        self.start_run_with(campaign_id, kind, false).await
+    }
+
+    /// [`Self::start_run`]; with `[redteam] before_start` the agent starts
+    /// only once the red-team battery held (see `redteam.rs`), unless
+    /// `force`.
+    pub async fn start_run_with(&self, campaign_id: &str, kind: AgentKind, force: bool) -> anyhow::Result<i64> {
         let sup = self;
         let (_row, spec) = sup.campaign(campaign_id).await.map_err(|e| anyhow!("{e}"))?;
         let agent = AgentSpec::from_campaign(&spec)?;
@@ -219,7 +226,11 @@ impl Supervisor {
         sup.store().set_run_owner(run_id, sup.owner()).await?;
         let started = Event::RunStarted { run_id, agent: kind.as_str().to_string(), daemon: sup.owner().to_string() };
         sup.record_event(campaign_id, None, None, started).await?;
-        launch(sup, campaign_id, spec, agent, kind, run_id, None, token);
+        if spec.redteam.before_start && !force {
+            super::redteam::launch_after_battery(sup, campaign_id, spec, agent, kind, run_id, token);
+        } else {
+            launch(sup, campaign_id, spec, agent, kind, run_id, None, token);
+        }
         Ok(run_id)
     }
 
@@ -254,7 +265,7 @@ impl Supervisor {
 /// Supervises run `run_id` in the background until it ends, then records
 /// its outcome and gives the campaign's lease back.
 #[allow(clippy::too_many_arguments)]
-fn launch(
+pub(super) fn launch(
     sup: &Supervisor,
     campaign_id: &str,
     spec: CampaignSpec,

@@ -1,6 +1,7 @@
 //! The Stop use case: gather the stop's claims, evaluate, read the waiting
 //! questions, plan with [`gate::plan_stop`], deliver the planned question
-//! and persist one stop attempt with its decision event.
+//! and persist one stop attempt with its decision event; an allowed stop
+//! then expires the questions still waiting (`question.expired`).
 
 use anyhow::Context;
 use serde_json::{json, Value};
@@ -179,6 +180,11 @@ impl Supervisor {
             .await?;
         self.publish(decision_event, campaign_id, session, &told_kind, told, created_at);
         tracing::info!(campaign = %campaign_id, decision = decision.as_str(), holds, "stop attempt judged");
+        // The allow is recorded: what still waits will never be answered.
+        // Not the hook's failure if this fails (the stop stands as allowed).
+        if let Err(e) = self.expire_waiting(campaign_id, session, &plan.expire, &waiting, eval_id).await {
+            tracing::warn!(campaign = %campaign_id, error = %e, "expiring the questions an allowed stop left waiting");
+        }
         Ok(HookReply {
             output: match decision {
                 Decision::Block => reason.as_deref().map(block_json),
@@ -187,6 +193,41 @@ impl Supervisor {
             decision: Some(decision.as_str().to_string()),
             event_id,
         })
+    }
+
+    /// Expires the questions `expire` (of `waiting`) once a stop is allowed,
+    /// each with why ([`gate::expiry_reason`]), recorded as
+    /// `question.expired`. A suspicious gain's question says whether
+    /// gadfly's re-evaluation of the allowing evaluation confirmed the gain
+    /// (it runs before the allow, in the evaluation; `app/recheck.rs`).
+    async fn expire_waiting(
+        &self,
+        campaign_id: &str,
+        session: Option<&str>,
+        expire: &[i64],
+        waiting: &[crate::store::QuestionRow],
+        evaluation_id: Option<i64>,
+    ) -> anyhow::Result<()> {
+        let gains = waiting.iter().any(|q| expire.contains(&q.id) && q.moment.as_deref() == Some("suspicious_gain"));
+        let confirmed = match evaluation_id {
+            Some(id) if gains => self
+                .inner
+                .store
+                .recent_events(campaign_id, crate::events::kind::GAIN_CONFIRMED, 50)
+                .await?
+                .iter()
+                .any(|e| e.payload["evaluation_id"].as_i64() == Some(id)),
+            _ => false,
+        };
+        for q in waiting.iter().filter(|q| expire.contains(&q.id)) {
+            let reason = gate::expiry_reason(q.moment.as_deref(), confirmed);
+            // None: delivered meanwhile (a hook claimed it), or expired already.
+            if let Some(row) = self.inner.store.expire_question(q.id, reason).await? {
+                let expired = Event::QuestionExpired { question: (&row).into(), reason: reason.to_string() };
+                self.record_event(campaign_id, session, None, expired).await?;
+            }
+        }
+        Ok(())
     }
 
     /// Plans the stop ([`gate::plan_stop`]) and delivers the question the

@@ -1,6 +1,7 @@
 //! Following an attached Claude Code session's transcript (the JSONL file
 //! its hooks name in `transcript_path`): the assistant's text and tool
-//! calls that hook payloads do not carry are recorded as they are written.
+//! calls that hook payloads do not carry are recorded as they are written,
+//! with the usage the transcript holds (`agent::usage::transcript_line`).
 //! The file is read from where the last read stopped, on every change
 //! notify reports and every few seconds besides; only whole lines are read.
 //! The lines are read and parsed by `agent::transcript`.
@@ -12,6 +13,7 @@ use notify::{EventKind, RecursiveMode, Watcher};
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::transcript::{read_new_lines, rows_of, Row};
+use crate::agent::usage;
 
 use super::Supervisor;
 
@@ -45,7 +47,10 @@ pub(super) fn spawn_follower(
             }
             let p = path.clone();
             if let Ok(Ok((lines, next))) = tokio::task::spawn_blocking(move || read_new_lines(&p, offset)).await {
-                let rows: Vec<Row> = lines.iter().flat_map(|l| rows_of(l)).collect();
+                // With each line's usage (tokens; the session's cost from
+                // `cost-state` lines): what an attached session reports.
+                let rows: Vec<Row> =
+                    lines.iter().flat_map(|l| rows_of(l).into_iter().chain(usage::transcript_line(l))).collect();
                 match sup.record_batch(&campaign, Some(&session), rows).await {
                     // Read again from here only once the rows are stored.
                     Ok(_) => offset = next,

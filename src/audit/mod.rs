@@ -84,6 +84,35 @@ pub struct CampaignAudit {
     pub agents: Vec<AgentSummary>,
     /// Every stop attempt as stored (with the hook call's session_id).
     pub stop_attempts: Vec<StopAttemptRow>,
+    /// What the agents reported they used (see [`spend`]).
+    #[serde(default)]
+    pub spend: Option<Spend>,
+}
+
+/// A campaign's spend in its audit: the campaign's figures, each
+/// session's and each run's.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Spend {
+    pub campaign: Value,
+    pub sessions: Value,
+    pub runs: Value,
+    pub note: String,
+}
+
+/// What the spend figures are, for a reader.
+pub const SPEND_NOTE: &str = "Tokens are every input token (cached ones included) plus every output token, as the \
+    agents report them. Money is the agents' own figure and nothing else: Claude Code reports it (the stream's \
+    total_cost_usd; a transcript's cost-state lines, written when a CLI process ends), a command agent may \
+    (gadfly_usage lines); Codex reports tokens only. gadfly prices nothing: no reported cost shows as none, not 0.";
+
+/// The `agent.usage` events of a campaign, summed.
+pub async fn spend(store: &Store, campaign_id: &str) -> anyhow::Result<crate::spend::Tally> {
+    let mut tally = crate::spend::Tally::default();
+    let rows = store.recent_events(campaign_id, crate::events::kind::AGENT_USAGE, i64::MAX).await?;
+    for e in rows.iter().rev() {
+        tally.add(e.session_id.as_deref(), &e.payload);
+    }
+    Ok(tally)
 }
 
 /// Builds the audit of one campaign from its stored stop attempts.
@@ -150,7 +179,18 @@ pub async fn campaign(store: &Store, campaign_id: &str) -> anyhow::Result<Campai
         sessions,
         agents,
         stop_attempts: stops,
+        spend: Some(spend_of(&spend(store, campaign_id).await?)),
     })
+}
+
+fn spend_of(t: &crate::spend::Tally) -> Spend {
+    let v = |x: serde_json::Result<Value>| x.unwrap_or(Value::Null);
+    Spend {
+        campaign: v(serde_json::to_value(t.total())),
+        sessions: v(serde_json::to_value(t.sessions())),
+        runs: v(serde_json::to_value(t.runs())),
+        note: SPEND_NOTE.to_string(),
+    }
 }
 
 fn rate(a: usize, b: usize) -> f64 {
@@ -272,6 +312,31 @@ pub fn campaign_markdown(a: &CampaignAudit) -> String {
             pct(s.gain_after_first_claim),
             s.ended
         ));
+    }
+    if let Some(sp) = a.spend.as_ref().filter(|sp| sp.sessions.as_array().is_some_and(|s| !s.is_empty())) {
+        let figures = |f: &Value| {
+            format!(
+                "{} tokens ({} in, {} out) | {}",
+                crate::spend::tokens_text(f["tokens"].as_u64().unwrap_or(0)),
+                crate::spend::tokens_text(f["input_tokens"].as_u64().unwrap_or(0)),
+                crate::spend::tokens_text(f["output_tokens"].as_u64().unwrap_or(0)),
+                crate::spend::cost_text(f["cost_usd"].as_f64())
+            )
+        };
+        out.push_str(&format!(
+            "\n## Spend\n\nThe campaign: {}.\n\n{}\n\n",
+            figures(&sp.campaign).replace(" | ", ", "),
+            sp.note
+        ));
+        out.push_str("| session | run | tokens | cost |\n|---|---|---|---|\n");
+        for s in sp.sessions.as_array().into_iter().flatten() {
+            out.push_str(&format!(
+                "| {} | {} | {} |\n",
+                md_cell(s["session_id"].as_str().unwrap_or("-")),
+                s["run_id"].as_i64().map_or("-".into(), |r| r.to_string()),
+                figures(s)
+            ));
+        }
     }
     out.push_str("\n## Claims\n\n| # | time | session | decision | geomean | failing scenarios | claim | question |\n|---|---|---|---|---|---|---|---|\n");
     for r in &a.records {

@@ -7,10 +7,12 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+mod notify;
 mod parse;
 
 pub(crate) use parse::field_at;
-pub use parse::parse;
+pub use notify::{check as check_notify, NotifySpec, WebhookSpec, MAX_WEBHOOKS, NOTIFY_KINDS};
+pub use parse::{parse, parse_detached};
 
 /// How gadfly behaves at a stop attempt and when it picks questions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -59,6 +61,87 @@ pub struct CampaignSpec {
     /// Sections later issues own (moments, agent, beam), kept as written.
     #[serde(default)]
     pub extra: serde_json::Map<String, serde_json::Value>,
+    /// `[notify]`: the webhooks told of what a person should know (see
+    /// [`NotifySpec`]).
+    #[serde(default, skip_serializing_if = "NotifySpec::is_empty")]
+    pub notify: NotifySpec,
+    /// `[replay]`: how `gadfly replay` reads a recorded session.
+    #[serde(default, skip_serializing_if = "ReplaySpec::is_empty")]
+    pub replay: ReplaySpec,
+    /// `[redteam]`: whether gadfly red-teams the harness by itself.
+    #[serde(default, skip_serializing_if = "RedteamSpec::is_default")]
+    pub redteam: RedteamSpec,
+}
+
+/// `[redteam]`: with `before_start = true`, starting an agent's run first
+/// runs the red-team battery against the campaign's harness (`gadfly
+/// redteam`), unless a report of the same battery on the same harness
+/// already says every attack held; on a broken harness the run ends at
+/// once, refused, and the agent never starts (`gadfly run --force` starts
+/// it without the battery).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct RedteamSpec {
+    #[serde(default)]
+    pub before_start: bool,
+}
+
+impl RedteamSpec {
+    pub fn is_default(&self) -> bool {
+        *self == RedteamSpec::default()
+    }
+}
+
+/// `[replay]`: what `gadfly replay` needs to read a recorded session that
+/// gadfly did not supervise. `evaluation` is a regular expression over the
+/// agent's tool results, with named groups: `scenario` always; `correct`,
+/// or `time_us` and `baseline_us`, or all three (and optionally
+/// `compare_us`, `bound_us`). Each match is one scenario of the results
+/// contract, and a tool result with matches is an evaluation. Output that
+/// shows no times counts each scenario at 1 us against a 1 us baseline
+/// (a correctness-only replay: set `min_speedup` to 1); output that says
+/// nothing of correctness counts each scenario correct (docs/REPLAY.md).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct ReplaySpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evaluation: Option<String>,
+}
+
+impl ReplaySpec {
+    pub fn is_empty(&self) -> bool {
+        self.evaluation.is_none()
+    }
+}
+
+/// The named groups `[replay] evaluation` may have.
+pub const REPLAY_GROUPS: [&str; 6] = ["scenario", "time_us", "baseline_us", "correct", "compare_us", "bound_us"];
+
+/// Checks a `[replay] evaluation` pattern: it compiles, names only the
+/// groups of [`REPLAY_GROUPS`], has `scenario`, and `correct` or the
+/// times (`time_us` with `baseline_us`). The message says what is wrong.
+pub fn check_replay_pattern(pattern: &str) -> Result<regex::Regex, String> {
+    let re = regex::Regex::new(pattern).map_err(|e| format!("not a valid regular expression: {}", one_line_err(&e)))?;
+    let names: Vec<&str> = re.capture_names().flatten().collect();
+    if let Some(unknown) = names.iter().find(|n| !REPLAY_GROUPS.contains(n)) {
+        return Err(format!("unknown named group `{unknown}`; the groups are {}", REPLAY_GROUPS.join(", ")));
+    }
+    let has = |g: &str| names.contains(&g);
+    if !has("scenario") {
+        return Err("missing the named group `scenario`: write it as (?P<scenario>...)".into());
+    }
+    match (has("time_us"), has("baseline_us")) {
+        (true, false) => return Err("`time_us` without `baseline_us`: a time is judged against its baseline".into()),
+        (false, true) => return Err("`baseline_us` without `time_us`: name both, or neither".into()),
+        (false, false) if !has("correct") => return Err(
+            "missing the named groups `correct` or `time_us` and `baseline_us`: a match must say something to judge"
+                .into(),
+        ),
+        _ => {}
+    }
+    Ok(re)
+}
+
+fn one_line_err(e: &regex::Error) -> String {
+    e.to_string().lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join("; ")
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -272,13 +355,25 @@ pub fn valid_tag(s: &str) -> bool {
 /// Reads and validates a spec file; the workspace is resolved against the
 /// file's folder.
 pub fn load(path: &Path) -> anyhow::Result<CampaignSpec> {
+    let (text, folder) = read_spec(path)?;
+    Ok(parse(&text, &path.display().to_string(), &folder)?)
+}
+
+/// [`load`] for `gadfly replay`: the workspace need not exist
+/// ([`parse_detached`]).
+pub fn load_detached(path: &Path) -> anyhow::Result<CampaignSpec> {
+    let (text, folder) = read_spec(path)?;
+    Ok(parse_detached(&text, &path.display().to_string(), &folder)?)
+}
+
+fn read_spec(path: &Path) -> anyhow::Result<(String, PathBuf)> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| anyhow::anyhow!("cannot read campaign spec {}: {e}", path.display()))?;
     let folder = path.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
     let folder = if folder.as_os_str().is_empty() { PathBuf::from(".") } else { folder };
     let folder = std::fs::canonicalize(&folder)
         .map_err(|e| anyhow::anyhow!("cannot resolve folder of {}: {e}", path.display()))?;
-    Ok(parse(&text, &path.display().to_string(), &folder)?)
+    Ok((text, folder))
 }
 
 fn is_git_work_tree(dir: &Path) -> bool {

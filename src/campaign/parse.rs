@@ -45,6 +45,68 @@ struct RawSpec {
     gate: RawGate,
     #[serde(default)]
     hooks: RawHooks,
+    #[serde(default)]
+    notify: RawNotify,
+    #[serde(default)]
+    replay: RawReplay,
+    #[serde(default)]
+    redteam: RawRedteam,
+}
+
+/// `[redteam]`: the battery before a run starts (a typo or a value that is
+/// not a boolean is a spanned error of the TOML reader).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRedteam {
+    #[serde(default)]
+    before_start: bool,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawReplay {
+    #[serde(default)]
+    evaluation: Option<Spanned<String>>,
+}
+
+/// `[notify]` as written (see `super::notify`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawNotify {
+    #[serde(default)]
+    webhooks: Vec<Spanned<RawWebhook>>,
+    #[serde(default)]
+    block_streak: Option<Spanned<i64>>,
+    #[serde(default)]
+    console_url: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWebhook {
+    url: Spanned<String>,
+    events: Spanned<Vec<String>>,
+    secret_env: Spanned<String>,
+    #[serde(default)]
+    max_attempts: Option<Spanned<i64>>,
+    #[serde(default)]
+    timeout_s: Option<Spanned<i64>>,
+}
+
+/// The `[agent]` budgets read a second time, with their places in the
+/// text (the section itself is kept as written, for `agent::AgentSpec`).
+#[derive(Debug, Default, Deserialize)]
+struct RawAgentBudgets {
+    #[serde(default)]
+    agent: Option<RawBudgets>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct RawBudgets {
+    #[serde(default)]
+    max_tokens: Option<Spanned<toml::Value>>,
+    #[serde(default)]
+    max_cost_usd: Option<Spanned<toml::Value>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -204,6 +266,17 @@ fn one_line(s: &str) -> String {
 /// Parses and validates spec text. `file` names the source in errors;
 /// `base` is the folder the workspace is relative to.
 pub fn parse(text: &str, file: &str, base: &Path) -> Result<CampaignSpec, SpecErrors> {
+    parse_checked(text, file, base, true)
+}
+
+/// [`parse`], except that the workspace need not exist: the spec as
+/// `gadfly replay` reads it, judging a recorded session with no workspace
+/// to evaluate.
+pub fn parse_detached(text: &str, file: &str, base: &Path) -> Result<CampaignSpec, SpecErrors> {
+    parse_checked(text, file, base, false)
+}
+
+fn parse_checked(text: &str, file: &str, base: &Path, check_workspace: bool) -> Result<CampaignSpec, SpecErrors> {
     let mut loc = Locator { file, text, errors: Vec::new() };
     let raw: RawSpec = match toml::from_str(text) {
         Ok(raw) => raw,
@@ -227,7 +300,9 @@ pub fn parse(text: &str, file: &str, base: &Path) -> Result<CampaignSpec, SpecEr
     }
     let workspace = base.join(raw.workspace.get_ref());
     let workspace = std::fs::canonicalize(&workspace).unwrap_or(workspace);
-    if !workspace.is_dir() {
+    if !check_workspace {
+        // Read for the record only.
+    } else if !workspace.is_dir() {
         loc.push(raw.workspace.span(), "workspace", format!("{} is not a directory", workspace.display()));
     } else if !is_git_work_tree(&workspace) {
         loc.push(
@@ -440,6 +515,13 @@ pub fn parse(text: &str, file: &str, base: &Path) -> Result<CampaignSpec, SpecEr
             loc.push(a.span(), "architecture", "must not be empty when given");
         }
     }
+    if let Some(p) = &raw.replay.evaluation {
+        if let Err(why) = super::check_replay_pattern(p.get_ref()) {
+            loc.push(p.span(), "replay.evaluation", why);
+        }
+    }
+    check_budgets(&mut loc, text);
+    let notify = notify_section(&mut loc, raw.notify);
     if !loc.errors.is_empty() {
         return Err(SpecErrors(loc.errors));
     }
@@ -490,7 +572,87 @@ pub fn parse(text: &str, file: &str, base: &Path) -> Result<CampaignSpec, SpecEr
         gate,
         hooks,
         extra,
+        notify,
+        replay: super::ReplaySpec { evaluation: raw.replay.evaluation.map(Spanned::into_inner) },
+        redteam: super::RedteamSpec { before_start: raw.redteam.before_start },
     })
+}
+
+/// `[agent] max_tokens` and `max_cost_usd`: a whole number of tokens, a
+/// positive amount of US dollars.
+fn check_budgets(loc: &mut Locator, text: &str) {
+    let Ok(raw) = toml::from_str::<RawAgentBudgets>(text) else { return };
+    let Some(b) = raw.agent else { return };
+    if let Some(v) = &b.max_tokens {
+        if !matches!(v.get_ref(), toml::Value::Integer(n) if *n >= 1) {
+            loc.push(v.span(), "agent.max_tokens", "must be a whole number of tokens, at least 1");
+        }
+    }
+    if let Some(v) = &b.max_cost_usd {
+        let ok = match v.get_ref() {
+            toml::Value::Integer(n) => *n > 0,
+            toml::Value::Float(x) => x.is_finite() && *x > 0.0,
+            _ => false,
+        };
+        if !ok {
+            loc.push(v.span(), "agent.max_cost_usd", "must be a positive amount of US dollars (e.g. 25 or 2.5)");
+        }
+    }
+}
+
+/// `[notify]`, checked field by field where it is written.
+fn notify_section(loc: &mut Locator, raw: RawNotify) -> super::NotifySpec {
+    use super::notify::{check_env_name, check_events, check_url, default_attempts, default_timeout};
+    let mut out = super::NotifySpec::default();
+    if let Some(n) = &raw.block_streak {
+        match u32::try_from(*n.get_ref()) {
+            Ok(v) if (1..=1000).contains(&v) => out.block_streak = v,
+            _ => loc.push(n.span(), "notify.block_streak", "must be between 1 and 1000"),
+        }
+    }
+    if let Some(u) = &raw.console_url {
+        if let Err(e) = check_url(u.get_ref()) {
+            loc.push(u.span(), "notify.console_url", e);
+        }
+        out.console_url = Some(u.get_ref().clone());
+    }
+    if raw.webhooks.len() > super::MAX_WEBHOOKS {
+        let span = raw.webhooks[super::MAX_WEBHOOKS].span();
+        loc.push(span, "notify.webhooks", format!("at most {} webhooks", super::MAX_WEBHOOKS));
+    }
+    for (i, w) in raw.webhooks.into_iter().enumerate() {
+        let w = w.into_inner();
+        let f = |k: &str| format!("notify.webhooks[{i}].{k}");
+        if let Err(e) = check_url(w.url.get_ref()) {
+            loc.push(w.url.span(), &f("url"), e);
+        }
+        if let Err(e) = check_events(w.events.get_ref()) {
+            loc.push(w.events.span(), &f("events"), e);
+        }
+        if let Err(e) = check_env_name(w.secret_env.get_ref()) {
+            loc.push(w.secret_env.span(), &f("secret_env"), e);
+        }
+        let mut number = |v: &Option<Spanned<i64>>, key: &str, max: u32, default: u32, unit: &str| match v {
+            None => default,
+            Some(n) => match u32::try_from(*n.get_ref()) {
+                Ok(x) if (1..=max).contains(&x) => x,
+                _ => {
+                    loc.push(n.span(), &f(key), format!("must be between 1 and {max}{unit}"));
+                    default
+                }
+            },
+        };
+        let max_attempts = number(&w.max_attempts, "max_attempts", 20, default_attempts(), "");
+        let timeout_s = number(&w.timeout_s, "timeout_s", 300, default_timeout(), " seconds");
+        out.webhooks.push(super::WebhookSpec {
+            url: w.url.into_inner(),
+            events: w.events.into_inner(),
+            secret_env: w.secret_env.into_inner(),
+            max_attempts,
+            timeout_s,
+        });
+    }
+    out
 }
 
 /// The dotted name of the key at `offset` (`predicate.min_speedup`): the

@@ -247,3 +247,118 @@ fn an_unmatched_protected_glob_and_a_run_without_seed_warn() {
     let spec = parse(&only_git, "c.toml", dir.path()).unwrap();
     assert!(warnings(&spec).iter().any(|w| w.contains("`HEAD`")), "{:?}", warnings(&spec));
 }
+
+#[test]
+fn the_replay_pattern_is_checked_with_its_groups_at_parse_time() {
+    let dir = git_dir();
+    let spec = parse(GOOD, "c.toml", dir.path()).unwrap();
+    assert!(spec.replay.is_empty());
+    assert!(!serde_json::to_value(&spec).unwrap().as_object().unwrap().contains_key("replay"), "left out when unset");
+    let pattern =
+        r#"(?m)^(?P<scenario>\w+): (?P<time_us>[0-9.]+) us vs (?P<baseline_us>[0-9.]+) us (?P<correct>ok|WRONG)$"#;
+    let with = format!("{GOOD}[replay]\nevaluation = '{pattern}'\n");
+    let spec = parse(&with, "c.toml", dir.path()).unwrap();
+    assert_eq!(spec.replay.evaluation.as_deref(), Some(pattern));
+    // A stored spec without it still loads.
+    let mut v = serde_json::to_value(&spec).unwrap();
+    v.as_object_mut().unwrap().remove("replay");
+    assert!(serde_json::from_value::<CampaignSpec>(v).unwrap().replay.is_empty());
+    // Each error names the file, the line of the pattern and the field.
+    let line = GOOD.lines().count() + 2;
+    for (bad, says) in [
+        (r"(?P<name>\w+) (?P<correct>\w+)", "unknown named group `name`"),
+        (r"(?P<scenario>\w+) (?P<time_us>[0-9.]+)", "`time_us` without `baseline_us`"),
+        (r"(?P<scenario>\w+) (?P<baseline_us>[0-9.]+)", "`baseline_us` without `time_us`"),
+        (r"(?P<scenario>\w+) (?P<x>\d+)", "unknown named group `x`"),
+        (r"(?P<scenario>\w+) \d+", "missing the named groups `correct` or `time_us` and `baseline_us`"),
+        (r"(?P<scenario>\w+", "not a valid regular expression"),
+    ] {
+        let text = format!("{GOOD}[replay]\nevaluation = '{bad}'\n");
+        let e = parse(&text, "c.toml", dir.path()).unwrap_err().to_string();
+        assert!(e.starts_with(&format!("c.toml:{line}:")), "{e}");
+        assert!(e.contains("field `replay.evaluation`") && e.contains(says), "{bad}: {e}");
+        assert_eq!(e.lines().count(), 1, "one line: {e}");
+    }
+    let unknown = format!("{GOOD}[replay]\npattern = 'x'\n");
+    let e = parse(&unknown, "c.toml", dir.path()).unwrap_err().to_string();
+    assert!(e.contains("replay.pattern") || e.contains("unknown field `pattern`"), "{e}");
+    // `gadfly replay` reads a spec whose workspace is gone; a campaign may not.
+    let gone =
+        format!("{}[replay]\nevaluation = '{pattern}'\n", GOOD.replace("workspace = \".\"", "workspace = \"nowhere\""));
+    assert!(parse(&gone, "c.toml", dir.path()).unwrap_err().to_string().contains("field `workspace`"));
+    assert_eq!(parse_detached(&gone, "c.toml", dir.path()).unwrap().replay.evaluation.as_deref(), Some(pattern));
+    // The optional groups are taken; correctness alone, or times alone, will do.
+    for ok in [
+        r"(?P<scenario>\w+) (?P<time_us>\d+) (?P<baseline_us>\d+) (?P<correct>\w+) (?P<compare_us>\d+)",
+        r"Running test: (?P<scenario>.+?)\.\.\. (?P<correct>PASSED|FAILED)",
+        r"\| (?P<scenario>\w+) \| (?P<time_us>[\d.]+) \| (?P<baseline_us>[\d.]+) \|",
+    ] {
+        assert!(check_replay_pattern(ok).is_ok(), "{ok}");
+    }
+}
+
+#[test]
+fn spend_budgets_are_checked_where_they_are_written() {
+    let dir = git_dir();
+    let ok = format!("{GOOD}[agent]\nkind = \"claude-code\"\nmax_tokens = 2000000\nmax_cost_usd = 25\n");
+    let spec = parse(&ok, "c.toml", dir.path()).unwrap();
+    assert_eq!(spec.extra["agent"]["max_tokens"], 2_000_000);
+    assert_eq!(spec.extra["agent"]["max_cost_usd"], 25);
+    let bad = format!("{GOOD}[agent]\nkind = \"claude-code\"\nmax_tokens = 1.5\nmax_cost_usd = -2\n");
+    let e = parse(&bad, "c.toml", dir.path()).unwrap_err();
+    let line_of = |needle: &str| bad.lines().position(|l| l.starts_with(needle)).unwrap() + 1;
+    assert_eq!(e.0.len(), 2, "{e}");
+    assert_eq!((e.0[0].field.as_str(), e.0[0].line), ("agent.max_tokens", line_of("max_tokens")));
+    assert!(e.0[0].message.contains("whole number of tokens"), "{e}");
+    assert_eq!((e.0[1].field.as_str(), e.0[1].line), ("agent.max_cost_usd", line_of("max_cost_usd")));
+    assert_eq!(e.0[1].column, "max_cost_usd = ".len() + 1, "{e}");
+    let e = parse(&format!("{GOOD}[agent]\nmax_cost_usd = \"5 dollars\"\n"), "c.toml", dir.path()).unwrap_err();
+    assert!(e.to_string().contains("field `agent.max_cost_usd`: must be a positive amount of US dollars"), "{e}");
+}
+
+#[test]
+fn notify_webhooks_are_parsed_and_each_bad_value_is_located() {
+    let dir = git_dir();
+    let ok = format!(
+        "{GOOD}[notify]\nblock_streak = 3\n\n[[notify.webhooks]]\nurl = \"https://hooks.example/g\"\nevents = [\"plateau\", \"run_ended\"]\nsecret_env = \"GADFLY_WEBHOOK_SECRET\"\n"
+    );
+    let spec = parse(&ok, "c.toml", dir.path()).unwrap();
+    assert_eq!(spec.notify.block_streak, 3);
+    assert_eq!(spec.notify.webhooks.len(), 1);
+    let w = &spec.notify.webhooks[0];
+    assert_eq!(
+        (w.url.as_str(), w.secret_env.as_str(), w.max_attempts, w.timeout_s),
+        ("https://hooks.example/g", "GADFLY_WEBHOOK_SECRET", 5, 10)
+    );
+    assert_eq!(w.events, ["plateau", "run_ended"]);
+    // Stored and read back; a spec stored without [notify] reads as none.
+    let back: CampaignSpec = serde_json::from_value(serde_json::to_value(&spec).unwrap()).unwrap();
+    assert_eq!(back.notify, spec.notify);
+    let plain = parse(GOOD, "c.toml", dir.path()).unwrap();
+    assert!(serde_json::to_value(&plain).unwrap().get("notify").is_none());
+    assert!(plain.notify.webhooks.is_empty());
+
+    let bad = format!(
+        "{GOOD}[notify]\nblock_streak = 0\n\n[[notify.webhooks]]\nurl = \"ftp://x\"\nevents = [\"plateaus\"]\nsecret_env = \"hunter2 is my secret\"\nmax_attempts = 99\n"
+    );
+    let e = parse(&bad, "c.toml", dir.path()).unwrap_err();
+    let line_of = |needle: &str| bad.lines().position(|l| l.starts_with(needle)).unwrap() + 1;
+    let got: Vec<(&str, usize)> = e.0.iter().map(|x| (x.field.as_str(), x.line)).collect();
+    assert_eq!(
+        got,
+        [
+            ("notify.block_streak", line_of("block_streak")),
+            ("notify.webhooks[0].url", line_of("url =")),
+            ("notify.webhooks[0].events", line_of("events =")),
+            ("notify.webhooks[0].secret_env", line_of("secret_env =")),
+            ("notify.webhooks[0].max_attempts", line_of("max_attempts =")),
+        ],
+        "{e}"
+    );
+    assert!(e.to_string().contains("unknown notification `plateaus`"), "{e}");
+    // The secret itself has no place in the spec.
+    let secret =
+        format!("{GOOD}[[notify.webhooks]]\nurl = \"https://h.example\"\nevents = [\"claim\"]\nsecret = \"s3cr3t\"\n");
+    let e = parse(&secret, "c.toml", dir.path()).unwrap_err().to_string();
+    assert!(e.contains("unknown field `secret`"), "{e}");
+}

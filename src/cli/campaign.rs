@@ -26,31 +26,58 @@ pub(super) async fn campaign(c: CampaignCommand) -> anyhow::Result<ExitCode> {
             }
             println!("{id}");
         }
-        CampaignCommand::List { json } => {
-            let list = client(Duration::from_secs(30))?.get("/campaigns").await?;
+        CampaignCommand::List { json, archived } => {
+            let all = client(Duration::from_secs(30))?.get("/campaigns").await?;
+            let (list, hidden) = unless_archived(all, archived);
             if json {
                 println!("{}", serde_json::to_string_pretty(&list)?);
             } else {
-                println!("{:<28} {:<10} {:<8} {:<10} {:>8}  worst", "id", "mode", "status", "predicate", "geomean");
+                println!(
+                    "{:<28} {:<10} {:<17} {:<10} {:>8} {:>8}  worst",
+                    "id", "mode", "status", "predicate", "geomean", "best"
+                );
                 for c in list.as_array().into_iter().flatten() {
+                    // The workspace's latest verdict; the figures of an incorrect
+                    // evaluation are no result, not shown as one: the note says why.
+                    let counts = c["incorrect"].as_bool() != Some(true);
                     println!(
-                        "{:<28} {:<10} {:<8} {:<10} {:>8}  {}",
+                        "{:<28} {:<10} {:<17} {:<10} {:>8} {:>8}  {}{}",
                         c["id"].as_str().unwrap_or(""),
                         c["mode"].as_str().unwrap_or(""),
-                        c["status"].as_str().unwrap_or(""),
+                        state_of(c),
                         match c["holds"].as_bool() {
                             Some(true) => "holds",
                             Some(false) => "fails",
                             None => "-",
                         },
-                        c["geomean_speedup"].as_f64().map_or("-".into(), |g| format!("{g:.2}x")),
-                        match (c["worst_scenario"].as_str(), c["worst_speedup"].as_f64()) {
+                        c["geomean_speedup"].as_f64().filter(|_| counts).map_or("-".into(), |g| format!("{g:.2}x")),
+                        c["best_geomean_speedup"].as_f64().map_or("-".into(), |g| format!("{g:.2}x")),
+                        match (c["worst_scenario"].as_str(), c["worst_speedup"].as_f64().filter(|_| counts)) {
                             (Some(s), Some(w)) => format!("{s} {w:.2}x"),
                             _ => "-".into(),
-                        }
+                        },
+                        c["geomean_note"].as_str().map(|n| format!("  ({n})")).unwrap_or_default()
                     );
                 }
             }
+            if hidden > 0 {
+                eprintln!(
+                    "{hidden} archived campaign{} not listed (--archived lists them)",
+                    if hidden == 1 { "" } else { "s" }
+                );
+            }
+        }
+        CampaignCommand::Archive { id } => {
+            let v = client(Duration::from_secs(30))?.post(&format!("/campaigns/{id}/archive"), &json!({})).await?;
+            println!(
+                "campaign {id} archived at {}: the lists hide it (`gadfly campaign unarchive {id}` shows it again); \
+                 its events, evaluations, stop attempts and questions are kept, and its hooks still answer",
+                v["archived_at"].as_str().unwrap_or("?")
+            );
+        }
+        CampaignCommand::Unarchive { id } => {
+            client(Duration::from_secs(30))?.post(&format!("/campaigns/{id}/unarchive"), &json!({})).await?;
+            println!("campaign {id} unarchived: the lists show it again");
         }
         CampaignCommand::Show { id, json } => {
             let d = client(Duration::from_secs(30))?.get(&format!("/campaigns/{id}")).await?;
@@ -62,8 +89,20 @@ pub(super) async fn campaign(c: CampaignCommand) -> anyhow::Result<ExitCode> {
                     d["id"].as_str().unwrap_or(""),
                     d["name"].as_str().unwrap_or(""),
                     d["mode"].as_str().unwrap_or(""),
-                    d["status"].as_str().unwrap_or("")
+                    state_of(&d)
                 );
+                if let Some(detail) = d["state_detail"].as_str() {
+                    println!("  {detail}");
+                }
+                if let Some(at) = d["archived_at"].as_str() {
+                    println!(
+                        "archived at {at} (`gadfly campaign unarchive {}` lists it again)",
+                        d["id"].as_str().unwrap_or("")
+                    );
+                }
+                if let Some(agent) = d["attached"]["agent"].as_str() {
+                    println!("{}", attached_line(agent, &d["attached"]));
+                }
                 println!("workspace {}", d["spec"]["workspace"].as_str().unwrap_or(""));
                 println!("goal: {}", d["spec"]["goal"].as_str().unwrap_or(""));
                 println!(
@@ -75,6 +114,11 @@ pub(super) async fn campaign(c: CampaignCommand) -> anyhow::Result<ExitCode> {
                 if d["latest_evaluation"].is_object() {
                     print!("{}", render_evaluation(&d["latest_evaluation"]));
                 }
+                match (d["best_geomean_speedup"].as_f64(), d["best_evaluation_id"].as_i64()) {
+                    (Some(b), Some(id)) => println!("best {b:.2}x (evaluation #{id}), over the correct evaluations"),
+                    _ if d["evaluations"].as_i64().unwrap_or(0) > 0 => println!("best -: no correct evaluation yet"),
+                    _ => {}
+                }
                 let questions = d["questions"].as_array().cloned().unwrap_or_default();
                 if !questions.is_empty() {
                     println!("questions:");
@@ -82,6 +126,9 @@ pub(super) async fn campaign(c: CampaignCommand) -> anyhow::Result<ExitCode> {
                         let status = match (q["status"].as_str(), q["delivered_at"].as_str()) {
                             (Some("delivered"), Some(at)) => {
                                 format!("delivered {at} via {}", q["delivered_via"].as_str().unwrap_or("?"))
+                            }
+                            (Some("expired"), _) => {
+                                format!("expired, never asked: {}", q["expired_reason"].as_str().unwrap_or("?"))
                             }
                             (Some(s), _) => s.to_string(),
                             _ => "?".into(),
@@ -99,6 +146,40 @@ pub(super) async fn campaign(c: CampaignCommand) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The campaigns to list: all with `archived`, else those not archived,
+/// and how many were left out.
+fn unless_archived(list: Value, archived: bool) -> (Value, usize) {
+    let all = list.as_array().cloned().unwrap_or_default();
+    let n = all.len();
+    let shown: Vec<Value> = all.into_iter().filter(|c| archived || c["archived_at"].is_null()).collect();
+    let hidden = n - shown.len();
+    (Value::Array(shown), hidden)
+}
+
+/// A campaign's status as the CLI prints it: "archived", else where its
+/// agent stands (`state`: active, running, done, stopped_by_budget,
+/// stopped, failed), else the stored status of a daemon without it.
+fn state_of(c: &Value) -> &str {
+    if !c["archived_at"].is_null() {
+        return "archived";
+    }
+    c["state"].as_str().or(c["status"].as_str()).unwrap_or("")
+}
+
+/// The attached agent session, for `campaign show`.
+fn attached_line(agent: &str, a: &Value) -> String {
+    let mut line = format!("agent {agent}");
+    if let Some(s) = a["session_id"].as_str() {
+        line.push_str(&format!(", session {s}"));
+    }
+    match (a["via"].as_str(), a["seen_at"].as_str()) {
+        (Some("run"), Some(at)) => line.push_str(&format!(" (a run gadfly started at {at})")),
+        (_, Some(at)) => line.push_str(&format!(" (last hook call {at})")),
+        _ => line.push_str(" (hooks attached, no call yet)"),
+    }
+    line
 }
 
 /// A verdict as a table for a terminal.
@@ -150,7 +231,10 @@ pub fn render_evaluation(e: &Value) -> String {
     }
     out.push_str(&format!(
         "geometric mean {}; worst {}\n",
-        e["geomean_speedup"].as_f64().map_or("-".into(), |g| format!("{g:.2}x")),
+        match (e["geomean_speedup"].as_f64(), e["incorrect_reason"].as_str()) {
+            (Some(g), Some(why)) => format!("{g:.2}x does not count: {why}"),
+            (g, _) => g.map_or("-".into(), |g| format!("{g:.2}x")),
+        },
         match (e["worst_scenario"].as_str(), e["worst_speedup"].as_f64()) {
             (Some(s), Some(w)) => format!("{s} {w:.2}x"),
             _ => "-".into(),

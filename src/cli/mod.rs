@@ -3,7 +3,8 @@
 //!
 //! This file holds the clap tree and the dispatch; the larger commands
 //! have a file each: `campaign` (and the verdict table), `runs` (`gadfly
-//! run`), `beam`, `moments`, `doctor` (and the daemon's key), `bank`.
+//! run`), `beam`, `moments`, `doctor` (and the daemon's key), `bank`,
+//! `replay` (`gadfly replay`, its import and export).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -21,6 +22,8 @@ mod beam;
 mod campaign;
 mod doctor;
 mod moments;
+mod redteam;
+mod replay;
 mod runs;
 
 use beam::beam;
@@ -142,6 +145,23 @@ pub enum Command {
         /// Return once the run has started instead of following it.
         #[arg(long)]
         detach: bool,
+        /// Start the agent even though the campaign's `[redteam] before_start` would run the
+        /// red-team battery first (and refuse to start on a broken harness).
+        #[arg(long)]
+        force: bool,
+    },
+    /// Attack the campaign's own harness with gadfly's red-team battery (results forgery, output
+    /// caching, stale outputs, timing and precision tricks, build tricks), each attack in a
+    /// throwaway copy of the workspace through the campaign's evaluation pipeline, and print what
+    /// each came to: held (with the check that caught it) or BROKEN (with the check to add).
+    ///
+    /// Exit status: 0 when every applicable attack held, 1 when one broke the harness, 2 on an
+    /// error (the battery could not judge the harness, the daemon unreachable, an unknown campaign).
+    Redteam {
+        id: String,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Stop the campaign's running agent (its whole process group).
     Stop { id: String },
@@ -157,6 +177,10 @@ pub enum Command {
     /// The text classifier for agent messages.
     #[command(subcommand)]
     Moments(MomentsCommand),
+    /// Replay a recorded session (a timeline, a Claude Code transcript, a Codex rollout) through
+    /// gadfly's judgment offline: every moment, question and stop decision it would have made.
+    /// `gadfly replay import` and `gadfly replay export` write timelines (docs/REPLAY.md).
+    Replay(replay::ReplayArgs),
     /// Run the example campaign (batched QR on the CPU) with a replay agent through the Stop gate.
     Demo(DemoArgs),
     /// Write the example campaign (batched QR on the CPU, as `gadfly demo` runs it) into DIR, ready to
@@ -240,15 +264,23 @@ pub struct ServeArgs {
 pub enum CampaignCommand {
     /// Create a campaign from a spec file; prints its id.
     Create { file: PathBuf },
+    /// List the campaigns (archived ones only with --archived).
     List {
         #[arg(long)]
         json: bool,
+        /// List the archived campaigns too.
+        #[arg(long)]
+        archived: bool,
     },
     Show {
         id: String,
         #[arg(long)]
         json: bool,
     },
+    /// Archive a campaign: the lists hide it; nothing it recorded is removed, and its hooks still answer.
+    Archive { id: String },
+    /// Unarchive a campaign: the lists show it again.
+    Unarchive { id: String },
 }
 
 #[derive(Subcommand, Debug)]
@@ -431,6 +463,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Demo(args) => crate::demo::run(args).await,
+        Command::Replay(args) => replay::run(args).await,
         Command::Example { dir } => {
             if std::fs::read_dir(&dir).is_ok_and(|mut d| d.next().is_some()) {
                 anyhow::bail!("{} is not empty: name a new folder for the example", dir.display());
@@ -560,7 +593,8 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             );
             Ok(ExitCode::SUCCESS)
         }
-        Command::Run { id, agent, detach } => follow_run(&id, agent, detach).await,
+        Command::Run { id, agent, detach, force } => follow_run(&id, agent, detach, force).await,
+        Command::Redteam { id, json } => redteam::redteam(&id, json).await,
         Command::Stop { id } => {
             let v = client(Duration::from_secs(30))?.post(&format!("/campaigns/{id}/runs/stop"), &json!({})).await?;
             println!(

@@ -8,7 +8,12 @@ use serde_json::json;
 use super::client;
 
 /// Starts a run and, unless `detach`, prints its events until it ends.
-pub(super) async fn follow_run(id: &str, agent: crate::agent::AgentKind, detach: bool) -> anyhow::Result<ExitCode> {
+pub(super) async fn follow_run(
+    id: &str,
+    agent: crate::agent::AgentKind,
+    detach: bool,
+    force: bool,
+) -> anyhow::Result<ExitCode> {
     let c = client(Duration::from_secs(60))?;
     let mut after = c
         .get(&format!("/campaigns/{id}/log?tail=1"))
@@ -16,7 +21,7 @@ pub(super) async fn follow_run(id: &str, agent: crate::agent::AgentKind, detach:
         .as_array()
         .and_then(|a| a.last().and_then(|e| e["id"].as_i64()))
         .unwrap_or(0);
-    let started = c.post(&format!("/campaigns/{id}/runs"), &json!({"agent": agent.as_str()})).await?;
+    let started = c.post(&format!("/campaigns/{id}/runs"), &json!({"agent": agent.as_str(), "force": force})).await?;
     let run_id = started["run_id"].as_i64().unwrap_or(0);
     eprintln!("run {run_id}: {} started in campaign {id}", agent.as_str());
     if detach {
@@ -40,6 +45,15 @@ pub(super) async fn follow_run(id: &str, agent: crate::agent::AgentKind, detach:
                 k::QUESTION_DELIVERED => {
                     format!("question ({}): {}", p["via"].as_str().unwrap_or(""), p["text"].as_str().unwrap_or(""))
                 }
+                k::REDTEAM_ATTACK => format!(
+                    "red team: {} {}",
+                    p["name"].as_str().unwrap_or(""),
+                    match p["result"].as_str().unwrap_or("") {
+                        "broken" => "BROKEN",
+                        "not_applicable" => "not applicable",
+                        other => other,
+                    }
+                ),
                 k::RUN_ENDED if p["run_id"].as_i64() == Some(run_id) => {
                     println!("run {run_id} ended: {}", p["detail"].as_str().unwrap_or(""));
                     return Ok(if p["outcome"] == "completed" { ExitCode::SUCCESS } else { ExitCode::from(1) });

@@ -33,14 +33,17 @@ impl Event {
         Cow::Borrowed(match self {
             Event::HookCall { event, .. } => return hook_kind(event),
             Event::CampaignCreated { .. } => kind::CAMPAIGN_CREATED,
+            Event::CampaignArchived { .. } => kind::CAMPAIGN_ARCHIVED,
             Event::HooksInstall(_) => kind::HOOKS_INSTALL,
             Event::EvaluationStarted { .. } => kind::EVALUATION_STARTED,
             Event::Evaluation { .. } => kind::EVALUATION,
             Event::Decision { .. } => kind::DECISION,
             Event::QuestionQueued { .. } => kind::QUESTION_QUEUED,
             Event::QuestionDelivered { .. } => kind::QUESTION_DELIVERED,
+            Event::QuestionExpired { .. } => kind::QUESTION_EXPIRED,
             Event::Violation(_) => kind::VIOLATION,
             Event::StopUngated { .. } => kind::STOP_UNGATED,
+            Event::SessionFailedStart { .. } => kind::SESSION_FAILED_START,
             Event::RunStarted { .. } => kind::RUN_STARTED,
             Event::RunResumed { .. } => kind::RUN_RESUMED,
             Event::RunSuspended { .. } => kind::RUN_SUSPENDED,
@@ -63,6 +66,13 @@ impl Event {
             Event::GainRejected { .. } => kind::GAIN_REJECTED,
             Event::BeamFamily { .. } => kind::BEAM_FAMILY,
             Event::BeamAbandoned { .. } => kind::BEAM_ABANDONED,
+            Event::RedteamStarted { .. } => kind::REDTEAM_STARTED,
+            Event::RedteamAttack { .. } => kind::REDTEAM_ATTACK,
+            Event::RedteamReport(_) => kind::REDTEAM_REPORT,
+            Event::AgentUsage(_) => kind::AGENT_USAGE,
+            Event::BudgetReached(_) => kind::BUDGET_REACHED,
+            Event::NotifyDelivery(_) => kind::NOTIFY_DELIVERY,
+            Event::NotifyConfigured { .. } => kind::NOTIFY_CONFIGURED,
         })
     }
 
@@ -117,6 +127,9 @@ impl Event {
             Event::QuestionDelivered { question: q, via } => {
                 json!({"question_id": q.question_id, "source": q.source, "bank_id": q.bank_id, "moment": q.moment, "text": q.text, "via": via.as_str()})
             }
+            Event::QuestionExpired { question: q, reason } => {
+                json!({"question_id": q.question_id, "source": q.source, "bank_id": q.bank_id, "moment": q.moment, "text": q.text, "reason": reason})
+            }
             Event::Violation(Violation::HooksChanged { changes }) => {
                 json!({"kind": "hooks_changed", "changes": changes})
             }
@@ -128,6 +141,9 @@ impl Event {
             }
             Event::StopUngated { why, claim, by: UngatedBy::Run } => {
                 json!({"why": why, "claim": claim, "resumed_by": "run"})
+            }
+            Event::SessionFailedStart { why, error, event_id } => {
+                json!({"why": why, "error": error, "event_id": event_id})
             }
             Event::RunStarted { run_id, agent, daemon } => json!({"run_id": run_id, "agent": agent, "daemon": daemon}),
             Event::RunResumed { run_id, agent, session_id, from_daemon, daemon } => {
@@ -199,6 +215,48 @@ impl Event {
                 json!({"family": family, "ref": git_ref, "commit": commit, "how": "tagged"})
             }
             Event::BeamAbandoned { family, reason } => json!({"family": family, "reason": reason}),
+            Event::RedteamStarted { id, why, attacks } => json!({"id": id, "why": why, "attacks": attacks}),
+            Event::RedteamAttack { id, result } => {
+                let mut body = serde_json::to_value(result).unwrap_or(Value::Null);
+                body["id"] = json!(id);
+                body
+            }
+            Event::RedteamReport(report) => serde_json::to_value(report).unwrap_or(Value::Null),
+            Event::AgentUsage(u) => json!({
+                "source": u.source.as_str(),
+                "run_id": u.run_id,
+                "message_id": u.message_id,
+                "cumulative": u.cumulative,
+                "input_tokens": u.input_tokens,
+                "cached_input_tokens": u.cached_input_tokens,
+                "output_tokens": u.output_tokens,
+                "tokens": u.input_tokens.saturating_add(u.output_tokens),
+                "cost_usd": u.cost_usd,
+                "session_cost_usd": u.session_cost_usd,
+                "reported": u.reported,
+            }),
+            Event::BudgetReached(b) => json!({
+                "run_id": b.run_id,
+                "budget": b.budget,
+                "limit": b.limit,
+                "tokens": b.tokens,
+                "cost_usd": b.cost_usd,
+                "turns": b.turns,
+                "detail": b.detail,
+            }),
+            Event::NotifyDelivery(d) => json!({
+                "delivery": d.delivery,
+                "webhook": d.webhook,
+                "url": d.url,
+                "notify": d.notify,
+                "event_id": d.event_id,
+                "attempt": d.attempt,
+                "status": d.status.as_str(),
+                "http_status": d.http_status,
+                "error": d.error,
+            }),
+            Event::NotifyConfigured { notify } => json!({"notify": notify}),
+            Event::CampaignArchived { archived } => json!({"archived": archived}),
         }
     }
 }

@@ -1,12 +1,15 @@
 pub const CAMPAIGN_CREATED: &str = "campaign.created";
+pub const CAMPAIGN_ARCHIVED: &str = "campaign.archived";
 pub const HOOKS_INSTALL: &str = "hooks.install";
 pub const EVALUATION_STARTED: &str = "evaluation.started";
 pub const EVALUATION: &str = "evaluation";
 pub const DECISION: &str = "decision";
 pub const QUESTION_QUEUED: &str = "question.queued";
 pub const QUESTION_DELIVERED: &str = "question.delivered";
+pub const QUESTION_EXPIRED: &str = "question.expired";
 pub const VIOLATION: &str = "violation";
 pub const STOP_UNGATED: &str = "stop.ungated";
+pub const SESSION_FAILED_START: &str = "session.failed_start";
 pub const RUN_STARTED: &str = "run.started";
 pub const RUN_RESUMED: &str = "run.resumed";
 pub const RUN_SUSPENDED: &str = "run.suspended";
@@ -29,6 +32,13 @@ pub const GAIN_CONFIRMED: &str = "gain.confirmed";
 pub const GAIN_REJECTED: &str = "gain.rejected";
 pub const BEAM_FAMILY: &str = "beam.family";
 pub const BEAM_ABANDONED: &str = "beam.abandoned";
+pub const REDTEAM_STARTED: &str = "redteam.started";
+pub const REDTEAM_ATTACK: &str = "redteam.attack";
+pub const REDTEAM_REPORT: &str = "redteam.report";
+pub const AGENT_USAGE: &str = "agent.usage";
+pub const BUDGET_REACHED: &str = "budget.reached";
+pub const NOTIFY_DELIVERY: &str = "notify.delivery";
+pub const NOTIFY_CONFIGURED: &str = "notify.configured";
 
 /// A hook call is recorded as `hook.` and its event in snake case
 /// (`post-tool-use` gives `hook.post_tool_use`); these are the Claude

@@ -42,14 +42,17 @@ const HOOK_KINDS: &[(&str, &str)] = &[
 /// Code's also gives `hook.<event>`, see [`hook_kind`]).
 pub const ALL_KINDS: &[&str] = &[
     kind::CAMPAIGN_CREATED,
+    kind::CAMPAIGN_ARCHIVED,
     kind::HOOKS_INSTALL,
     kind::EVALUATION_STARTED,
     kind::EVALUATION,
     kind::DECISION,
     kind::QUESTION_QUEUED,
     kind::QUESTION_DELIVERED,
+    kind::QUESTION_EXPIRED,
     kind::VIOLATION,
     kind::STOP_UNGATED,
+    kind::SESSION_FAILED_START,
     kind::RUN_STARTED,
     kind::RUN_RESUMED,
     kind::RUN_SUSPENDED,
@@ -72,6 +75,13 @@ pub const ALL_KINDS: &[&str] = &[
     kind::GAIN_REJECTED,
     kind::BEAM_FAMILY,
     kind::BEAM_ABANDONED,
+    kind::REDTEAM_STARTED,
+    kind::REDTEAM_ATTACK,
+    kind::REDTEAM_REPORT,
+    kind::AGENT_USAGE,
+    kind::BUDGET_REACHED,
+    kind::NOTIFY_DELIVERY,
+    kind::NOTIFY_CONFIGURED,
     kind::HOOK_STOP,
     kind::HOOK_SUBAGENT_STOP,
     kind::HOOK_POST_TOOL_USE,
@@ -117,7 +127,8 @@ impl Via {
     }
 }
 
-/// A delivered question, as `question.delivered` tells it.
+/// A delivered question, as `question.delivered` tells it (and an expired
+/// one, as `question.expired` does).
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeliveredQuestion {
     pub question_id: i64,
@@ -318,6 +329,11 @@ pub enum Event {
         scenarios: Vec<String>,
         protected_files: usize,
     },
+    /// `campaign.archived`: the campaign archived (`archived`) or
+    /// unarchived by a person; only the mark changes.
+    CampaignArchived {
+        archived: bool,
+    },
     HooksInstall(HooksInstall),
     EvaluationStarted {
         tree: String,
@@ -351,11 +367,26 @@ pub enum Event {
         question: DeliveredQuestion,
         via: Via,
     },
+    /// `question.expired`: a question that waited and never reached the
+    /// agent, with why (the stop was allowed: nobody is left to answer).
+    QuestionExpired {
+        question: DeliveredQuestion,
+        reason: String,
+    },
     Violation(Violation),
     StopUngated {
         why: String,
         claim: Option<String>,
         by: UngatedBy,
+    },
+    /// `session.failed_start`: an agent's session that ended before any
+    /// prompt (Claude Code failing at start-up): no turn, so no stop to
+    /// judge and nothing ungated. `error`: what its transcript or the hook
+    /// call said went wrong, if anything.
+    SessionFailedStart {
+        why: String,
+        error: Option<String>,
+        event_id: i64,
     },
     RunStarted {
         run_id: i64,
@@ -456,6 +487,150 @@ pub enum Event {
         family: String,
         reason: String,
     },
+    /// `redteam.started`: the red-team battery began against the
+    /// campaign's harness (`why`: api, run start).
+    RedteamStarted {
+        id: String,
+        why: String,
+        attacks: usize,
+    },
+    /// `redteam.attack`: one attack of the battery and what it came to.
+    RedteamAttack {
+        id: String,
+        result: Box<crate::redteam::AttackResult>,
+    },
+    /// `redteam.report`: the battery's whole report (what `GET
+    /// /campaigns/{id}/redteam` returns).
+    RedteamReport(Box<crate::redteam::Report>),
+    /// `agent.usage`: tokens (and money, when the agent reports it) an
+    /// agent says it used.
+    AgentUsage(Usage),
+    /// `budget.reached`: a run's budget ran out; the run ends "stopped by
+    /// budget" (never a success).
+    BudgetReached(BudgetReached),
+    /// `notify.delivery`: one attempt to deliver a notification to a webhook.
+    NotifyDelivery(NotifyDelivery),
+    /// `notify.configured`: a campaign's `[notify]` webhooks replaced from
+    /// the API (the console); `notify` is the new section as JSON.
+    NotifyConfigured {
+        notify: Value,
+    },
+}
+
+/// Where an `agent.usage` report was read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UsageSource {
+    /// A spawned Claude Code's stream: a `result` line, for its turn (and
+    /// the session's running cost, `total_cost_usd`).
+    ClaudeCodeTurn,
+    /// A spawned Claude Code's turn cut short by a budget: what its
+    /// messages' `usage` said so far (the stream gives a message's input
+    /// but not yet its final output tokens).
+    ClaudeCodePartialTurn,
+    /// A Claude Code transcript: one assistant message's `usage`, or a
+    /// `cost-state` line's running cost of the session.
+    ClaudeCodeTranscript,
+    /// Codex's `turn.completed`: one turn's tokens (Codex reports no cost).
+    Codex,
+    /// A command agent's `{"gadfly_usage": {...}}` line.
+    Command,
+}
+
+impl UsageSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UsageSource::ClaudeCodeTurn => "claude-code",
+            UsageSource::ClaudeCodePartialTurn => "claude-code-partial-turn",
+            UsageSource::ClaudeCodeTranscript => "claude-code-transcript",
+            UsageSource::Codex => "codex",
+            UsageSource::Command => "command",
+        }
+    }
+}
+
+/// What an agent reported it used. gadfly prices nothing itself: money is
+/// only ever the agent's own figure.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Usage {
+    pub source: UsageSource,
+    /// The spawned run it belongs to (none for an attached session).
+    pub run_id: Option<i64>,
+    /// The API message the figures are of, when they are one message's:
+    /// a message reported more than once counts once, at its largest.
+    pub message_id: Option<String>,
+    /// The tokens are the session's running totals so far, not this
+    /// report's own (Codex counts a thread's tokens across its turns): the
+    /// largest counts.
+    pub cumulative: bool,
+    /// Every input token, those read from a cache included.
+    pub input_tokens: u64,
+    /// Of `input_tokens`, those read from a cache.
+    pub cached_input_tokens: u64,
+    pub output_tokens: u64,
+    /// The money this report adds, in USD.
+    pub cost_usd: Option<f64>,
+    /// The session's running total in USD as the agent counts it (Claude
+    /// Code's `total_cost_usd`, a transcript's `cost-state`).
+    pub session_cost_usd: Option<f64>,
+    /// The agent's own usage object, as it wrote it.
+    pub reported: Value,
+}
+
+/// A `budget.reached`: which budget, its limit, and the run's figures then.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BudgetReached {
+    pub run_id: i64,
+    /// `max_tokens`, `max_cost_usd`, `max_turns`, `max_wall_s` or
+    /// `max_blocks_without_gain`.
+    pub budget: String,
+    pub limit: f64,
+    /// The run's figures when it ran out.
+    pub tokens: u64,
+    pub cost_usd: Option<f64>,
+    pub turns: u32,
+    pub detail: String,
+}
+
+/// How one delivery attempt went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeliveryStatus {
+    /// The webhook answered 2xx.
+    Delivered,
+    /// It failed; another attempt follows.
+    Retrying,
+    /// It failed and no attempt follows (the last one, or a failure that
+    /// another attempt cannot mend: a 4xx, a missing secret).
+    Failed,
+}
+
+impl DeliveryStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeliveryStatus::Delivered => "delivered",
+            DeliveryStatus::Retrying => "retrying",
+            DeliveryStatus::Failed => "failed",
+        }
+    }
+}
+
+/// A `notify.delivery`: one attempt of one notification to one webhook.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NotifyDelivery {
+    /// The notification's id (the `X-Gadfly-Delivery` header): the same
+    /// for every attempt.
+    pub delivery: String,
+    /// The webhook's index in `[notify] webhooks`, and its URL with the
+    /// path and query hidden.
+    pub webhook: usize,
+    pub url: String,
+    /// The notification kind (`plateau`, `run_ended`, ...) and the event
+    /// it tells of.
+    pub notify: String,
+    pub event_id: i64,
+    pub attempt: u32,
+    pub status: DeliveryStatus,
+    pub http_status: Option<u16>,
+    pub error: Option<String>,
 }
 
 #[cfg(test)]

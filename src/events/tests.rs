@@ -65,6 +65,8 @@ fn campaign_and_hook_installs() {
         "campaign.created",
         json!({"name": "attn", "workspace": "/w", "mode": "autonomous", "scenarios": ["a", "b"], "protected_files": 3}),
     );
+    check(Event::CampaignArchived { archived: true }, "campaign.archived", json!({"archived": true}));
+    check(Event::CampaignArchived { archived: false }, "campaign.archived", json!({"archived": false}));
     let installed = Installed {
         kind: "attach".into(),
         settings_path: PathBuf::from("/w/.claude/settings.local.json"),
@@ -171,6 +173,13 @@ fn questions() {
         json!({"question_id": 3, "source": "human", "bank_id": null, "moment": "plateau", "text": "Why?",
                "via": "stop_hook_reason"}),
     );
+    // Expired: the row as the store tells it, with why.
+    check(
+        Event::QuestionExpired { question: row.clone(), reason: "the stop was allowed".into() },
+        "question.expired",
+        json!({"question_id": 5, "source": "bank", "bank_id": "bound-001", "moment": null, "text": "Bound?",
+               "reason": "the stop was allowed"}),
+    );
 }
 
 #[test]
@@ -203,6 +212,15 @@ fn violations_and_ungated_stops() {
         Event::StopUngated { why: "ended".into(), claim: Some("Done.".into()), by: UngatedBy::Run },
         "stop.ungated",
         json!({"why": "ended", "claim": "Done.", "resumed_by": "run"}),
+    );
+    check(
+        Event::SessionFailedStart {
+            why: "ended before any prompt".into(),
+            error: Some("ECONNREFUSED".into()),
+            event_id: 7,
+        },
+        "session.failed_start",
+        json!({"why": "ended before any prompt", "error": "ECONNREFUSED", "event_id": 7}),
     );
 }
 
@@ -514,5 +532,65 @@ fn gains_and_beams() {
         Event::BeamAbandoned { family: "f".into(), reason: "slow".into() },
         "beam.abandoned",
         json!({"family": "f", "reason": "slow"}),
+    );
+}
+
+#[test]
+fn usage_budgets_and_notifications() {
+    let usage = Usage {
+        source: UsageSource::ClaudeCodeTurn,
+        run_id: Some(3),
+        message_id: None,
+        cumulative: false,
+        input_tokens: 200,
+        cached_input_tokens: 50,
+        output_tokens: 40,
+        cost_usd: None,
+        session_cost_usd: Some(0.0016),
+        reported: json!({"input_tokens": 150}),
+    };
+    check(
+        Event::AgentUsage(usage),
+        "agent.usage",
+        json!({"source": "claude-code", "run_id": 3, "message_id": null, "cumulative": false, "input_tokens": 200, "cached_input_tokens": 50,
+               "output_tokens": 40, "tokens": 240, "cost_usd": null, "session_cost_usd": 0.0016,
+               "reported": {"input_tokens": 150}}),
+    );
+    let reached = BudgetReached {
+        run_id: 3,
+        budget: "max_tokens".into(),
+        limit: 230.0,
+        tokens: 240,
+        cost_usd: Some(0.0016),
+        turns: 1,
+        detail: "240 tokens (max_tokens = 230)".into(),
+    };
+    check(
+        Event::BudgetReached(reached),
+        "budget.reached",
+        json!({"run_id": 3, "budget": "max_tokens", "limit": 230.0, "tokens": 240, "cost_usd": 0.0016, "turns": 1,
+               "detail": "240 tokens (max_tokens = 230)"}),
+    );
+    let attempt = NotifyDelivery {
+        delivery: "d1".into(),
+        webhook: 0,
+        url: "https://hooks.example/…".into(),
+        notify: "run_ended".into(),
+        event_id: 9,
+        attempt: 2,
+        status: DeliveryStatus::Retrying,
+        http_status: Some(500),
+        error: None,
+    };
+    check(
+        Event::NotifyDelivery(attempt),
+        "notify.delivery",
+        json!({"delivery": "d1", "webhook": 0, "url": "https://hooks.example/…", "notify": "run_ended", "event_id": 9,
+               "attempt": 2, "status": "retrying", "http_status": 500, "error": null}),
+    );
+    check(
+        Event::NotifyConfigured { notify: json!({"webhooks": []}) },
+        "notify.configured",
+        json!({"notify": {"webhooks": []}}),
     );
 }

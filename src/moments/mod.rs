@@ -7,12 +7,16 @@
 //! I/O is [`edit_loop`]'s `git diff` in gadfly's private snapshot store).
 //!
 //! Acting on the findings (recording each moment, asking its question by
-//! mode, cooldowns, the re-check's second evaluation) is the application
-//! layer's, in `src/app/moments.rs` and `src/app/recheck.rs`; the bank
-//! groups that fit each moment are [`crate::bank::groups`].
+//! mode, the re-check's second evaluation) is the application layer's, in
+//! `src/app/moments.rs` and `src/app/recheck.rs`; the rules it acts by
+//! (cooldowns, held moments, repeated claims, the action by mode, words
+//! seen once) are data here, in [`plan`], which `gadfly replay`
+//! (`crate::replay`) follows too. The bank groups that fit each moment are
+//! [`crate::bank::groups`].
 
 pub mod detect;
 pub mod edit_loop;
+pub mod plan;
 pub mod recheck;
 
 use crate::classify::{HybridClassifier, Label};

@@ -76,6 +76,7 @@ mod tests {
             duration_ms: 1,
             created_at: String::new(),
             cached: false,
+            origin: Default::default(),
         }
     }
 

@@ -20,6 +20,11 @@ pub struct CampaignRow {
     pub spec_json: String,
     pub protected_json: String,
     pub created_at: String,
+    /// When the campaign was archived (hidden from the lists, nothing it
+    /// recorded removed); None while it is not.
+    #[serde(default)]
+    #[sqlx(default)]
+    pub archived_at: Option<String>,
 }
 
 impl CampaignRow {
@@ -116,6 +121,20 @@ impl Store {
         row.as_ref().map(campaign_from_row).transpose()
     }
 
+    /// Archives the campaign (`at`, a time) or unarchives it (None); only
+    /// the mark changes, nothing the campaign recorded. False when no such
+    /// campaign exists or it was already so.
+    pub async fn set_campaign_archived(&self, id: &str, at: Option<&str>) -> anyhow::Result<bool> {
+        let _turn = self.write_turn().await;
+        let sql = if at.is_some() {
+            "update campaigns set archived_at = $1 where id = $2 and archived_at is null"
+        } else {
+            "update campaigns set archived_at = $1 where id = $2 and archived_at is not null"
+        };
+        let done = sqlx::query(sql).bind(at).bind(id).execute(&self.pool).await?;
+        Ok(done.rows_affected() == 1)
+    }
+
     /// A campaign's row with its spec and protected hashes decoded; an
     /// error names the row when either does not decode.
     pub async fn get_campaign_spec(
@@ -129,7 +148,8 @@ impl Store {
 }
 
 const CAMPAIGN_SELECT: &str =
-    "select id, name, mode, status, spec_path, spec_toml, spec_json, protected_json, created_at from campaigns";
+    "select id, name, mode, status, spec_path, spec_toml, spec_json, protected_json, created_at, \
+     archived_at from campaigns";
 
 fn campaign_from_row(r: &sqlx::any::AnyRow) -> anyhow::Result<CampaignRow> {
     Ok(<CampaignRow as sqlx::FromRow<'_, sqlx::any::AnyRow>>::from_row(r)?)
@@ -156,5 +176,22 @@ mod tests {
         assert!(store.get_campaign("c1").await.unwrap().is_none(), "a campaign without its pristine files");
         store.insert_campaign_with_pristine(&test_campaign("c1"), &[file("h.sh"), file("r.c")]).await.unwrap();
         assert_eq!(store.list_pristine("c1").await.unwrap().len(), 2);
+    }
+
+    #[tokio::test]
+    async fn archiving_marks_the_campaign_and_unarchiving_clears_the_mark_once_each() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::connect(&format!("sqlite:{}", dir.path().join("t.db").display())).await.unwrap();
+        store.insert_campaign(&test_campaign("c1")).await.unwrap();
+        assert_eq!(store.get_campaign("c1").await.unwrap().unwrap().archived_at, None);
+        assert!(store.set_campaign_archived("c1", Some("2026-12-07T10:00:00.000Z")).await.unwrap());
+        assert!(!store.set_campaign_archived("c1", Some("2026-12-07T11:00:00.000Z")).await.unwrap(), "twice");
+        let row = store.get_campaign("c1").await.unwrap().unwrap();
+        assert_eq!(row.archived_at.as_deref(), Some("2026-12-07T10:00:00.000Z"), "the first time is kept");
+        assert_eq!(store.list_campaigns().await.unwrap()[0].archived_at, row.archived_at);
+        assert!(store.set_campaign_archived("c1", None).await.unwrap());
+        assert!(!store.set_campaign_archived("c1", None).await.unwrap(), "not archived any more");
+        assert_eq!(store.get_campaign("c1").await.unwrap().unwrap().archived_at, None);
+        assert!(!store.set_campaign_archived("nope", Some("2026-12-07T10:00:00.000Z")).await.unwrap());
     }
 }

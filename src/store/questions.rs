@@ -20,6 +20,10 @@ pub struct QuestionRow {
     pub created_at: String,
     pub delivered_at: Option<String>,
     pub delivered_via: Option<String>,
+    /// When a question that never reached the agent stopped waiting
+    /// (`status` is then `expired`), and why.
+    pub expired_at: Option<String>,
+    pub expired_reason: Option<String>,
 }
 
 impl Store {
@@ -86,7 +90,8 @@ impl Store {
         let generation = self.queued_hint.before_lookup();
         let filter = if only_queued { "and status = 'queued'" } else { "" };
         let rows = sqlx::query(&format!(
-            "select id, campaign_id, source, bank_id, moment, text, status, created_at, delivered_at, delivered_via
+            "select id, campaign_id, source, bank_id, moment, text, status, created_at, delivered_at, delivered_via,
+                 expired_at, expired_reason
              from questions where campaign_id = $1 {filter} order by id"
         ))
         .bind(campaign_id)
@@ -175,6 +180,27 @@ impl Store {
         .execute(&self.pool)
         .await?;
         Ok(done.rows_affected() == 1)
+    }
+
+    /// Marks a question that still waits expired, with why: it will never
+    /// reach the agent. Its row as expired; None when it no longer waited
+    /// (delivered or expired meanwhile).
+    pub async fn expire_question(&self, question_id: i64, reason: &str) -> anyhow::Result<Option<QuestionRow>> {
+        let _turn = self.write_turn().await;
+        let row = write_returning(
+            sqlx::query(
+                "update questions set status = 'expired', expired_at = $1, expired_reason = $2
+                 where id = $3 and status = 'queued'
+                 returning id, campaign_id, source, bank_id, moment, text, status, created_at, delivered_at,
+                     delivered_via, expired_at, expired_reason",
+            )
+            .bind(now())
+            .bind(reason)
+            .bind(question_id),
+            &self.pool,
+        )
+        .await?;
+        row.map(|r| QuestionRow::from_row(&r)).transpose().map_err(Into::into)
     }
 }
 
@@ -273,6 +299,7 @@ macro_rules! claim_next_sql {
             $lock,
             ") and status = 'queued'
              returning id, campaign_id, source, bank_id, moment, text, status, created_at, delivered_at, delivered_via,
+                 expired_at, expired_reason,
                  (select count(*) from questions waiting
                   where waiting.campaign_id = $4 and waiting.status = 'queued' and waiting.id <> questions.id) as others_waiting"
         )
@@ -323,6 +350,8 @@ mod tests {
             created_at: "t".into(),
             delivered_at: None,
             delivered_via: None,
+            expired_at: None,
+            expired_reason: None,
         };
         let told = crate::events::DeliveredQuestion::from(&row);
         let expected = crate::events::DeliveredQuestion {
@@ -389,6 +418,32 @@ mod tests {
         assert!(store.asked.get("c1").is_none(), "an announcement without its origin is another daemon's");
         let (ids, total) = store.asked_bank_ids("c1").await.unwrap();
         assert_eq!((ids, total), (crate::bank::select::AskedHere::from_sequence(&["a", "b", "a"]), 4));
+    }
+
+    /// A question that still waits can be expired, once, with why; it
+    /// waits no more (neither listed as queued nor claimed by a hook), and
+    /// a delivered one is not expired.
+    #[tokio::test]
+    async fn a_waiting_question_expires_once_with_its_reason_and_waits_no_more() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::connect(&format!("sqlite:{}", dir.path().join("g.db").display())).await.unwrap();
+        store.insert_campaign(&test_campaign("c1")).await.unwrap();
+        let waiting = store.queue_question("c1", "bank", Some("a"), Some("start"), "a?").await.unwrap();
+        let delivered = store.queue_question("c1", "bank", Some("b"), Some("plateau"), "b?").await.unwrap();
+        assert!(store.mark_delivered(delivered, "stop_hook_reason", None).await.unwrap());
+        let row = store.expire_question(waiting, "the stop was allowed").await.unwrap().expect("it waited");
+        assert_eq!((row.id, row.status.as_str()), (waiting, "expired"));
+        assert_eq!(row.expired_reason.as_deref(), Some("the stop was allowed"));
+        assert!(row.expired_at.is_some() && row.delivered_at.is_none());
+        assert!(store.expire_question(waiting, "again").await.unwrap().is_none(), "expired once");
+        assert!(store.expire_question(delivered, "late").await.unwrap().is_none(), "a delivered one stays delivered");
+        assert!(store.list_questions("c1", true).await.unwrap().is_empty());
+        assert!(store.claim_next_question("c1", "hook_additional_context", None).await.unwrap().is_none());
+        let all = store.list_questions("c1", false).await.unwrap();
+        let statuses: Vec<(&str, Option<&str>)> =
+            all.iter().map(|q| (q.status.as_str(), q.expired_reason.as_deref())).collect();
+        assert_eq!(statuses, [("expired", Some("the stop was allowed")), ("delivered", None)]);
+        assert_eq!(store.count_waiting_questions().await.unwrap(), 0);
     }
 
     /// Ten hook calls that all see a question waiting send one claim

@@ -163,6 +163,22 @@ try {
     await page.screenshot({ path: join(SHOTS, 'console-campaigns.png') });
   });
 
+  await check('the campaigns page shows where each agent stands and the session attached', async () => {
+    // The fixture's last stop attempt was allowed: done, not "active" (issue #32).
+    const summary = (await api('/campaigns')).find((c) => c.id === CAMPAIGN);
+    eq(summary.state, 'done', 'the API state after an allowed stop');
+    eq(summary.status, 'active', 'the stored status, unchanged');
+    const row = page.locator(`tr[data-campaign="${CAMPAIGN}"]`);
+    const statePill = row.locator('.pill.state');
+    eq(await statePill.getAttribute('data-state'), 'done', 'the state pill');
+    eq((await statePill.innerText()).trim(), 'done', 'its text');
+    assert((await statePill.getAttribute('title')).includes('was allowed'), 'why, in its title');
+    // The hook calls came from Claude Code session sess-1.
+    eq([summary.attached.agent, summary.attached.session_id], ['claude-code', 'sess-1'], 'the attached session');
+    const agent = await row.locator('td.c-agent').innerText();
+    assert(agent.includes('claude-code') && agent.includes('sess-1'), `the agent and its session: ${agent}`);
+  });
+
   await check('the campaign page: predicate table with coloured passing and failing rows', async () => {
     await page.locator(`tr[data-campaign="${CAMPAIGN}"] a`).first().click();
     await page.waitForURL(`**/campaigns/${cid}`);
@@ -194,10 +210,21 @@ try {
     eq(errRef.trim(), '1.0e−15', 'the error against the reference, in scientific notation');
   });
 
+  await check('the campaign page says the agent is done and names the attached agent and session', async () => {
+    const pill = page.locator('.meta-state .pill.state');
+    await until(async () => (await pill.getAttribute('data-state')) === 'done', 'the state in the header');
+    const agent = await page.locator('.meta-agent').innerText();
+    assert(agent.includes('claude-code') && agent.includes('sess-1'), `agent and session, not a dash: ${agent}`);
+  });
+
   await check('the chart has one point per evaluation and markers for stops and questions', async () => {
     await until(async () => (await page.locator('.chart-svg g.eval').count()) === evals0.length, `${evals0.length} evaluations in the chart`);
-    eq(await page.locator('.chart-svg .pt-geo').count(), evals0.filter((e) => typeof e.geomean_speedup === 'number').length, 'geometric-mean points');
-    eq(await page.locator('.chart-svg .pt-worst').count(), evals0.filter((e) => typeof e.worst_speedup === 'number').length, 'worst-scenario points');
+    // An incorrect evaluation (b was wrong) is a cross, off the lines.
+    const counted = evals0.filter((e) => !e.incorrect);
+    assert(counted.length < evals0.length, 'the fixture has an incorrect evaluation');
+    eq(await page.locator('.chart-svg .pt-geo').count(), counted.filter((e) => typeof e.geomean_speedup === 'number').length, 'geometric-mean points');
+    eq(await page.locator('.chart-svg .pt-worst').count(), counted.filter((e) => typeof e.worst_speedup === 'number').length, 'worst-scenario points');
+    eq(await page.locator('.chart-svg .pt-incorrect').count(), evals0.filter((e) => e.incorrect && typeof e.geomean_speedup === 'number').length, 'crosses for incorrect evaluations');
     const ids = await page.locator('.chart-svg g.eval').evaluateAll((gs) => gs.map((g) => Number(g.dataset.eval)));
     eq(ids, evals0.map((e) => e.id), 'evaluation ids in order');
     const stops = detail0.stop_attempts;
@@ -211,6 +238,21 @@ try {
     await page.keyboard.press('End');
     assert((await page.locator('.chart-readout').innerText()).includes(`#${evals0[evals0.length - 1].id}`), 'End shows the last');
     await fullShot('console-campaign.png');
+  });
+
+  await check('a question the allowed stop left waiting shows as expired, with why, not as waiting', async () => {
+    const expired = detail0.questions.filter((q) => q.status === 'expired');
+    assert(expired.length >= 1, `the allowed stop expired the start question: ${JSON.stringify(detail0.questions.map((q) => [q.id, q.moment, q.status]))}`);
+    for (const q of expired) {
+      eq(q.expired_reason, 'the stop was allowed', `question ${q.id}'s reason in the API`);
+      const li = page.locator(`.questions-list li.q[data-question="${q.id}"]`);
+      await until(async () => (await li.getAttribute('data-status')) === 'expired', `question ${q.id} listed as expired`);
+      eq((await li.locator('.q-status').innerText()).trim(), 'expired', 'its status');
+      const text = await li.innerText();
+      assert(text.includes('never asked: the stop was allowed'), `its reason is shown: ${text}`);
+      assert(!text.includes('waits for the next stop attempt'), `not shown as waiting: ${text}`);
+      eq(await page.locator(`.chart-svg .q-marker.expired[data-question="${q.id}"]`).count(), 1, 'an expired question marker');
+    }
   });
 
   await check('the stop attempts tab lists every attempt with its claim, decision, reason and verdict', async () => {
@@ -302,6 +344,11 @@ try {
       assert(ids.length >= 2, `a new ${k} row in the feed`);
     }
     eq(await page.evaluate(() => window.__sameDocument), 'yes', 'no reload');
+  });
+
+  await check('a blocked stop after the allowed one turns the state back to active, live', async () => {
+    eq((await api(`/campaigns/${cid}`)).state, 'active', 'the API state');
+    await until(async () => (await page.locator('.meta-state .pill.state').getAttribute('data-state')) === 'active', 'the header state');
   });
 
   await check('the feed filters by kind and by text', async () => {
@@ -426,6 +473,192 @@ try {
     });
   }
 
+  if (process.env.FRESH_CAMPAIGN) {
+    await check('an empty chart names `gadfly eval`; Evaluate now evaluates the workspace and shows it running', async () => {
+      const fresh = process.env.FRESH_CAMPAIGN;
+      const fid = encodeURIComponent(fresh);
+      eq((await api(`/campaigns/${fid}`)).evaluations, 0, 'not evaluated yet');
+      await page.goto(`${BASE}/campaigns/${fid}`);
+      const empty = page.locator('.chart-empty');
+      await empty.waitFor();
+      // The chart may draw once before the campaign's data arrives (it
+      // then names `gadfly eval ID`): wait for the drawing with the data.
+      let text = '';
+      await until(async () => (text = await empty.innerText()).includes(fresh), 'the empty chart naming the campaign');
+      assert(text.includes(`gadfly eval ${fresh}`) && !text.includes('gadfly evaluate'), `the command it names: ${text}`);
+      // The request is held until the page has shown that it runs.
+      let release;
+      const held = new Promise((r) => { release = r; });
+      let seen = null;
+      await page.route('**/api/v1/campaigns/*/evaluate', async (route) => {
+        seen = route.request();
+        await held;
+        await route.continue();
+      });
+      await page.locator('#evaluate-now').click();
+      await until(async () => seen !== null, 'the evaluate request');
+      eq(seen.method(), 'POST', 'its method');
+      eq(new URL(seen.url()).pathname, `/api/v1/campaigns/${fid}/evaluate`, 'its route');
+      assert(((await seen.headerValue('x-gadfly-csrf')) || '').length > 0, "it carries the page's CSRF token");
+      assert(await page.locator('#evaluate-now').isDisabled(), 'the button is disabled while it runs');
+      eq((await page.locator('#evaluate-now').innerText()).trim(), 'Evaluating…', 'and says so');
+      assert((await page.locator('.eval-msg').innerText()).includes('running the harness'), 'the status line says it runs');
+      release();
+      await until(async () => /the predicate (holds|fails)/.test(await page.locator('.eval-msg').innerText()), 'the verdict in the status line');
+      await page.unroute('**/api/v1/campaigns/*/evaluate');
+      const d = await api(`/campaigns/${fid}`);
+      eq(d.evaluations, 1, 'one evaluation stored');
+      assert((await page.locator('.eval-msg').innerText()).includes(`#${d.latest_evaluation.id}`), 'the status line names it');
+      await until(async () => (await page.locator('.chart-svg g.eval').count()) === 1, 'the evaluation in the chart');
+      await until(async () => !(await page.locator('.big-verdict').innerText()).includes('Not evaluated yet'), 'the headline');
+      eq(await page.locator('#evaluate-now').isDisabled(), false, 'the button is back');
+    });
+  }
+
+  if (process.env.MOMENTS_CAMPAIGN) {
+    const mid = encodeURIComponent(process.env.MOMENTS_CAMPAIGN);
+    await check("the composer starts at the latest moment that matters, not at the completion claim every stop raises", async () => {
+      const d = await api(`/campaigns/${mid}`);
+      eq(d.latest_moment && d.latest_moment.moment, 'correctness_dismissal', "the daemon's latest moment");
+      const log = await api(`/campaigns/${mid}/log?limit=10000`);
+      eq(log.filter((e) => e.kind === 'moment').pop().payload.moment, 'completion_claim', 'the newest moment event');
+      await page.goto(`${BASE}/campaigns/${mid}`);
+      // Every stored event replayed into the page, and what they trigger settled.
+      await until(async () => (await page.locator('.feed-list .ev').count()) >= log.length, 'the replayed events');
+      await page.waitForTimeout(500);
+      eq(await page.locator('#moment').inputValue(), 'correctness_dismissal', 'the moment picker');
+      eq((await page.locator('.composer-row .muted.small').innerText()).trim(), 'detected', 'marked as detected');
+      assert((await page.locator('.moment-note').innerText()).startsWith('Detected correctness dismissal'), 'the note names it');
+    });
+
+    await check('archiving asks first, hides the campaign behind "Show archived" and keeps its record', async () => {
+      const before = await api(`/campaigns/${mid}`);
+      await page.locator('#archive-toggle').click();
+      const dialog = page.locator('#archive-dialog');
+      await dialog.waitFor({ state: 'visible' });
+      assert((await dialog.innerText()).includes('Nothing it recorded is removed'), 'the dialog says what archiving does');
+      await dialog.locator('button[value="cancel"]').click();
+      await dialog.waitFor({ state: 'hidden' });
+      eq((await api(`/campaigns/${mid}`)).archived_at, null, 'cancelled: not archived');
+      await page.locator('#archive-toggle').click();
+      await page.locator('#archive-confirm').click();
+      await until(async () => (await api(`/campaigns/${mid}`)).archived_at, 'archived');
+      await until(async () => page.locator('.archived-note').isVisible(), 'the page says it is archived');
+      eq((await page.locator('#archive-toggle').innerText()).trim(), 'Unarchive', 'the button unarchives now');
+      const after = await api(`/campaigns/${mid}`);
+      eq([after.evaluations, after.stop_attempts.length, after.questions.length], [before.evaluations, before.stop_attempts.length, before.questions.length], 'the record is kept');
+      await page.goto(`${BASE}/`);
+      await page.locator(`tr[data-campaign="${CAMPAIGN}"]`).waitFor();
+      eq(await page.locator(`tr[data-campaign="${process.env.MOMENTS_CAMPAIGN}"]`).count(), 0, 'hidden from the list');
+      assert((await page.locator('.archived-toggle').innerText()).includes('(1)'), 'the toggle counts it');
+      await page.locator('#show-archived').check();
+      const row = page.locator(`tr[data-campaign="${process.env.MOMENTS_CAMPAIGN}"]`);
+      await row.waitFor();
+      assert(await row.locator('.archived-pill').isVisible(), 'shown, marked archived');
+      await page.locator('#show-archived').uncheck();
+      eq(await row.count(), 0, 'hidden again');
+      // Unarchived from its page, listed again.
+      await page.goto(`${BASE}/campaigns/${mid}`);
+      await until(async () => (await page.locator('#archive-toggle').innerText()).trim() === 'Unarchive', 'the page knows it is archived');
+      await page.locator('#archive-toggle').click();
+      await until(async () => (await api(`/campaigns/${mid}`)).archived_at === null, 'unarchived');
+      await until(async () => !(await page.locator('.archived-note').isVisible()), 'the note gone');
+    });
+  }
+
+  // Issue #32: what users see is the truth.
+  const red = (c) => { const [r, g, b] = (c.match(/\d+(\.\d+)?/g) || []).map(Number); return r > g + 40 && r > b + 40; };
+  const green = (c) => { const [r, g, b] = (c.match(/\d+(\.\d+)?/g) || []).map(Number); return g > r + 30 && g > b; };
+
+  if (process.env.WRONG_CAMPAIGN) {
+    await check('a kernel wrong on every scenario is not green, not best, and off the progress line', async () => {
+      const wid = encodeURIComponent(process.env.WRONG_CAMPAIGN);
+      const [good, wrong] = await api(`/campaigns/${wid}/evaluations`);
+      assert(good && good.scenarios.every((sc) => sc.correct) && wrong && wrong.scenarios.every((sc) => !sc.correct)
+        && wrong.geomean_speedup > 10 * good.geomean_speedup, 'the fixture: a correct evaluation, then a much "faster" wrong one');
+      await page.goto(`${BASE}/campaigns/${wid}`);
+      await page.locator('table.predicate tr.scen').first().waitFor();
+      // The geometric-mean KPI: struck, red, says why; best is the correct kernel's.
+      const kpi = page.locator('.kpi').filter({ has: page.locator('.kpi-name', { hasText: 'Geometric mean' }) });
+      const kcls = (await kpi.getAttribute('class')).split(/\s+/);
+      assert(!kcls.includes('ok') && kcls.includes('bad'), `the KPI is not green: ${kcls.join(' ')}`);
+      assert(!green(await kpi.locator('.kpi-value').evaluate((v) => getComputedStyle(v).color)), 'its figure is not green');
+      const ktext = await kpi.innerText();
+      assert(ktext.includes('25.0×') && ktext.includes('does not count: 3 scenarios incorrect'), `the KPI says why it does not count: ${ktext}`);
+      eq((await kpi.locator('.kpi-best').innerText()).trim(), '1.84×', "best is the correct kernel's");
+      // The predicate table: no green speedup next to "wrong", no pass on the mean.
+      for (const sc of wrong.scenarios) {
+        const cell = page.locator(`table.predicate tr.scen[data-scenario="${sc.scenario}"] td.speed`);
+        assert(!(await cell.getAttribute('class')).split(/\s+/).includes('ok'), `${sc.scenario}'s speedup is not marked ok`);
+        assert(!green(await cell.evaluate((c) => getComputedStyle(c).color)), `${sc.scenario}'s speedup is not green`);
+      }
+      const foot = page.locator('table.predicate tfoot tr');
+      assert(!(await foot.getAttribute('class')).split(/\s+/).includes('pass'), 'the mean row is not a pass');
+      eq(await foot.locator('.pill.pass').count(), 0, 'no pass pill on the geometric mean');
+      assert((await foot.innerText()).includes('does not count: 3 scenarios incorrect'), `the mean row says why: ${await foot.innerText()}`);
+      assert(!green(await foot.locator('td.speed').evaluate((c) => getComputedStyle(c).color)), 'the mean is not green');
+      // The chart: the wrong kernel is a red cross off the progress line.
+      const g = page.locator(`.chart-svg g.eval[data-eval="${wrong.id}"]`);
+      await g.waitFor();
+      eq(await g.locator('.pt-geo').count(), 0, 'no geometric-mean point for the wrong kernel');
+      eq(await g.locator('.pt-incorrect').count(), 1, 'a cross instead');
+      assert(red(await g.locator('.pt-incorrect').evaluate((p) => getComputedStyle(p).stroke)), 'the cross is red');
+      eq(await page.locator(`.chart-svg g.eval[data-eval="${good.id}"] .pt-geo`).count(), 1, 'the correct kernel is on the line');
+      const line = await page.locator('.chart-svg path.line.geo').getAttribute('d');
+      eq((line.match(/[ML]/g) || []).length, 1, `the progress line goes through the correct evaluation only: ${line}`);
+      const lineY = Number(line.split(',')[1]);
+      const goodY = Number(await page.locator(`.chart-svg g.eval[data-eval="${good.id}"] .pt-geo`).getAttribute('cy'));
+      assert(Math.abs(lineY - goodY) < 0.5, `the line is at the correct kernel's point (${lineY} vs ${goodY})`);
+      await page.locator('.chart-svg').focus();
+      await page.keyboard.press('End');
+      assert((await page.locator('.chart-readout').innerText()).includes('does not count: 3 scenarios incorrect'), 'the readout says so');
+      await fullShot('console-campaign-all-wrong.png');
+      // The campaigns page: best is the correct kernel's, the 25x does not count.
+      await page.goto(`${BASE}/`);
+      const row = page.locator(`tr[data-campaign="${process.env.WRONG_CAMPAIGN}"]`);
+      await row.waitFor();
+      eq((await row.locator('.geo-best').innerText()).trim(), 'best 1.84×', 'best on the campaigns page');
+      const latest = row.locator('.geo-latest');
+      assert(!(await latest.getAttribute('class')).split(/\s+/).includes('ok'), 'the latest mean is not marked ok');
+      assert(!green(await latest.evaluate((c) => getComputedStyle(c).color)), 'nor green');
+      eq((await row.locator('.geo-note').innerText()).trim(), 'does not count', 'it says so');
+      eq(await row.locator('.geo-note').getAttribute('title'), 'geomean 25.00x does not count: 3 scenarios incorrect', 'and why');
+    });
+  }
+
+  if (process.env.BEAM_CAMPAIGN) {
+    // The console renders the API's latest evaluation: checked here too.
+    await check("the headline is the workspace's verdict, not the beam branch evaluated last", async () => {
+      const bid = encodeURIComponent(process.env.BEAM_CAMPAIGN);
+      const evals = await api(`/campaigns/${bid}/evaluations`);
+      // The workspace's evaluation, then the beam branch's.
+      const mine = [evals[0]];
+      const beam = evals.slice(1);
+      assert(evals.length === 2 && !mine[0].holds && beam[0].holds,
+        `the fixture: a failing workspace, then a passing beam branch (${JSON.stringify(evals.map((e) => [e.id, e.holds]))})`);
+      await page.goto(`${BASE}/campaigns/${bid}`);
+      await page.locator('table.predicate tr.scen').first().waitFor();
+      assert((await page.locator('.big-verdict').innerText()).includes('Predicate fails'), "the headline is the workspace's failing verdict");
+      const head = await page.locator('.card-predicate .card-sub').innerText();
+      assert(head.includes(`#${mine[0].id}`) && !head.includes(`#${beam[0].id}`), `the predicate table is the workspace's evaluation: ${head}`);
+      eq((await page.locator('table.predicate tr.scen[data-scenario="c"] td.result').innerText()).trim(), 'fail', 'c fails, as in the workspace');
+      const kpi = page.locator('.kpi').filter({ has: page.locator('.kpi-name', { hasText: 'Geometric mean' }) });
+      const ktext = await kpi.innerText();
+      assert(ktext.includes('1.61×') && !ktext.includes('10.0×'), `the workspace's figures, and its best: ${ktext}`);
+      await until(async () => (await page.locator('.chart-svg g.eval').count()) === 1, "the workspace's one evaluation in the chart");
+      eq(await page.locator(`.chart-svg g.eval[data-eval="${beam[0].id}"]`).count(), 0, 'no point for the beam branch');
+      await page.goto(`${BASE}/`);
+      const row = page.locator(`tr[data-campaign="${process.env.BEAM_CAMPAIGN}"]`);
+      await row.waitFor();
+      eq((await row.locator('td.predicate').innerText()).trim(), 'fails', 'the campaigns page');
+      assert((await row.innerText()).includes('1.61×') && !(await row.innerText()).includes('10.0×'), 'its figures');
+      // What the console rendered: the API's views.
+      eq((await api(`/campaigns/${bid}`)).latest_evaluation.id, mine[0].id, "the API's latest evaluation");
+      eq((await api('/campaigns')).find((c) => c.id === process.env.BEAM_CAMPAIGN).holds, false, "the campaigns list's verdict");
+      eq(evals.map((e) => e.origin), ['workspace', 'beam'], 'each evaluation says whose it is');
+    });
+  }
+
   await check('a page of another origin on the same host cannot act with the console cookie (CSRF)', async () => {
     // THREATS.md row 11: same host, another port, so same-site: the browser
     // sends the cookie with a no-cors POST. The daemon must refuse it.
@@ -510,6 +743,47 @@ try {
     // A spent code logs nobody in.
     const again = await page.context().request.get(link, { maxRedirects: 0 });
     eq(again.status(), 401, 'a spent code');
+  });
+
+  await check('spend: the campaign page shows what the API reports; the webhooks and their last delivery', async () => {
+    const SPEND = process.env.SPEND_CAMPAIGN;
+    const TEXT = process.env.SPEND_TEXT;
+    assert(SPEND && TEXT, 'SPEND_CAMPAIGN and SPEND_TEXT are set');
+    const sid = encodeURIComponent(SPEND);
+    const sp = await api(`/campaigns/${sid}/spend`);
+    await page.goto(`${BASE}/campaigns/${sid}`);
+    const total = page.locator('#spend-campaign');
+    await total.waitFor();
+    await until(async () => (await total.textContent()) === TEXT, `the campaign's spend "${TEXT}" (the page has "${await total.textContent()}")`);
+    const run = page.locator(`tr.spend-run[data-run="${sp.runs[0].run_id}"] td.num`);
+    eq(await run.textContent(), TEXT, "the run's spend");
+    const budgets = await page.locator('.spend-budgets').textContent();
+    assert(budgets.includes('max_cost_usd'), budgets);
+    const hook = page.locator('.notify-hook').first();
+    await until(async () => (await hook.textContent()).includes('failed'), 'the failed delivery');
+    const text = await hook.textContent();
+    assert(text.includes('http://127.0.0.1:9/…') && text.includes('GADFLY_CONSOLE_TEST_NO_SECRET not set') && text.includes('run_ended'), text);
+    await fullShot('console-spend.png');
+  });
+
+  await check('red team: the button runs the battery and the card shows its report (issue #36)', async () => {
+    const cid = encodeURIComponent(CAMPAIGN);
+    await page.goto(`${BASE}/campaigns/${cid}`);
+    const button = page.locator('#redteam-start');
+    await button.waitFor();
+    eq(await button.textContent(), 'Red-team the harness', 'the button');
+    await button.click();
+    // The console's campaign runs a shell harness over candidate.txt: no
+    // attack of the battery fits it, and the report says so.
+    const body = page.locator('#redteam-report .redteam-verdict');
+    await until(async () => (await body.count()) > 0 && (await body.textContent()).includes('could not judge'), 'the report', 60000);
+    const state = await api(`/campaigns/${cid}/redteam`);
+    assert(state.report && state.report.status === 'error' && state.running === null, JSON.stringify(state).slice(0, 400));
+    assert((await body.textContent()).includes('no attack of the battery applies'), await body.textContent());
+    const status = await page.locator('#redteam-status').textContent();
+    assert(status.includes(state.report.id) && status.includes('not applicable'), status);
+    eq(await button.isDisabled(), false, 'the button is back');
+    await fullShot('console-redteam.png');
   });
 
   await check('no script error, no request leaves the daemon, only expected HTTP errors', async () => {

@@ -1,7 +1,9 @@
 // The objective over time, drawn in SVG: the geometric-mean speedup and the
 // worst scenario's speedup per evaluation (log scale), the predicate's bars,
 // a strip of verdicts, and markers where stops were blocked or allowed and
-// where questions reached the agent.
+// where questions reached the agent. An incorrect evaluation (a scenario
+// incorrect or missing, or the evaluation failed: the API's `incorrect`) is
+// no progress: it is drawn as a red cross off the lines.
 
 import { h, s, fill } from './dom.js';
 import { speedup, when, full, parseTime, shortTree, truncate, oneLine } from './format.js';
@@ -21,6 +23,7 @@ export class Chart {
     this.legend = h('div', { class: 'chart-legend' },
       h('span', { class: 'lg lg-geo' }, h('i'), 'geometric mean'),
       h('span', { class: 'lg lg-worst' }, h('i'), 'worst scenario'),
+      h('span', { class: 'lg lg-incorrect', title: 'a scenario incorrect or missing, or the evaluation failed: not progress, never best' }, h('i'), 'incorrect'),
       h('span', { class: 'lg lg-block' }, h('i'), 'stop blocked'),
       h('span', { class: 'lg lg-allow' }, h('i'), 'stop allowed'),
       h('span', { class: 'lg lg-ask' }, h('i'), 'question'));
@@ -51,7 +54,8 @@ export class Chart {
     this.width = W;
     const n = evals.length;
     if (!n) {
-      fill(this.box, h('div', { class: 'empty chart-empty' }, 'No evaluation yet: the chart starts with the first one (at a stop attempt, or `gadfly evaluate`).'));
+      fill(this.box, h('div', { class: 'empty chart-empty' }, 'No evaluation yet: the chart starts with the first one (at a stop attempt, with Evaluate now, or ',
+        h('code', null, `gadfly eval ${this.data.campaign || 'ID'}`), ').'));
       fill(this.readout);
       return;
     }
@@ -126,8 +130,9 @@ export class Chart {
     for (const q of questions) {
       const at = xAt(q.delivered_at || q.created_at);
       const delivered = q.status === 'delivered';
-      const g = s('g', { class: `q-marker ${delivered ? 'delivered' : 'queued'}`, dataset: { question: q.id } },
-        s('title', null, `question ${q.id} (${q.source}${q.bank_id && q.source !== 'human' ? ` ${q.bank_id}` : ''}), ${delivered ? `delivered ${when(q.delivered_at)}` : 'queued'}: ${truncate(oneLine(q.text), 300)}`),
+      const state = delivered ? 'delivered' : q.status === 'expired' ? 'expired' : 'queued';
+      const g = s('g', { class: `q-marker ${state}`, dataset: { question: q.id } },
+        s('title', null, `question ${q.id} (${q.source}${q.bank_id && q.source !== 'human' ? ` ${q.bank_id}` : ''}), ${delivered ? `delivered ${when(q.delivered_at)}` : state}: ${truncate(oneLine(q.text), 300)}`),
         s('line', { x1: at, x2: at, y1: M.top - 4, y2: M.top + plotH, class: 'q-rule' }),
         s('circle', { cx: at, cy: 11, r: 6.5 }),
         s('text', { x: at, y: 14.5, 'text-anchor': 'middle' }, '?'));
@@ -141,6 +146,7 @@ export class Chart {
       let pen = false;
       evals.forEach((e, i) => {
         const v = e[key];
+        if (e.incorrect) return; // off the line, which goes on past it
         if (isNum(v)) {
           d += `${pen ? 'L' : 'M'}${x(i).toFixed(1)},${y(v).toFixed(1)}`;
           pen = true;
@@ -157,10 +163,18 @@ export class Chart {
     const stripY = M.top + plotH + 8;
     const step = n === 1 ? 12 : Math.max(1, (x(1) - x(0)) * 0.8);
     evals.forEach((e, i) => {
-      const g = s('g', { class: `eval ${e.holds ? 'holds' : 'fails'}`, dataset: { eval: e.id } });
-      if (isNum(e.worst_speedup)) g.appendChild(s('circle', { class: 'pt-worst', cx: x(i), cy: y(e.worst_speedup), r: r * 0.8 }));
-      if (isNum(e.geomean_speedup)) g.appendChild(s('circle', { class: 'pt-geo', cx: x(i), cy: y(e.geomean_speedup), r }));
-      else g.appendChild(s('path', { class: 'pt-none', d: `M${x(i) - 3},${M.top + plotH - 9}l6,6m0,-6l-6,6` }));
+      const g = s('g', { class: `eval ${e.holds ? 'holds' : 'fails'}${e.incorrect ? ' incorrect' : ''}`, dataset: { eval: e.id } });
+      if (e.incorrect && isNum(e.geomean_speedup)) {
+        const c = Math.max(3.5, r + 0.5);
+        g.appendChild(s('path', { class: 'pt-incorrect', d: `M${x(i) - c},${y(e.geomean_speedup) - c}l${2 * c},${2 * c}m0,${-2 * c}l${-2 * c},${2 * c}` },
+          s('title', null, e.geomean_note || `#${e.id}: incorrect`)));
+      } else if (e.incorrect) {
+        g.appendChild(s('path', { class: 'pt-none', d: `M${x(i) - 3},${M.top + plotH - 9}l6,6m0,-6l-6,6` }));
+      } else {
+        if (isNum(e.worst_speedup)) g.appendChild(s('circle', { class: 'pt-worst', cx: x(i), cy: y(e.worst_speedup), r: r * 0.8 }));
+        if (isNum(e.geomean_speedup)) g.appendChild(s('circle', { class: 'pt-geo', cx: x(i), cy: y(e.geomean_speedup), r }));
+        else g.appendChild(s('path', { class: 'pt-none', d: `M${x(i) - 3},${M.top + plotH - 9}l6,6m0,-6l-6,6` }));
+      }
       points.appendChild(g);
       strip.appendChild(s('rect', { class: `cell ${e.holds ? 'holds' : 'fails'}`, x: x(i) - Math.min(step, 16) / 2, y: stripY, width: Math.max(1, Math.min(step, 16)), height: 6, rx: 1 }));
     });
@@ -246,7 +260,8 @@ export class Chart {
     fill(this.readout,
       h('span', { class: 'num strong' }, `#${e.id}`),
       h('span', { class: 'muted', title: full(e.created_at) }, when(e.created_at)),
-      h('span', null, 'geomean ', h('b', { class: 'num' }, speedup(e.geomean_speedup))),
+      h('span', null, 'geomean ', h('b', { class: `num${e.incorrect ? ' void' : ''}` }, speedup(e.geomean_speedup))),
+      e.incorrect ? h('span', { class: 'bad incorrect-note' }, `does not count: ${e.incorrect_reason || 'incorrect'}`) : null,
       h('span', null, 'worst ', h('b', { class: 'num' }, speedup(e.worst_speedup)), e.worst_scenario ? h('span', { class: 'muted' }, ` ${e.worst_scenario}`) : null),
       h('span', { class: e.holds ? 'ok' : 'bad' }, e.holds ? 'holds' : `fails${e.failing_count ? ` on ${e.failing_count}` : ''}`),
       h('span', { class: 'muted num' }, `tree ${shortTree(e.tree)}`),

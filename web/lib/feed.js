@@ -30,6 +30,7 @@ export function family(kind) {
 
 const LABELS = {
   'campaign.created': 'created',
+  'campaign.archived': 'archive',
   'hook.stop': 'stop attempt',
   'hook.pre_tool_use': 'tool call',
   'hook.post_tool_use': 'tool done',
@@ -42,6 +43,8 @@ const LABELS = {
   decision: 'decision',
   'question.queued': 'question queued',
   'question.delivered': 'question delivered',
+  'question.expired': 'question expired',
+  'session.failed_start': 'failed start',
   'agent.message': 'message',
   'agent.tool_call': 'tool call',
   'agent.tool_result': 'tool result',
@@ -79,6 +82,8 @@ export function describe(ev) {
   switch (ev.kind) {
     case 'campaign.created':
       return { text: `campaign created: ${(p.scenarios || []).length} scenarios, ${p.mode || ''} mode`, tone: '' };
+    case 'campaign.archived':
+      return { text: p.archived ? 'campaign archived: hidden from the campaigns list, nothing removed' : 'campaign unarchived: listed again', tone: '' };
     case 'hook.stop':
       return { text: hook.last_assistant_message ? `claims: ${oneLine(hook.last_assistant_message)}` : 'tries to stop', tone: 'warn' };
     case 'hook.subagent_stop':
@@ -112,6 +117,10 @@ export function describe(ev) {
       return { text: `${p.source === 'human' ? 'a person asks' : 'queued'}: ${oneLine(p.text)}`, tone: 'ask' };
     case 'question.delivered':
       return { text: `delivered${p.via ? ` via ${p.via}` : ''}: ${oneLine(p.text)}`, tone: 'ask' };
+    case 'question.expired':
+      return { text: `expired (${oneLine(str(p.reason))}): ${oneLine(p.text)}`, tone: '' };
+    case 'session.failed_start':
+      return { text: `${oneLine(str(p.why))}${p.error ? ` · ${oneLine(str(p.error))}` : ''}`, tone: 'warn' };
     case 'agent.message':
       return { text: oneLine(str(p.text ?? p.message ?? p.content)), tone: '' };
     case 'agent.tool_call':
@@ -127,6 +136,15 @@ export function describe(ev) {
     }
     case 'moment.escalated':
       return { text: `${p.moment || 'moment'} escalated${p.why ? ` · ${oneLine(p.why)}` : ''}`, tone: 'fail' };
+    case 'redteam.started':
+      return { text: `red team ${p.id || ''}: ${p.attacks ?? ''} attacks against the harness (${p.why || ''})`, tone: '' };
+    case 'redteam.attack': {
+      const r = { held: 'held', broken: 'BROKEN', not_applicable: 'not applicable', error: 'error' }[p.result] || p.result;
+      const why = p.result === 'held' ? `${p.by}: ${p.reason}` : (p.reason || p.why || '');
+      return { text: `red team: ${p.name} ${r}${why ? ` · ${oneLine(why)}` : ''}`, tone: p.result === 'broken' ? 'fail' : p.result === 'held' ? 'pass' : '' };
+    }
+    case 'redteam.report':
+      return { text: `red team ${p.id || ''}: ${p.held} held, ${p.broken} BROKEN, ${p.not_applicable} not applicable${p.error ? ` · ${oneLine(p.error)}` : ''}`, tone: p.status === 'held' ? 'pass' : 'fail' };
     default:
       return { text: oneLine(JSON.stringify(p)), tone: '' };
   }

@@ -7,7 +7,9 @@ import { speedup, micros, sci, millis, when, clock, full, ago, DASH, shortTree, 
 import { Feed, label } from '../lib/feed.js';
 import { Chart } from '../lib/chart.js';
 import { EventStream } from '../lib/sse.js';
-import { agentOf } from './campaigns.js';
+import { SpendCard } from './spend.js';
+import { RedteamCard } from './redteam.js';
+import { agentOf, statePill, agentCell } from './campaigns.js';
 
 export const MOMENTS = [
   ['start', 'Start', 'the campaign begins'],
@@ -23,13 +25,18 @@ const MAX_QUESTION = 4000;
 /** Above this many events, the feed starts about TAIL_EVENTS ids before the end. */
 const TAIL_FROM = 8000;
 const TAIL_EVENTS = 4000;
-const REFRESH_KINDS = new Set(['evaluation', 'decision', 'question.queued', 'question.delivered', 'hook.stop', 'campaign.updated', 'moment', 'stop.ungated']);
+const REFRESH_KINDS = new Set(['evaluation', 'decision', 'question.queued', 'question.delivered', 'question.expired', 'hook.stop', 'campaign.updated', 'moment', 'stop.ungated',
+  'campaign.archived', 'run.started', 'run.ended', 'hook.session_start', 'hook.user_prompt_submit', 'hooks.install']);
 
 const isNum = (x) => typeof x === 'number' && Number.isFinite(x);
 
+/** The workspace's evaluations: a beam candidate's belong to its family (the Beam tab). */
+const workspaceOnly = (evals) => evals.filter((e) => e.origin !== 'beam');
+
+/** The best geometric mean over correct evaluations: an incorrect one is never progress. */
 function bestOf(evals) {
   let best = null;
-  for (const e of evals) if (isNum(e.geomean_speedup) && (best === null || e.geomean_speedup > best)) best = e.geomean_speedup;
+  for (const e of evals) if (!e.incorrect && isNum(e.geomean_speedup) && (best === null || e.geomean_speedup > best)) best = e.geomean_speedup;
   return best;
 }
 
@@ -85,6 +92,70 @@ export function mount(root, ctx, id) {
   const beamBody = h('div', null, h('div', { class: 'empty' }, 'Loading the beam…'));
   const questionsList = h('ol', { class: 'questions-list' });
   const questionsCount = h('span', { class: 'muted small num' });
+  // Spend and notifications (issue #38): a card of its own, which loads its own views.
+  const spendCard = new SpendCard(base);
+  // The red team of the harness (issue #36): its button and latest report.
+  const redteamCard = new RedteamCard(base);
+
+  // ---- actions: evaluate now, archive -----------------------------------
+  const evalBtn = h('button', { type: 'button', class: 'btn small', id: 'evaluate-now', title: 'Evaluate the workspace as it is now (what `gadfly eval` does)', onclick: () => evaluateNow() }, 'Evaluate now');
+  const evalMsg = h('span', { class: 'eval-msg muted small', role: 'status' });
+  const archiveBtn = h('button', { type: 'button', class: 'btn small ghost', id: 'archive-toggle', onclick: () => toggleArchive() }, 'Archive');
+  const archivedNote = h('div', { class: 'notice archived-note', hidden: true });
+  const archiveDialog = h('dialog', { id: 'archive-dialog', 'aria-labelledby': 'archive-title' },
+    h('h2', { id: 'archive-title' }, 'Archive this campaign?'),
+    h('p', null, 'The campaigns list hides it ("Show archived" shows it again). Nothing it recorded is removed: its events, evaluations, stop attempts and questions stay, and its hooks still answer an attached agent. You can unarchive it at any time.'),
+    h('form', { method: 'dialog' },
+      h('button', { class: 'btn small', value: 'cancel' }, 'Cancel'), ' ',
+      h('button', { class: 'btn small primary', value: 'archive', id: 'archive-confirm' }, 'Archive')));
+  archiveDialog.addEventListener('close', () => {
+    if (archiveDialog.returnValue === 'archive') setArchived(true);
+  });
+
+  async function evaluateNow() {
+    if (evalBtn.disabled) return;
+    evalBtn.disabled = true;
+    evalBtn.textContent = 'Evaluating…';
+    evalMsg.className = 'eval-msg muted small running';
+    evalMsg.textContent = 'building and running the harness on the workspace…';
+    try {
+      // Cookie and CSRF token, as every change from the console (api()).
+      const e = await api(`${base}/evaluate`, { method: 'POST' });
+      if (st.disposed) return;
+      evalMsg.className = `eval-msg small ${e.holds ? 'ok' : 'bad'}`;
+      evalMsg.textContent = `Evaluation${isNum(e.id) ? ` #${e.id}` : ''}: the predicate ${e.holds ? 'holds' : 'fails'}${e.cached ? ' (this tree was evaluated before: the stored verdict)' : ''}.`;
+      scheduleRefresh();
+    } catch (e) {
+      if (st.disposed) return;
+      evalMsg.className = 'eval-msg small bad';
+      evalMsg.textContent = `Not evaluated: ${e.message}`;
+    } finally {
+      evalBtn.disabled = false;
+      evalBtn.textContent = 'Evaluate now';
+    }
+  }
+
+  function toggleArchive() {
+    if (st.detail && st.detail.archived_at) setArchived(false);
+    else if (!archiveDialog.open) archiveDialog.showModal();
+  }
+
+  async function setArchived(on) {
+    archiveBtn.disabled = true;
+    try {
+      const r = await api(`${base}/${on ? 'archive' : 'unarchive'}`, { method: 'POST' });
+      if (st.disposed) return;
+      if (st.detail) st.detail.archived_at = r.archived_at;
+      renderHead();
+      scheduleRefresh();
+    } catch (e) {
+      archivedNote.hidden = false;
+      archivedNote.className = 'notice fail archived-note';
+      archivedNote.textContent = `Could not ${on ? 'archive' : 'unarchive'}: ${e.message}`;
+    } finally {
+      archiveBtn.disabled = false;
+    }
+  }
 
   const tabs = [
     ['feed', 'Live feed', feed.el],
@@ -262,8 +333,11 @@ export function mount(root, ctx, id) {
   fill(root,
     h('nav', { class: 'crumbs', 'aria-label': 'Breadcrumb' }, navLink('/', null, 'Campaigns'), h('span', { 'aria-hidden': 'true' }, ' / '), h('span', { class: 'num' }, id)),
     h('header', { class: 'campaign-head' },
-      h('div', { class: 'head-text' }, h('div', { class: 'title-row' }, title, liveDot), meta, goal),
+      h('div', { class: 'head-text' }, h('div', { class: 'title-row' }, title, liveDot), meta, goal,
+        h('div', { class: 'head-actions' }, evalBtn, archiveBtn, evalMsg)),
       bigVerdict),
+    archivedNote,
+    archiveDialog,
     kpis,
     h('div', { class: 'campaign-grid' },
       h('div', { class: 'main-col' },
@@ -273,14 +347,16 @@ export function mount(root, ctx, id) {
         h('section', { class: 'card card-predicate', 'aria-labelledby': 'h-predicate' },
           h('div', { class: 'card-head' }, h('h2', { id: 'h-predicate' }, 'Predicate'), predicateHead),
           predicateBody),
-        h('section', { class: 'card card-activity activity' }, tabList, [...tabPanels.values()])),
+        h('section', { class: 'card card-activity activity' }, tabList, [...tabPanels.values()]),
+        redteamCard.el),
       h('aside', { class: 'side-col' },
         h('section', { class: 'card card-ask', 'aria-labelledby': 'h-ask' },
           h('div', { class: 'card-head' }, h('h2', { id: 'h-ask' }, 'Ask the agent')),
           composer),
         h('section', { class: 'card card-questions', 'aria-labelledby': 'h-questions' },
           h('div', { class: 'card-head' }, h('h2', { id: 'h-questions' }, 'Questions'), questionsCount),
-          questionsList))));
+          questionsList),
+        spendCard.el)));
   selectTab('feed');
   ctx.setTitle(id);
 
@@ -292,17 +368,23 @@ export function mount(root, ctx, id) {
     title.textContent = d.name || d.id;
     const verdictMark = e ? (e.holds ? '✓ ' : '✗ ') : '';
     ctx.setTitle(`${verdictMark}${d.name || d.id}`);
-    const agent = agentOf(spec);
     fill(meta,
       h('span', { class: 'num' }, d.id),
       h('span', null, 'mode ', h('b', null, d.mode || DASH)),
-      h('span', null, 'status ', h('b', null, d.status || DASH)),
-      h('span', null, 'agent ', h('b', null, agent || DASH)),
+      h('span', { class: 'meta-state' }, 'status ', statePill(d)),
+      h('span', { class: 'meta-agent' }, 'agent ', agentCell(d, agentOf(spec))),
       h('span', { title: full(d.created_at) }, `started ${ago(d.created_at)}`),
       spec.architecture ? h('span', null, spec.architecture) : null,
       h('span', { class: 'num muted', title: 'campaign spec' }, d.spec_path || ''));
     goal.textContent = spec.goal || '';
     goal.hidden = !spec.goal;
+    archiveBtn.textContent = d.archived_at ? 'Unarchive' : 'Archive';
+    archiveBtn.title = d.archived_at ? 'Show it in the campaigns list again' : 'Hide it from the campaigns list (nothing recorded is removed)';
+    if (d.archived_at) {
+      archivedNote.className = 'notice archived-note';
+      fill(archivedNote, h('b', null, 'Archived'), ` ${when(d.archived_at)}: the campaigns list hides it. Nothing it recorded was removed, and its hooks still answer.`);
+    }
+    archivedNote.hidden = !d.archived_at;
 
     const holds = e ? e.holds : null;
     bigVerdict.className = `big-verdict ${holds === true ? 'pass' : holds === false ? 'fail' : 'none'}`;
@@ -318,13 +400,20 @@ export function mount(root, ctx, id) {
     const qs = d.questions || [];
     const blocked = stops.filter((x) => x.decision === 'block' || x.decision === 'unavailable_block').length;
     const ungated = stops.filter((x) => x.decision === 'ungated').length;
-    const best = bestOf(st.evals);
+    // Best over the workspace's correct evaluations (the daemon's figure when it has one).
+    const best = d.best_geomean_speedup !== undefined ? d.best_geomean_speedup : bestOf(st.evals);
     const kpi = (name, value, sub, cls) => h('div', { class: `kpi ${cls || ''}` }, h('div', { class: 'kpi-name' }, name), h('div', { class: 'kpi-value num' }, value), h('div', { class: 'kpi-sub' }, sub));
-    const geoOk = e && isNum(e.geomean_speedup) && (!isNum(pred.min_geomean_speedup) || e.geomean_speedup >= pred.min_geomean_speedup);
-    const worstOk = e && isNum(e.worst_speedup) && e.worst_speedup >= (pred.min_speedup ?? 1);
+    // An incorrect evaluation's geometric mean is no result: shown struck, with the reason.
+    const geoVoid = !!(e && e.incorrect && isNum(e.geomean_speedup));
+    const geoOk = e && !e.incorrect && isNum(e.geomean_speedup) && (!isNum(pred.min_geomean_speedup) || e.geomean_speedup >= pred.min_geomean_speedup);
+    const worstOk = e && !e.incorrect && isNum(e.worst_speedup) && e.worst_speedup >= (pred.min_speedup ?? 1);
     fill(kpis,
-      kpi('Geometric mean', speedup(e?.geomean_speedup), [isNum(pred.min_geomean_speedup) ? `≥ ${speedup(pred.min_geomean_speedup)}` : 'no bar', ' · best ', h('span', { class: 'num' }, speedup(best))], e ? (geoOk ? 'ok' : 'bad') : ''),
-      kpi('Worst scenario', speedup(e?.worst_speedup), [e?.worst_scenario ? h('span', { class: 'num' }, e.worst_scenario) : DASH, ` · ≥ ${speedup(pred.min_speedup ?? 1)}`], e ? (worstOk ? 'ok' : 'bad') : ''),
+      kpi('Geometric mean', geoVoid ? h('span', { class: 'void', title: e.geomean_note || '' }, speedup(e.geomean_speedup)) : speedup(e?.geomean_speedup),
+        [geoVoid ? h('span', { class: 'bad geo-note' }, `does not count: ${e.incorrect_reason} · `) : null,
+          isNum(pred.min_geomean_speedup) ? `≥ ${speedup(pred.min_geomean_speedup)}` : 'no bar', ' · best ',
+          h('span', { class: 'num kpi-best', title: 'the best geometric mean over the correct evaluations of the workspace' }, speedup(best))],
+        e ? (geoOk ? 'ok' : 'bad') : ''),
+      kpi('Worst scenario', e && e.incorrect && isNum(e.worst_speedup) ? h('span', { class: 'void', title: 'an incorrect evaluation: its figures do not count' }, speedup(e.worst_speedup)) : speedup(e?.worst_speedup), [e?.worst_scenario ? h('span', { class: 'num' }, e.worst_scenario) : DASH, ` · ≥ ${speedup(pred.min_speedup ?? 1)}`], e ? (worstOk ? 'ok' : 'bad') : ''),
       kpi('Evaluations', String(d.evaluations ?? st.evals.length), e ? [`last ${ago(e.created_at)}`] : 'none yet'),
       kpi('Stop attempts', String(stops.length), `${blocked} blocked · ${stops.length - blocked - ungated} let through${ungated ? ` · ${ungated} ungated` : ''}`, ungated ? 'bad' : ''),
       kpi('Questions', String(qs.length), `${qs.filter((q) => q.status === 'queued').length} queued · ${qs.filter((q) => q.status === 'delivered').length} delivered`),
@@ -381,6 +470,8 @@ export function mount(root, ctx, id) {
           `${sci(m.tolerance)} + ${sci(m.rtol)}·|ref|`, isNum(m.max_tol_ratio) ? ` (${m.max_tol_ratio.toFixed(2)})` : null)
         : h('td', { class: 'num right muted' }, sci(m.tolerance));
       const fast = isNum(sc.speedup) && sc.speedup >= minHere;
+      // The speed of a wrong result is no result: neither green nor red.
+      const wrong = sc.present && !sc.correct && pred.correct !== false;
       const fastVsCompare = isNum(sc.compare_speedup) && (!isNum(minCompare) || sc.compare_speedup >= minCompare);
       const hasReasons = !sc.passes && (sc.reasons || []).length > 0;
       rows.push(h('tr', { class: `scen ${sc.passes ? 'pass' : 'fail'}${hasReasons ? ' has-reasons' : ''}`, dataset: { scenario: sc.scenario } },
@@ -391,15 +482,17 @@ export function mount(root, ctx, id) {
         tolCell,
         h('td', { class: 'num right nowrap' }, micros(m.time_us), isNum(m.cv) ? h('span', { class: `cv ${m.cv > 0.1 ? 'noisy' : 'muted'}`, title: `coefficient of variation over ${m.samples ?? '?'} samples${m.cv > 0.1 ? ': noisy' : ''}` }, ` ±${m.cv >= 0.1 ? (m.cv * 100).toFixed(0) : (m.cv * 100).toFixed(1)}%`) : null),
         h('td', { class: 'num right muted' }, micros(m.baseline_us)),
-        h('td', { class: `num right speed ${isNum(sc.speedup) ? (fast ? 'ok' : 'bad') : ''}` }, speedup(sc.speedup)),
+        h('td', { class: `num right speed ${isNum(sc.speedup) ? (wrong ? 'void muted' : fast ? 'ok' : 'bad') : ''}`, title: wrong ? 'the scenario is incorrect: its speedup does not count' : null }, speedup(sc.speedup)),
         compared ? h('td', { class: `num right speed compare ${isNum(minCompare) ? (fastVsCompare ? 'ok' : 'bad') : 'muted'}`, title: isNum(m.compare_us) ? `comparison ${micros(m.compare_us)}` : 'no comparison time reported' }, speedup(sc.compare_speedup)) : null,
         h('td', { class: 'result' }, pill(sc.passes ? 'pass' : 'fail', sc.passes ? 'pass' : 'fail'))));
       if (hasReasons) {
         rows.push(h('tr', { class: 'reasons' }, h('td', { colspan: cols }, sc.reasons.join('; '))));
       }
     }
-    const geoOk = isNum(e.geomean_speedup) && (!isNum(pred.min_geomean_speedup) || e.geomean_speedup >= pred.min_geomean_speedup);
-    const geoCompareOk = isNum(e.geomean_compare_speedup) && (!isNum(pred.min_compare_geomean) || e.geomean_compare_speedup >= pred.min_compare_geomean);
+    // A geometric mean counts only over correct scenarios of an evaluation that did not fail.
+    const geoVoid = !!e.incorrect && isNum(e.geomean_speedup);
+    const geoOk = !e.incorrect && isNum(e.geomean_speedup) && (!isNum(pred.min_geomean_speedup) || e.geomean_speedup >= pred.min_geomean_speedup);
+    const geoCompareOk = !e.incorrect && isNum(e.geomean_compare_speedup) && (!isNum(pred.min_compare_geomean) || e.geomean_compare_speedup >= pred.min_compare_geomean);
     const footOk = geoOk && (!compared || !isNum(pred.min_compare_geomean) || geoCompareOk);
     const failures = e.failures || [];
     fill(predicateBody,
@@ -416,10 +509,11 @@ export function mount(root, ctx, id) {
         h('tfoot', null, h('tr', { class: footOk ? 'pass' : 'fail' },
           h('td', { colspan: 7 }, 'geometric mean',
             isNum(pred.min_geomean_speedup) ? h('span', { class: 'muted' }, ` (must reach ${speedup(pred.min_geomean_speedup)})`) : null,
-            compared && isNum(pred.min_compare_geomean) ? h('span', { class: 'muted' }, ` (vs comparison: must reach ${speedup(pred.min_compare_geomean)})`) : null),
-          h('td', { class: `num right speed ${geoOk ? 'ok' : 'bad'}` }, speedup(e.geomean_speedup)),
+            compared && isNum(pred.min_compare_geomean) ? h('span', { class: 'muted' }, ` (vs comparison: must reach ${speedup(pred.min_compare_geomean)})`) : null,
+            geoVoid ? h('span', { class: 'bad geo-note' }, ` · ${speedup(e.geomean_speedup)} does not count: ${e.incorrect_reason}`) : null),
+          h('td', { class: `num right speed ${geoVoid ? 'void bad' : geoOk ? 'ok' : 'bad'}` }, speedup(e.geomean_speedup)),
           compared ? h('td', { class: `num right speed compare ${isNum(pred.min_compare_geomean) ? (geoCompareOk ? 'ok' : 'bad') : 'muted'}` }, speedup(e.geomean_compare_speedup)) : null,
-          h('td', null, isNum(pred.min_geomean_speedup) || (compared && isNum(pred.min_compare_geomean)) ? pill(footOk ? 'pass' : 'fail', footOk ? 'pass' : 'fail') : null))))),
+          h('td', null, geoVoid ? pill('does not count', 'fail') : isNum(pred.min_geomean_speedup) || (compared && isNum(pred.min_compare_geomean)) ? pill(footOk ? 'pass' : 'fail', footOk ? 'pass' : 'fail') : null))))),
       failures.length ? h('div', { class: 'notice fail' }, h('b', null, 'The evaluation itself failed: '), h('ul', null, failures.map((f) => h('li', null, f)))) : null);
   }
 
@@ -491,7 +585,8 @@ export function mount(root, ctx, id) {
       h('td', null, h('b', null, f.family), h('div', { class: 'small muted' }, f.git_ref)),
       h('td', null, pill(f.status, f.status === 'alive' ? 'pass' : 'none')),
       h('td', { class: 'num' }, g(f.best)),
-      h('td', { class: 'num' }, g(f.last), f.last && !f.last.built ? h('div', { class: 'small bad' }, 'did not build or run') : null),
+      h('td', { class: 'num' }, g(f.last), f.last && !f.last.built ? h('div', { class: 'small bad' }, 'did not build or run')
+        : f.last && f.last.incorrect ? h('div', { class: 'small bad', title: 'a scenario incorrect or missing: never the family\'s best' }, 'incorrect') : null),
       h('td', { class: 'num' }, String((f.history || []).length)),
       h('td', { class: 'small' }, f.note || f.reason || '')));
     fill(beamBody,
@@ -535,7 +630,9 @@ export function mount(root, ctx, id) {
       h('div', { class: 'q-text' }, q.text),
       h('div', { class: 'muted small' },
         h('span', { title: full(q.created_at) }, `asked ${when(q.created_at)}`),
-        q.delivered_at ? h('span', { title: full(q.delivered_at) }, ` · delivered ${when(q.delivered_at)}${q.delivered_via ? ` via ${q.delivered_via.replace(/_/g, ' ')}` : ''}`) : ' · waits for the next stop attempt'))));
+        q.delivered_at ? h('span', { title: full(q.delivered_at) }, ` · delivered ${when(q.delivered_at)}${q.delivered_via ? ` via ${q.delivered_via.replace(/_/g, ' ')}` : ''}`)
+          : q.status === 'expired' ? h('span', { class: 'q-expired', title: full(q.expired_at) }, ` · expired ${when(q.expired_at)}, never asked: ${q.expired_reason || 'no reason recorded'}`)
+            : ' · waits for the next stop attempt'))));
   }
 
   function renderChart() {
@@ -546,6 +643,7 @@ export function mount(root, ctx, id) {
       questions: d.questions || [],
       minSpeedup: d.spec?.predicate?.min_speedup,
       minGeomean: d.spec?.predicate?.min_geomean_speedup,
+      campaign: d.id,
     });
   }
 
@@ -565,10 +663,19 @@ export function mount(root, ctx, id) {
     const e = d.latest_evaluation;
     renderHead();
     if (changed('predicate', e && e.id, e && e.tree, d.spec && d.spec.predicate)) renderPredicate();
-    if (changed('chart', st.evals.length, st.evals.length && st.evals[st.evals.length - 1].id, d.stop_attempts, d.questions)) renderChart();
+    if (changed('chart', st.evals.length, st.evals.length && st.evals[st.evals.length - 1].id, e && [e.id, e.holds, e.incorrect], d.stop_attempts, d.questions)) renderChart();
     if (changed('stops', d.stop_attempts, [...st.openStops])) renderStops();
     if (changed('evaluation', e && e.id, e && e.tree)) renderEvaluation();
     if (changed('questions', d.questions)) renderQuestions();
+    // The latest moment the daemon detected (a completion claim, which every
+    // stop raises, only when nothing else was); a guess when none was.
+    const lm = d.latest_moment;
+    if (lm && MOMENT_IDS.includes(lm.moment)) {
+      st.detected = lm.moment;
+      const detail = lm.detail || '';
+      momentNote.textContent = `Detected ${String(lm.moment).replace(/_/g, ' ')} at ${when(lm.created_at)}${detail ? `: ${truncate(String(detail), 220)}` : ''}`;
+      momentNote.hidden = false;
+    }
     const m = st.detected && MOMENT_IDS.includes(st.detected) ? st.detected : guessMoment(st.evals, st.detail.stop_attempts || []);
     if (!st.momentChosen && m !== st.moment) {
       st.moment = m;
@@ -593,7 +700,7 @@ export function mount(root, ctx, id) {
       const [detail, evals] = await Promise.all([api(base), api(`${base}/evaluations`)]);
       if (st.disposed) return;
       st.detail = detail;
-      st.evals = evals;
+      st.evals = workspaceOnly(evals);
       renderAll();
     } catch (e) {
       if (!st.disposed) showError(e);
@@ -613,9 +720,11 @@ export function mount(root, ctx, id) {
         if (st.disposed) return;
         st.detail = d;
         const e = d.latest_evaluation;
-        if (e && isNum(e.id) && !st.evals.some((x) => x.id === e.id)) {
+        const at = e && isNum(e.id) ? st.evals.findIndex((x) => x.id === e.id) : -1;
+        if (at >= 0) st.evals[at] = e; // a re-check may have rewritten its verdict
+        else if (e && isNum(e.id)) {
           if (!st.evals.length || e.id > st.evals[st.evals.length - 1].id) st.evals.push(e);
-          else st.evals = await api(`${base}/evaluations`);
+          else st.evals = workspaceOnly(await api(`${base}/evaluations`));
         }
         renderAll();
       } while (st.again && !st.disposed);
@@ -670,21 +779,12 @@ export function mount(root, ctx, id) {
         return;
       }
       if (!data || typeof data !== 'object') return;
+      spendCard.onEvent(kind);
+      redteamCard.onEvent(kind);
       feed.push(data);
       lastEventSoon();
-      if (kind === 'moment') {
-        const m = data.payload && (data.payload.moment || data.payload.name);
-        if (m) {
-          st.detected = m;
-          const detail = data.payload.detail || data.payload.why || '';
-          momentNote.textContent = `Detected ${String(m).replace(/_/g, ' ')} at ${when(data.created_at)}${detail ? `: ${truncate(String(detail), 220)}` : ''}`;
-          momentNote.hidden = false;
-          if (!st.momentChosen && MOMENT_IDS.includes(m)) {
-            st.moment = m;
-            loadSuggestions();
-          }
-        }
-      }
+      // A moment event refreshes the campaign, whose latest_moment says
+      // which moment the composer starts at (not simply the newest).
       if (kind === 'question.delivered' && st.detail && data.payload) {
         const q = (st.detail.questions || []).find((x) => x.id === data.payload.question_id);
         if (data.payload.question_id === st.lastAsked) {
@@ -703,6 +803,8 @@ export function mount(root, ctx, id) {
     },
   };
 
+  spendCard.load();
+  redteamCard.load();
   (async () => {
     await loadAll();
     let after = 0;
@@ -723,6 +825,8 @@ export function mount(root, ctx, id) {
   return {
     dispose() {
       st.disposed = true;
+      spendCard.dispose();
+      redteamCard.dispose();
       if (stream) stream.close();
       chart.dispose();
       clearInterval(tick);

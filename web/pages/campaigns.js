@@ -3,7 +3,7 @@
 
 import { api } from '../lib/api.js';
 import { h, s, fill, navLink, pill } from '../lib/dom.js';
-import { speedup, ago, full, DASH, when } from '../lib/format.js';
+import { speedup, ago, full, DASH, when, truncate } from '../lib/format.js';
 import { label } from '../lib/feed.js';
 
 const REFRESH_MS = 15000;
@@ -17,6 +17,33 @@ export function verdictPill(holds) {
 export function agentOf(spec) {
   const a = spec && spec.extra && spec.extra.agent;
   return (a && (a.kind || a.name)) || null;
+}
+
+/** Where a campaign's agent stands (the API's `state`), as a pill whose title says why. */
+const STATES = {
+  active: ['active', 'none'],
+  running: ['running', 'tag on'],
+  done: ['done', 'pass'],
+  stopped_by_budget: ['stopped by budget', 'warn'],
+  stopped: ['stopped', 'none'],
+  failed: ['failed', 'fail'],
+};
+export function statePill(c) {
+  const key = c.state || c.status || '';
+  const [text, tone] = STATES[key] || [key.replace(/_/g, ' ') || DASH, 'none'];
+  return pill(text, tone, { class: 'state', title: c.state_detail || null, dataset: { state: key } });
+}
+
+/** The agent: the session attached (its hook calls, or gadfly's run), else the spec's kind. */
+export function agentCell(c, specAgent) {
+  const a = c.attached;
+  if (a && a.agent) {
+    const how = a.via === 'run' ? 'a run gadfly started' : a.seen_at ? `last hook call ${full(a.seen_at)}` : 'hooks attached, no call yet';
+    return h('span', { class: 'agent', title: `${a.agent}${a.session_id ? ` · session ${a.session_id}` : ''} · ${how}` },
+      h('b', null, a.agent),
+      a.session_id ? h('span', { class: 'num muted small session' }, ` ${truncate(a.session_id, 14)}`) : null);
+  }
+  return specAgent ? h('b', null, specAgent) : h('span', { class: 'muted' }, DASH);
 }
 
 function sparkline(values) {
@@ -35,14 +62,21 @@ function sparkline(values) {
 }
 
 export function mount(root, ctx) {
-  const state = { list: null, error: null, series: new Map(), agents: new Map(), predicates: new Map(), selected: 0, timer: null, disposed: false };
+  const state = { list: null, error: null, series: new Map(), agents: new Map(), predicates: new Map(), selected: 0, timer: null, disposed: false, showArchived: false };
   const status = h('span', { class: 'muted small' });
   const body = h('div', { class: 'card flush' });
+  const archivedCount = h('span', { class: 'muted small num' });
+  const archivedToggle = h('label', { class: 'archived-toggle small' },
+    h('input', { type: 'checkbox', id: 'show-archived', onchange: (ev) => { state.showArchived = ev.target.checked; state.selected = 0; render(); } }),
+    ' Show archived ', archivedCount);
   fill(root,
     h('div', { class: 'page-head' },
       h('h1', { tabindex: '-1' }, 'Campaigns'),
-      status),
+      status,
+      archivedToggle),
     body);
+  /** The campaigns shown: archived ones only with the toggle on. */
+  const visible = () => (state.list || []).filter((c) => state.showArchived || !c.archived_at);
   ctx.setTitle('Campaigns');
 
   async function details(c) {
@@ -58,7 +92,8 @@ export function mount(root, ctx) {
       let values = [];
       if (c.evaluations > 0) {
         const evals = await api(`/campaigns/${encodeURIComponent(c.id)}/evaluations`);
-        values = evals.map((e) => e.geomean_speedup);
+        // The workspace's progress: no beam candidate, no incorrect evaluation.
+        values = evals.filter((e) => e.origin !== 'beam').map((e) => (e.incorrect ? null : e.geomean_speedup));
       }
       state.series.set(c.id, { count: c.evaluations, values });
     } catch {
@@ -90,9 +125,17 @@ export function mount(root, ctx) {
       fill(body, h('div', { class: 'notice fail' }, `Could not load the campaigns: ${state.error.message}`));
       return;
     }
-    const list = state.list || [];
-    if (!list.length) {
+    const all = state.list || [];
+    const archived = all.filter((c) => c.archived_at).length;
+    archivedCount.textContent = archived ? `(${archived})` : '';
+    archivedToggle.hidden = !archived && !state.showArchived;
+    const list = visible();
+    if (!all.length) {
       fill(body, h('div', { class: 'empty big' }, 'No campaign yet. Create one with ', h('code', null, 'gadfly campaign create campaign.toml'), '.'));
+      return;
+    }
+    if (!list.length) {
+      fill(body, h('div', { class: 'empty big' }, `Every campaign is archived (${archived}): "Show archived" lists them.`));
       return;
     }
     const rows = list.map((c, i) => {
@@ -104,18 +147,21 @@ export function mount(root, ctx) {
       const href = `/campaigns/${encodeURIComponent(c.id)}`;
       const pred = state.predicates.get(c.id) || {};
       const tone = (v, min) => (typeof v !== 'number' || typeof min !== 'number' ? '' : v >= min ? 'ok' : 'bad');
-      const tr = h('tr', { class: [i === state.selected ? 'sel' : '', c.holds === true ? 'row-pass' : c.holds === false ? 'row-fail' : ''], dataset: { campaign: c.id } },
-        h('td', { class: 'c-name' }, navLink(href, { class: 'strong' }, c.name || c.id), h('div', { class: 'num muted small nowrap' }, c.id)),
+      // The latest geometric mean of an incorrect evaluation does not count: struck, and says why.
+      const geoVoid = c.geomean_counts === false && c.incorrect === true && typeof c.geomean_speedup === 'number';
+      const tr = h('tr', { class: [i === state.selected ? 'sel' : '', c.holds === true ? 'row-pass' : c.holds === false ? 'row-fail' : '', c.archived_at ? 'archived' : ''], dataset: { campaign: c.id } },
+        h('td', { class: 'c-name' }, navLink(href, { class: 'strong' }, c.name || c.id), c.archived_at ? [' ', pill('archived', 'none', { class: 'archived-pill', title: `archived ${full(c.archived_at)}` })] : null, h('div', { class: 'num muted small nowrap' }, c.id)),
         h('td', { class: 'predicate' }, verdictPill(c.holds)),
         h('td', { class: 'num right nowrap' },
-          h('div', { class: tone(c.geomean_speedup, pred.min_geomean_speedup) }, speedup(c.geomean_speedup)),
-          h('div', { class: 'muted small', title: 'best geometric-mean speedup over all evaluations' }, `best ${speedup(best)}`)),
+          h('div', { class: geoVoid ? 'bad void geo-latest' : `geo-latest ${tone(c.geomean_speedup, pred.min_geomean_speedup)}`, title: geoVoid ? c.geomean_note : null }, speedup(c.geomean_speedup)),
+          geoVoid ? h('div', { class: 'bad small geo-note', title: c.geomean_note }, 'does not count') : null,
+          h('div', { class: 'muted small geo-best', title: 'best geometric-mean speedup over the correct evaluations of the workspace' }, `best ${speedup(best)}`)),
         h('td', null, series ? sparkline(series.values) : null),
-        h('td', { class: 'nowrap' }, c.worst_scenario ? [h('span', { class: `num ${tone(c.worst_speedup, pred.min_speedup)}` }, speedup(c.worst_speedup)), ' ', h('span', { class: 'muted' }, c.worst_scenario)] : DASH),
+        h('td', { class: 'nowrap' }, c.worst_scenario ? [h('span', { class: `num ${c.incorrect ? 'void' : tone(c.worst_speedup, pred.min_speedup)}` }, speedup(c.worst_speedup)), ' ', h('span', { class: 'muted' }, c.worst_scenario)] : DASH),
         h('td', { class: 'num right' }, String(c.evaluations ?? 0)),
         h('td', { class: 'nowrap' }, h('span', { class: 'num' }, String(c.stop_attempts ?? 0)), c.last_decision ? [' ', pill(`last ${c.last_decision}`, c.last_decision === 'block' ? 'fail' : c.last_decision === 'allow' ? 'pass' : 'none')] : null),
-        h('td', { class: 'nowrap' }, agent || h('span', { class: 'muted' }, DASH)),
-        h('td', { class: 'nowrap' }, c.mode || DASH, h('div', { class: 'muted small' }, c.status || '')),
+        h('td', { class: 'nowrap c-agent' }, agentCell(c, agent)),
+        h('td', { class: 'nowrap c-mode' }, c.mode || DASH, h('div', { class: 'small' }, statePill(c))),
         h('td', { class: 'nowrap' }, c.last_event
           ? [h('div', null, label(c.last_event.kind)), h('div', { class: 'muted small', title: full(c.last_event.created_at) }, ago(c.last_event.created_at))]
           : h('span', { class: 'muted', title: `created ${full(c.created_at)}` }, `created ${ago(c.created_at)}`)));
@@ -128,13 +174,13 @@ export function mount(root, ctx) {
     fill(body, h('div', { class: 'table-wrap' }, h('table', { class: 'table campaigns' },
       h('thead', null, h('tr', null,
         h('th', null, 'Campaign'), h('th', null, 'Predicate'),
-        h('th', { class: 'right', title: 'Geometric-mean speedup of the latest evaluation, and the best so far' }, 'Geomean'), h('th', null, 'History'),
+        h('th', { class: 'right', title: 'Geometric-mean speedup of the workspace\'s latest evaluation, and the best of its correct ones' }, 'Geomean'), h('th', null, 'History'),
         h('th', null, 'Worst scenario'), h('th', { class: 'right' }, 'Evals'), h('th', null, 'Stops'), h('th', null, 'Agent'), h('th', null, 'Mode'), h('th', null, 'Last event'))),
       h('tbody', null, rows))));
   }
 
   function move(delta) {
-    const n = (state.list || []).length;
+    const n = visible().length;
     if (!n) return;
     state.selected = Math.max(0, Math.min(n - 1, state.selected + delta));
     const rows = body.querySelectorAll('tbody tr');
@@ -156,7 +202,7 @@ export function mount(root, ctx) {
       j: () => move(1),
       k: () => move(-1),
       Enter: () => {
-        const c = (state.list || [])[state.selected];
+        const c = visible()[state.selected];
         if (c) ctx.navigate(`/campaigns/${encodeURIComponent(c.id)}`);
       },
     },

@@ -1,0 +1,208 @@
+//! What becomes of a finding, as data: the rules `app/moments.rs` carries
+//! out against the store, and `gadfly replay` (`crate::replay`) against a
+//! recorded timeline, so both decide with the same code. Cooldowns, the
+//! moments a stop holds back, repeated claims, the claims only recorded,
+//! the action by mode, and which words were classified already.
+
+use std::collections::HashMap;
+
+use crate::campaign::Mode;
+
+use super::detect::Finding;
+
+/// How long a message read from the agent's stream or transcript waits
+/// before it is classified. An agent's last words before it stops reach the
+/// Stop hook too, which classifies them at once and asks the moment's
+/// question in its block reason; the grace lets the hook see them first, so
+/// a claim made while stopping is not asked about twice, by two paths.
+pub const STREAM_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// How long a classified message is remembered, so that the stream and the
+/// Stop hook handle the same words once.
+pub const SEEN_FOR: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// A moment recorded earlier, as the rules read it (the `moment` events'
+/// `moment`, `detector`, `source` and `evaluation_count`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Recorded<'a> {
+    pub moment: &'a str,
+    pub detector: &'a str,
+    pub source: &'a str,
+    pub evaluation_count: Option<u64>,
+}
+
+/// How many recorded moments the rules look back on (the latest ones).
+pub const LOOK_BACK: usize = 50;
+
+/// Whether `detector` found something within the last `cooldown`
+/// evaluations (`count`: the campaign's evaluations now). `recent`: the
+/// latest recorded moments, newest first.
+pub fn in_cooldown(recent: &[Recorded], detector: &str, count: usize, cooldown: usize) -> bool {
+    recent.iter().any(|e| e.detector == detector && e.evaluation_count.is_some_and(|c| (c as usize) + cooldown > count))
+}
+
+/// What becomes of a detector's finding after an evaluation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FindingPlan {
+    /// The same detector spoke within the cooldown: nothing is recorded.
+    Cooldown,
+    /// A stop whose words show the same moment asks it: recorded with no
+    /// question of its own.
+    Held,
+    /// Recorded and acted on by mode.
+    Raise,
+}
+
+/// Why a held finding asks no question (its moment event's `no_question`).
+pub const HELD_WHY: &str = "asked at the stop, whose claim shows the same moment";
+
+/// The plan for one finding of an evaluation (see [`FindingPlan`]).
+pub fn plan_finding(f: &Finding, recent: &[Recorded], held: &[String], count: usize, cooldown: usize) -> FindingPlan {
+    if in_cooldown(recent, &f.detector, count, cooldown) {
+        FindingPlan::Cooldown
+    } else if held.contains(&f.moment) {
+        FindingPlan::Held
+    } else {
+        FindingPlan::Raise
+    }
+}
+
+/// Whether a claim of `moment` repeats the previous one with no evaluation
+/// between them: the latest text moment of the same kind was recorded at
+/// the same evaluation count.
+pub fn repeated_claim(recent: &[Recorded], moment: &str, count: usize) -> bool {
+    let previous = recent.iter().find(|e| e.moment == moment && e.source == "text");
+    previous.is_some_and(|p| p.evaluation_count == Some(count as u64))
+}
+
+/// Why a claim moment to be asked by mode is recorded only, if it is: a
+/// completion claim is judged at the stop itself, and a moment whose
+/// question already waits is not asked again.
+pub fn claim_record_only(moment: &str, waiting: bool) -> Option<&'static str> {
+    if moment == "completion_claim" {
+        Some("judged at the stop itself")
+    } else if waiting {
+        Some("a question for this moment already waits")
+    } else {
+        None
+    }
+}
+
+/// A repeated claim is escalated (a `moment.escalated`), unless it is a
+/// completion claim.
+pub fn escalates(moment: &str, repeated: bool) -> bool {
+    repeated && moment != "completion_claim"
+}
+
+/// Why a claim is escalated.
+pub const ESCALATED_WHY: &str = "the claim was repeated without fresh evidence (no new evaluation since its question)";
+
+/// How a raised moment is acted on, by the campaign's mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Act {
+    /// Autonomous: a question picked (for the moment's groups) and queued.
+    Queue,
+    /// Human: bank questions offered to the person.
+    Suggest,
+    /// Audit: recorded only.
+    Record,
+}
+
+pub fn act_for(mode: Mode) -> Act {
+    match mode {
+        Mode::Autonomous => Act::Queue,
+        Mode::Human => Act::Suggest,
+        Mode::Audit => Act::Record,
+    }
+}
+
+/// How many suggestions a person is offered for a moment.
+pub const SUGGESTIONS: usize = 3;
+
+/// Which words were classified lately, by (campaign, session, text): the
+/// stream and the Stop hook carry the same last words, handled once. `T`
+/// is the clock: the daemon's `Instant`, a replay's timeline seconds.
+pub struct Seen<T> {
+    map: HashMap<(String, String, [u8; 32]), T>,
+}
+
+impl<T> Default for Seen<T> {
+    fn default() -> Self {
+        Seen { map: HashMap::new() }
+    }
+}
+
+impl<T: Copy> Seen<T> {
+    /// True the first time these words are seen; `expired(at)` says when
+    /// a sighting at `at` is forgotten (after [`SEEN_FOR`]).
+    pub fn first_sight(
+        &mut self,
+        campaign_id: &str,
+        session: Option<&str>,
+        text: &str,
+        now: T,
+        expired: impl Fn(T) -> bool,
+    ) -> bool {
+        use sha2::Digest;
+        self.map.retain(|_, at| !expired(*at));
+        let key =
+            (campaign_id.to_string(), session.unwrap_or("").to_string(), sha2::Sha256::digest(text.trim()).into());
+        self.map.insert(key, now).is_none()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec<'a>(moment: &'a str, detector: &'a str, source: &'a str, count: u64) -> Recorded<'a> {
+        Recorded { moment, detector, source, evaluation_count: Some(count) }
+    }
+
+    fn finding(moment: &str, detector: &str) -> Finding {
+        Finding {
+            moment: moment.into(),
+            detector: detector.into(),
+            evaluations: vec![],
+            scenarios: vec![],
+            detail: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_detector_that_spoke_within_the_cooldown_is_quiet() {
+        let recent = [rec("plateau", "plateau", "numeric", 5)];
+        assert!(in_cooldown(&recent, "plateau", 7, 3), "5 + 3 > 7");
+        assert!(!in_cooldown(&recent, "plateau", 8, 3), "5 + 3 = 8: cooled down");
+        assert!(!in_cooldown(&recent, "geomean_jump", 6, 3), "another detector");
+        let held = vec!["plateau".to_string()];
+        assert_eq!(plan_finding(&finding("plateau", "plateau"), &recent, &held, 6, 3), FindingPlan::Cooldown);
+        assert_eq!(plan_finding(&finding("plateau", "plateau"), &recent, &held, 9, 3), FindingPlan::Held);
+        assert_eq!(plan_finding(&finding("plateau", "plateau"), &recent, &[], 9, 3), FindingPlan::Raise);
+    }
+
+    #[test]
+    fn a_claim_is_repeated_when_no_evaluation_came_since_the_last_of_its_kind() {
+        // Newest first: the latest limit claim was at 4 evaluations.
+        let recent = [rec("limit_claim", "text:limit_claim", "text", 4), rec("limit_claim", "text:x", "text", 2)];
+        assert!(repeated_claim(&recent, "limit_claim", 4));
+        assert!(!repeated_claim(&recent, "limit_claim", 5));
+        assert!(!repeated_claim(&[rec("limit_claim", "plateau", "numeric", 4)], "limit_claim", 4), "text only");
+        assert!(escalates("limit_claim", true) && !escalates("completion_claim", true) && !escalates("x", false));
+        assert_eq!(claim_record_only("completion_claim", false), Some("judged at the stop itself"));
+        assert_eq!(claim_record_only("limit_claim", true), Some("a question for this moment already waits"));
+        assert_eq!(claim_record_only("limit_claim", false), None);
+    }
+
+    #[test]
+    fn words_are_seen_once_until_they_are_forgotten() {
+        let mut seen: Seen<f64> = Seen::default();
+        let expired = |now: f64| move |at: f64| now - at >= SEEN_FOR.as_secs_f64();
+        assert!(seen.first_sight("c", Some("s"), "Done.", 0.0, expired(0.0)));
+        assert!(!seen.first_sight("c", Some("s"), " Done. ", 10.0, expired(10.0)), "trimmed: the same words");
+        assert!(seen.first_sight("c", Some("t"), "Done.", 10.0, expired(10.0)), "another session");
+        assert!(seen.first_sight("c", Some("s"), "Done.", 200.0, expired(200.0)), "forgotten after SEEN_FOR");
+        assert_eq!(act_for(Mode::Autonomous), Act::Queue);
+        assert_eq!(act_for(Mode::Audit), Act::Record);
+    }
+}
