@@ -19,6 +19,9 @@ pub enum Decision {
     Allow,
     /// Audit mode: the attempt is recorded and let through whatever the verdict.
     Record,
+    /// A person accepted the agent's limit claim: the stop is let through
+    /// as an accepted limit, never as a success.
+    LimitAccepted,
 }
 
 impl Decision {
@@ -27,8 +30,52 @@ impl Decision {
             Decision::Block => "block",
             Decision::Allow => "allow",
             Decision::Record => "record",
+            Decision::LimitAccepted => "limit_accepted",
         }
     }
+}
+
+/// Blocked stops in a row without a gain, at the end of `stops` (oldest
+/// first: each stop's decision and the geometric mean it was judged on). A
+/// block whose geomean beats every earlier one is a gain and starts the
+/// count again; an allowed stop ends any streak.
+pub fn blocks_without_gain(stops: &[(&str, Option<f64>)]) -> u32 {
+    let (mut best, mut streak) = (None::<f64>, 0u32);
+    for (decision, geomean) in stops {
+        if *decision != "block" {
+            streak = 0;
+            continue;
+        }
+        // As the run's budget counts it (`agent::budget`): a gain beats the
+        // best by more than 0.1%.
+        let gained = match (geomean, best) {
+            (Some(g), Some(b)) => *g > b * 1.001,
+            (Some(_), None) => true,
+            _ => false,
+        };
+        if gained {
+            best = *geomean;
+            streak = 0;
+        } else {
+            streak += 1;
+        }
+    }
+    streak
+}
+
+/// What a block reason adds after `after` or more blocked stops in a row
+/// without a gain (`blocks`): the sanctioned exit, and that editing what
+/// judges the work is recorded. None below the threshold.
+pub fn limit_reminder(blocks: u32, after: u32) -> Option<String> {
+    (blocks >= after.max(1)).then(|| {
+        format!(
+            "\ngadfly: {blocks} blocked stops in a row without a gain. If you believe the goal cannot be reached, \
+             do not stop again and do not work around the check: claim the limit with your evidence, \
+             `\"$GADFLY_BIN\" claim limit --why \"...\" --evidence FILE`, and a person will judge it. \
+             Editing what judges your work (the harness, the protected files, gadfly's hooks) is recorded \
+             and never makes the predicate hold.\n"
+        )
+    })
 }
 
 /// A question to carry in a block reason.
@@ -930,5 +977,33 @@ mod tests {
         assert!(!r.lines().any(|l| l.starts_with("fast")), "{r}");
         assert!(r.contains("0.50x"));
         assert!(r.contains("Question (bench-001): Why?"));
+    }
+
+    #[test]
+    fn blocks_without_gain_count_from_the_last_gain_or_allow() {
+        assert_eq!(blocks_without_gain(&[]), 0);
+        // The first judged block sets the best; three more without gain.
+        let stuck = [("block", Some(1.2)), ("block", Some(1.2)), ("block", Some(1.19)), ("block", None)];
+        assert_eq!(blocks_without_gain(&stuck), 3);
+        // A real gain starts the count again; a 0.05% gain is noise.
+        let gained = [("block", Some(1.2)), ("block", Some(1.2)), ("block", Some(1.5)), ("block", Some(1.5005))];
+        assert_eq!(blocks_without_gain(&gained), 1);
+        // An allowed stop ends a streak.
+        let allowed = [("block", Some(1.2)), ("block", Some(1.1)), ("allow", Some(2.0)), ("block", Some(1.0))];
+        assert_eq!(blocks_without_gain(&allowed), 1);
+    }
+
+    #[test]
+    fn the_block_reason_reminds_of_the_limit_claim_after_n_blocks_without_gain() {
+        assert_eq!(limit_reminder(0, 3), None);
+        assert_eq!(limit_reminder(2, 3), None, "below the threshold: nothing added");
+        let r = limit_reminder(3, 3).expect("at the threshold");
+        assert!(r.contains("3 blocked stops in a row without a gain"), "{r}");
+        assert!(r.contains("\"$GADFLY_BIN\" claim limit --why"), "the exit, as the agent runs it: {r}");
+        assert!(r.contains("--evidence FILE"), "{r}");
+        assert!(r.contains("is recorded"), "editing what judges it is recorded: {r}");
+        assert!(limit_reminder(7, 3).unwrap().contains("7 blocked stops"));
+        // A threshold of 0 is read as 1.
+        assert!(limit_reminder(1, 0).is_some());
     }
 }

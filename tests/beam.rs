@@ -181,3 +181,46 @@ fn the_headline_is_the_workspaces_verdict_not_the_last_beam_branch() {
     assert_eq!(back["id"], ws["id"], "{back}");
     assert_eq!(d.api_get(&format!("/campaigns/{id}"))["latest_evaluation"]["id"], ws["id"]);
 }
+
+/// The moment detectors read the workspace's search only: a fast branch
+/// evaluated by `gadfly beam list` between the workspace's flat
+/// evaluations neither hides their plateau nor counts as a step of it.
+#[test]
+fn a_beam_branch_evaluated_between_flat_workspace_evaluations_does_not_hide_the_plateau() {
+    let f = Fixture::new("[beam]\nmin_families = 1\n\n[moments]\nplateau_evaluations = 3\nplateau_min_gain = 0.05\n");
+    let d = Daemon::start(&f.data_dir());
+    let id = d.create_campaign(&f.spec());
+    commit(&f, "a true 80 100\nb true 80 100\nc true 80 100\n", "first");
+    let eval = |t: &str, note: &str| {
+        f.set_candidate(&format!("a true {t} 100\nb true 80 100\nc true 80 100\n"));
+        std::fs::write(f.ws().join("notes.txt"), note).unwrap();
+        let out = d.run(&["eval", &id, "--json"]);
+        assert!(out.status.code() != Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    };
+    eval("80", "1");
+    eval("79", "2");
+    // A branch ten times faster, never in the workspace, evaluated by the beam.
+    git(&f.ws(), &["stash", "-q", "--include-untracked"]);
+    git(&f.ws(), &["checkout", "-qb", "fast"]);
+    commit(&f, "a true 8 100\nb true 8 100\nc true 8 100\n", "fast\n\nGadfly-Family: fast");
+    git(&f.ws(), &["checkout", "-q", "-"]);
+    git(&f.ws(), &["stash", "pop", "-q"]);
+    let b: Value = serde_json::from_slice(&d.run(&["beam", "list", &id, "--json"]).stdout).unwrap();
+    assert!((family(&b, "fast")["best"]["geomean_speedup"].as_f64().unwrap() - 12.5).abs() < 1e-9, "{b}");
+    let plateaus = || {
+        d.api_get(&format!("/campaigns/{id}/log?limit=10000"))
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["kind"] == "moment" && e["payload"]["moment"] == "plateau")
+            .cloned()
+            .collect::<Vec<Value>>()
+    };
+    eval("80.5", "3");
+    assert!(plateaus().is_empty(), "a reference and two flat evaluations are no plateau of three yet: {:?}", plateaus());
+    eval("79.5", "4");
+    let found = plateaus();
+    assert_eq!(found.len(), 1, "three flat workspace evaluations after the first, the beam's fast branch among them: {found:?}");
+    let trees: Vec<&Value> = found[0]["payload"]["evaluations"].as_array().unwrap().iter().collect();
+    assert_eq!(trees.len(), 3, "the plateau's evidence is the workspace's three evaluations: {}", found[0]);
+}

@@ -37,8 +37,10 @@ pub(super) async fn after_evaluation(
         .list_evaluations(campaign_id)
         .await?
         .into_iter()
-        // gadfly's own re-checks are not steps of the agent's search
-        .filter(|e| !e.tree.contains("+recheck-"))
+        // Only the workspace's evaluations are steps of the agent's search:
+        // gadfly's own re-checks are not, nor a beam branch's candidates
+        // (`gadfly beam list`), which were never in the workspace.
+        .filter(|e| e.origin == crate::evaluation::Origin::Workspace && !e.tree.contains("+recheck-"))
         .collect();
     let store = crate::snapshot::store_path(sup.data_dir(), campaign_id);
     let findings = crate::moments::after_evaluation(&store, &history, &settings);

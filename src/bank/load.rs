@@ -45,6 +45,8 @@ struct RawApplies {
     architectures: Vec<String>,
     #[serde(default)]
     domains: Vec<String>,
+    #[serde(default)]
+    devices: Vec<String>,
 }
 
 pub const MAX_TEXT: usize = 240;
@@ -210,6 +212,24 @@ fn parse_file(ctx: &mut Ctx<'_>, bank: &mut Bank, seen: &mut HashMap<String, Str
                 );
             }
         }
+        for d in &applies.devices {
+            if !crate::campaign::DEVICES.contains(&d.as_str()) {
+                ctx.at(
+                    applies_at,
+                    &f("applies.devices"),
+                    format!("unknown device `{d}`; expected one of {}", crate::campaign::DEVICES.join(", ")),
+                );
+            }
+        }
+        for p in super::evidence::placeholders(text) {
+            if !super::evidence::known_placeholder(p) {
+                ctx.at(
+                    q.text.span().start,
+                    &f("text"),
+                    format!("unknown placeholder `{{{p}}}`; expected {{scenarios}}, {{quote}}, {{detail}} or {{facts.NAME}}"),
+                );
+            }
+        }
         match q.provenance.get_ref().as_str() {
             "unverified" => {}
             "confirmed" => {
@@ -248,6 +268,7 @@ fn parse_file(ctx: &mut Ctx<'_>, bank: &mut Bank, seen: &mut HashMap<String, Str
                     comparison: applies.comparison,
                     architectures: applies.architectures.clone(),
                     domains: applies.domains.clone(),
+                    devices: applies.devices.clone(),
                 },
                 provenance: q.provenance.get_ref().clone(),
                 evidence: q.evidence.as_ref().map(|e| e.get_ref().clone()),

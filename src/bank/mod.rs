@@ -5,6 +5,7 @@
 //! groups that fit the moment ([`groups`]), and reloaded while the daemon
 //! runs ([`live`]).
 
+pub mod evidence;
 pub mod groups;
 pub mod learn;
 pub mod live;
@@ -59,6 +60,10 @@ pub struct Applies {
     pub architectures: Vec<String>,
     #[serde(default)]
     pub domains: Vec<String>,
+    /// `gpu` or `cpu` (crate::campaign::DEVICES): the entry makes sense on
+    /// that kind of device only; empty for both.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub devices: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -84,11 +89,22 @@ impl Entry {
         }
         if !self.applies.architectures.is_empty() {
             let Some(arch) = &spec.architecture else { return false };
+            let arch = crate::campaign::canonical_architecture(arch).unwrap_or(arch.as_str());
             if !self.applies.architectures.iter().any(|a| a.eq_ignore_ascii_case(arch)) {
                 return false;
             }
         }
-        if !self.applies.domains.is_empty() && !self.applies.domains.iter().any(|d| spec.domains.contains(d)) {
+        if !self.applies.devices.is_empty() {
+            // A campaign that does not say its device gets every entry.
+            if let Some(d) = spec.device_kind() {
+                if !self.applies.devices.iter().any(|x| x == d) {
+                    return false;
+                }
+            }
+        }
+        if !self.applies.domains.is_empty()
+            && !self.applies.domains.iter().any(|d| spec.domains.iter().any(|s| s.eq_ignore_ascii_case(d)))
+        {
             return false;
         }
         true

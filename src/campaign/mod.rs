@@ -42,7 +42,13 @@ pub struct CampaignSpec {
     pub name: String,
     pub workspace: PathBuf,
     pub goal: String,
+    /// One of [`ARCHITECTURES`] (an alias such as `H100` or `sm_90a` is
+    /// stored as its family, `hopper`).
     pub architecture: Option<String>,
+    /// `gpu` or `cpu` ([`DEVICES`]): as written, else implied by the
+    /// architecture; bank entries for one kind of device reach only it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
     pub comparison: Option<String>,
     /// Kinds of kernel this campaign is about (e.g. `qr`, `attention`):
     /// bank entries tied to a domain apply only when it is listed here.
@@ -118,6 +124,56 @@ pub const REPLAY_GROUPS: [&str; 6] = ["scenario", "time_us", "baseline_us", "cor
 /// Checks a `[replay] evaluation` pattern: it compiles, names only the
 /// groups of [`REPLAY_GROUPS`], has `scenario`, and `correct` or the
 /// times (`time_us` with `baseline_us`). The message says what is wrong.
+/// The kinds of device a campaign runs on.
+pub const DEVICES: [&str; 2] = ["gpu", "cpu"];
+/// The architecture families a campaign may name, with their device.
+pub const ARCHITECTURES: [(&str, &str); 6] =
+    [("hopper", "gpu"), ("blackwell", "gpu"), ("ampere", "gpu"), ("amd_cdna", "gpu"), ("x86", "cpu"), ("arm", "cpu")];
+/// Other names for the families, lower case: products and compute targets.
+const ARCHITECTURE_ALIASES: [(&str, &str); 40] = [
+    ("h100", "hopper"), ("h200", "hopper"), ("h800", "hopper"), ("h20", "hopper"), ("gh200", "hopper"),
+    ("sm_90", "hopper"), ("sm_90a", "hopper"), ("sm90", "hopper"), ("sm90a", "hopper"),
+    ("b100", "blackwell"), ("b200", "blackwell"), ("b300", "blackwell"), ("gb200", "blackwell"),
+    ("sm_100", "blackwell"), ("sm_100a", "blackwell"), ("sm100", "blackwell"), ("sm100a", "blackwell"),
+    ("a100", "ampere"), ("a800", "ampere"), ("a30", "ampere"), ("a10", "ampere"), ("a40", "ampere"),
+    ("sm_80", "ampere"), ("sm_86", "ampere"), ("sm80", "ampere"), ("sm86", "ampere"),
+    ("mi200", "amd_cdna"), ("mi250", "amd_cdna"), ("mi250x", "amd_cdna"), ("mi300x", "amd_cdna"),
+    ("gfx90a", "amd_cdna"), ("gfx942", "amd_cdna"), ("cdna", "amd_cdna"),
+    ("x86_64", "x86"), ("x86-64", "x86"), ("amd64", "x86"),
+    ("aarch64", "arm"), ("arm64", "arm"), ("neoverse", "arm"), ("grace", "arm"),
+];
+
+/// The family an architecture name stands for (`H100`, `sm_90a` and
+/// `hopper` are all `hopper`), case-insensitive; `None` when unknown.
+pub fn canonical_architecture(name: &str) -> Option<&'static str> {
+    let n = name.trim().to_ascii_lowercase();
+    ARCHITECTURES
+        .iter()
+        .map(|(a, _)| *a)
+        .find(|a| *a == n)
+        .or_else(|| ARCHITECTURE_ALIASES.iter().find(|(alias, _)| *alias == n).map(|(_, a)| *a))
+}
+
+/// The device an architecture family runs on.
+pub fn device_of(architecture: &str) -> Option<&'static str> {
+    let a = canonical_architecture(architecture)?;
+    ARCHITECTURES.iter().find(|(n, _)| *n == a).map(|(_, d)| *d)
+}
+
+/// Every accepted architecture name, families first, for error messages.
+pub fn architecture_names() -> String {
+    let families: Vec<&str> = ARCHITECTURES.iter().map(|(a, _)| *a).collect();
+    let aliases: Vec<&str> = ARCHITECTURE_ALIASES.iter().map(|(a, _)| *a).collect();
+    format!("{} (or an alias: {})", families.join(", "), aliases.join(", "))
+}
+
+impl CampaignSpec {
+    /// `gpu`, `cpu`, or `None` when neither the spec nor its architecture says.
+    pub fn device_kind(&self) -> Option<&str> {
+        self.device.as_deref().or_else(|| self.architecture.as_deref().and_then(device_of))
+    }
+}
+
 pub fn check_replay_pattern(pattern: &str) -> Result<regex::Regex, String> {
     let re = regex::Regex::new(pattern).map_err(|e| format!("not a valid regular expression: {}", one_line_err(&e)))?;
     let names: Vec<&str> = re.capture_names().flatten().collect();
@@ -207,15 +263,29 @@ pub struct GateSpec {
     pub unavailable_blocks: u32,
     #[serde(default = "default_stop_timeout_s")]
     pub stop_timeout_s: u32,
+    /// After this many blocked stops in a row without a gain, the block
+    /// reason reminds the agent of `gadfly claim limit` (and that editing
+    /// what judges it is recorded), and the integrity checks escalate.
+    #[serde(default = "default_remind_after_blocks")]
+    pub remind_after_blocks: u32,
 }
 
 fn default_stop_timeout_s() -> u32 {
     600
 }
 
+fn default_remind_after_blocks() -> u32 {
+    3
+}
+
 impl Default for GateSpec {
     fn default() -> Self {
-        GateSpec { fail_closed: true, unavailable_blocks: 3, stop_timeout_s: default_stop_timeout_s() }
+        GateSpec {
+            fail_closed: true,
+            unavailable_blocks: 3,
+            stop_timeout_s: default_stop_timeout_s(),
+            remind_after_blocks: default_remind_after_blocks(),
+        }
     }
 }
 

@@ -25,6 +25,8 @@ struct RawSpec {
     #[serde(default)]
     architecture: Option<Spanned<String>>,
     #[serde(default)]
+    device: Option<Spanned<String>>,
+    #[serde(default)]
     comparison: Option<String>,
     #[serde(default)]
     domains: Vec<String>,
@@ -125,6 +127,8 @@ struct RawGate {
     unavailable_blocks: Option<Spanned<i64>>,
     #[serde(default)]
     stop_timeout_s: Option<Spanned<i64>>,
+    #[serde(default)]
+    remind_after_blocks: Option<Spanned<i64>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -500,6 +504,12 @@ fn parse_checked(text: &str, file: &str, base: &Path, check_workspace: bool) -> 
             ),
         }
     }
+    if let Some(n) = &raw.gate.remind_after_blocks {
+        match u32::try_from(*n.get_ref()) {
+            Ok(v) if (1..=1000).contains(&v) => gate.remind_after_blocks = v,
+            _ => loc.push(n.span(), "gate.remind_after_blocks", "must be between 1 and 1000"),
+        }
+    }
     let mut hooks = HooksSpec::default();
     if let Some(t) = &raw.hooks.transport {
         match t.get_ref().as_str() {
@@ -513,6 +523,21 @@ fn parse_checked(text: &str, file: &str, base: &Path, check_workspace: bool) -> 
     if let Some(a) = &raw.architecture {
         if a.get_ref().trim().is_empty() {
             loc.push(a.span(), "architecture", "must not be empty when given");
+        } else if super::canonical_architecture(a.get_ref()).is_none() {
+            loc.push(
+                a.span(),
+                "architecture",
+                format!("unknown architecture `{}`; expected one of {}", a.get_ref(), super::architecture_names()),
+            );
+        }
+    }
+    if let Some(d) = &raw.device {
+        if !super::DEVICES.contains(&d.get_ref().as_str()) {
+            loc.push(d.span(), "device", format!("unknown device `{}`; expected one of {}", d.get_ref(), super::DEVICES.join(", ")));
+        } else if let Some(implied) = raw.architecture.as_ref().and_then(|a| super::device_of(a.get_ref())) {
+            if implied != d.get_ref() {
+                loc.push(d.span(), "device", format!("`{}` contradicts the architecture, a {implied}", d.get_ref()));
+            }
         }
     }
     if let Some(p) = &raw.replay.evaluation {
@@ -538,7 +563,10 @@ fn parse_checked(text: &str, file: &str, base: &Path, check_workspace: bool) -> 
         name: raw.name.into_inner(),
         workspace,
         goal: raw.goal,
-        architecture: raw.architecture.map(|a| a.into_inner()),
+        architecture: raw.architecture.map(|a| {
+            super::canonical_architecture(a.get_ref()).map_or_else(|| a.into_inner(), str::to_string)
+        }),
+        device: raw.device.map(Spanned::into_inner),
         comparison: raw.comparison,
         domains: raw.domains,
         harness: HarnessSpec {

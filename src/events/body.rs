@@ -73,6 +73,9 @@ impl Event {
             Event::BudgetReached(_) => kind::BUDGET_REACHED,
             Event::NotifyDelivery(_) => kind::NOTIFY_DELIVERY,
             Event::NotifyConfigured { .. } => kind::NOTIFY_CONFIGURED,
+            Event::Claim(_) => kind::CLAIM,
+            Event::ClaimVerdict(_) => kind::CLAIM_VERDICT,
+            Event::BlockStreak { .. } => kind::BLOCK_STREAK,
         })
     }
 
@@ -257,6 +260,25 @@ impl Event {
             }),
             Event::NotifyConfigured { notify } => json!({"notify": notify}),
             Event::CampaignArchived { archived } => json!({"archived": archived}),
+            Event::Claim(c) => json!({
+                "claim": c.claim.as_str(),
+                "why": c.why,
+                "evidence": c.evidence,
+                "evaluation_id": c.evaluation_id,
+                "geomean_speedup": c.geomean_speedup,
+            }),
+            Event::ClaimVerdict(v) => json!({
+                "claim_id": v.claim_id,
+                "verdict": if v.accepted { "accepted" } else { "rejected" },
+                "by": v.by,
+                "reason": v.reason,
+                "evaluation_id": v.evaluation_id,
+                "holds": v.holds,
+                "geomean_speedup": v.geomean_speedup,
+            }),
+            Event::BlockStreak { blocks, best_geomean, escalated } => {
+                json!({"blocks": blocks, "best_geomean": best_geomean, "escalated": escalated})
+            }
         }
     }
 }

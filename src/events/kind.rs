@@ -39,6 +39,9 @@ pub const AGENT_USAGE: &str = "agent.usage";
 pub const BUDGET_REACHED: &str = "budget.reached";
 pub const NOTIFY_DELIVERY: &str = "notify.delivery";
 pub const NOTIFY_CONFIGURED: &str = "notify.configured";
+pub const CLAIM: &str = "claim";
+pub const CLAIM_VERDICT: &str = "claim.verdict";
+pub const BLOCK_STREAK: &str = "block.streak";
 
 /// A hook call is recorded as `hook.` and its event in snake case
 /// (`post-tool-use` gives `hook.post_tool_use`); these are the Claude

@@ -82,6 +82,9 @@ pub const ALL_KINDS: &[&str] = &[
     kind::BUDGET_REACHED,
     kind::NOTIFY_DELIVERY,
     kind::NOTIFY_CONFIGURED,
+    kind::CLAIM,
+    kind::CLAIM_VERDICT,
+    kind::BLOCK_STREAK,
     kind::HOOK_STOP,
     kind::HOOK_SUBAGENT_STOP,
     kind::HOOK_POST_TOOL_USE,
@@ -515,6 +518,73 @@ pub enum Event {
     NotifyConfigured {
         notify: Value,
     },
+    /// `claim`: a claim the agent filed itself (`gadfly claim`), with its
+    /// own words and evidence.
+    Claim(Claim),
+    /// `claim.verdict`: a person accepted or rejected a filed claim.
+    ClaimVerdict(ClaimVerdict),
+    /// `block.streak`: blocked stops in a row without a gain, and what the
+    /// gate does about it at this length.
+    BlockStreak {
+        blocks: u32,
+        best_geomean: Option<f64>,
+        escalated: bool,
+    },
+}
+
+/// What an agent may claim with `gadfly claim`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ClaimKind {
+    /// The agent believes the goal cannot be reached (a person may accept it).
+    Limit,
+    /// Something outside the agent's reach stops it.
+    Blocked,
+    /// A completion claim (the gate still judges it at the stop).
+    Done,
+}
+
+impl ClaimKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClaimKind::Limit => "limit",
+            ClaimKind::Blocked => "blocked",
+            ClaimKind::Done => "done",
+        }
+    }
+}
+
+/// One evidence file of a claim, as uploaded (text).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ClaimFile {
+    pub name: String,
+    pub text: String,
+}
+
+/// A `claim`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Claim {
+    pub claim: ClaimKind,
+    pub why: String,
+    pub evidence: Vec<ClaimFile>,
+    /// The latest evaluation when it was filed.
+    pub evaluation_id: Option<i64>,
+    pub geomean_speedup: Option<f64>,
+}
+
+/// A `claim.verdict`: `claim_id` is the `claim` event's id.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClaimVerdict {
+    pub claim_id: i64,
+    pub accepted: bool,
+    /// Who decided (the console's name for the person, or `operator`).
+    pub by: String,
+    /// Why (a rejection's reason, delivered to the agent).
+    pub reason: Option<String>,
+    /// The verdict of the latest evaluation at that moment.
+    pub evaluation_id: Option<i64>,
+    pub holds: Option<bool>,
+    pub geomean_speedup: Option<f64>,
 }
 
 /// Where an `agent.usage` report was read.

@@ -594,3 +594,41 @@ fn usage_budgets_and_notifications() {
         json!({"notify": {"webhooks": []}}),
     );
 }
+
+#[test]
+fn claims_their_verdicts_and_block_streaks() {
+    let claim = Claim {
+        claim: ClaimKind::Limit,
+        why: "cuBLAS is at 92% of peak".into(),
+        evidence: vec![ClaimFile { name: "roofline.txt".into(), text: "peak 989 TFLOPS".into() }],
+        evaluation_id: Some(4),
+        geomean_speedup: Some(1.3),
+    };
+    check(
+        Event::Claim(claim),
+        "claim",
+        json!({"claim": "limit", "why": "cuBLAS is at 92% of peak",
+               "evidence": [{"name": "roofline.txt", "text": "peak 989 TFLOPS"}],
+               "evaluation_id": 4, "geomean_speedup": 1.3}),
+    );
+    let verdict = ClaimVerdict {
+        claim_id: 9,
+        accepted: true,
+        by: "ana".into(),
+        reason: None,
+        evaluation_id: Some(4),
+        holds: Some(false),
+        geomean_speedup: Some(1.3),
+    };
+    check(
+        Event::ClaimVerdict(verdict),
+        "claim.verdict",
+        json!({"claim_id": 9, "verdict": "accepted", "by": "ana", "reason": null, "evaluation_id": 4,
+               "holds": false, "geomean_speedup": 1.3}),
+    );
+    check(
+        Event::BlockStreak { blocks: 3, best_geomean: Some(1.2), escalated: true },
+        "block.streak",
+        json!({"blocks": 3, "best_geomean": 1.2, "escalated": true}),
+    );
+}

@@ -986,7 +986,7 @@ fn summarize(steps: &[StepReport]) -> Summary {
                     s.stops += 1;
                     match decision {
                         Decision::Block => s.blocked += 1,
-                        Decision::Allow => s.allowed += 1,
+                        Decision::Allow | Decision::LimitAccepted => s.allowed += 1,
                         Decision::Record => s.recorded += 1,
                     }
                     s.unevaluated += unevaluated.is_some() as usize;

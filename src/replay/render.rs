@@ -308,6 +308,7 @@ fn chart(r: &Report) -> String {
                     match decision {
                         super::Decision::Block => "#c0392b",
                         super::Decision::Allow => "#27ae60",
+                        super::Decision::LimitAccepted => "#b7950b",
                         super::Decision::Record => "#5560c0",
                     },
                     format!("step {}: stop, {}", s.step, decision.as_str()),
