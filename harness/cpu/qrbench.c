@@ -41,8 +41,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -504,6 +509,53 @@ static int read_all(int fd, void *buf, size_t n, int timeout_ms)
 
 /* ------------------------------------------------------------- runner */
 
+/* After the candidate's library is loaded, its process may open no file
+ * and start no program: a seccomp filter answers open, openat, openat2,
+ * creat, execve and execveat with EPERM.  A kernel computes on the buffers
+ * it is handed; what it would open during a call is a library it did not
+ * link (a BLAS or LAPACK through dlopen, invisible to the banned-symbol
+ * scan) or a file of answers.  What its constructor loaded stays mapped and
+ * is seen by the grader's map check.  0 if the filter is in place. */
+static int forbid_opening_files(void)
+{
+#if defined(__x86_64__)
+#define QRB_AUDIT_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define QRB_AUDIT_ARCH AUDIT_ARCH_AARCH64
+#endif
+#ifdef QRB_AUDIT_ARCH
+#define QRB_DENY(nr) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1), BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM)
+    struct sock_filter filter[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, QRB_AUDIT_ARCH, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+#ifdef __NR_open
+        QRB_DENY(__NR_open),
+#endif
+#ifdef __NR_creat
+        QRB_DENY(__NR_creat),
+#endif
+#ifdef __NR_openat2
+        QRB_DENY(__NR_openat2),
+#endif
+        QRB_DENY(__NR_openat),
+        QRB_DENY(__NR_execve),
+#ifdef __NR_execveat
+        QRB_DENY(__NR_execveat),
+#endif
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+#undef QRB_DENY
+    struct sock_fprog prog = {(unsigned short)(sizeof(filter) / sizeof(filter[0])), filter};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+        return -1;
+    return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0 ? -1 : 0;
+#else
+    return -1;
+#endif
+}
+
 /* Runner mode: the only place candidate code is ever loaded.  It has no
  * results path, no seed and a scrubbed environment (see spawn_runner). */
 static int runner_main(const char *kind, const char *lib)
@@ -546,6 +598,11 @@ static int runner_main(const char *kind, const char *lib)
     base = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, RUNNER_SHM_FD, 0);
     if (base == MAP_FAILED)
         return 2;
+    if (rep.status == ST_OK && fn != qrbench_baseline_qr && forbid_opening_files() != 0) {
+        rep.status = ST_LOADFAIL;
+        snprintf(rep.msg, sizeof(rep.msg), "cannot forbid the candidate's process to open files (seccomp): %s",
+                 strerror(errno));
+    }
     if (read_all(RUNNER_REQ_FD, &rq, sizeof(rq), -1) != 0 || rq.magic != MSG_MAGIC || rq.op != OP_HELLO)
         return 2;
     rep.nonce = rq.nonce;
@@ -948,6 +1005,70 @@ static int check_leftovers(runner_t *r, const char *when, char *reason, size_t c
     return ok;
 }
 
+/* The candidate's library, as loaded (its real path): the one file besides
+ * the C runtime that the candidate's process may map. */
+static const char *candidate_lib;
+
+/* Files of the C and C++ runtimes a kernel may have mapped (by file name,
+ * up to the ".so"): what the toolchain links and what threads and OpenMP
+ * load.  Anything else (a BLAS or LAPACK opened with dlopen at run time,
+ * under any name, which the built library's symbol table never shows; a
+ * file of precomputed answers mapped with mmap) is refused. */
+static const char *const runtime_files[] = {
+    "ld-linux", "libc.so", "libm.so", "libmvec.so", "libpthread.so", "libdl.so", "librt.so",
+    "libgcc_s.so", "libstdc++.so", "libgomp.so", "libatomic.so", NULL,
+};
+
+static int runtime_file(const char *path)
+{
+    const char *base = strrchr(path, '/');
+    int i;
+    base = base ? base + 1 : path;
+    for (i = 0; runtime_files[i]; i++)
+        if (strncmp(base, runtime_files[i], strlen(runtime_files[i])) == 0)
+            return 1;
+    return 0;
+}
+
+/* Checks, while the candidate's runner is stopped, every file its process
+ * has mapped (/proc/PID/maps): its program (this one), the candidate's
+ * library, its memory file and the C runtime, nothing else.  A map that
+ * cannot be read (a candidate that made itself non-dumpable) fails closed.
+ * 1 if clean. */
+static int check_mapped_files(runner_t *r, const char *when, char *reason, size_t cap)
+{
+    char path[64], line[4608];
+    FILE *f;
+    int ok = 1;
+    snprintf(path, sizeof(path), "/proc/%d/maps", (int)r->pid);
+    f = fopen(path, "r");
+    if (!f) {
+        add_reason(reason, cap, "%sthe candidate's memory map cannot be read (%s): a kernel may not hide its process", when, strerror(errno));
+        if (!sticky[0])
+            snprintf(sticky, sizeof(sticky), "the candidate hid its process's memory map in an earlier scenario");
+        return 0;
+    }
+    while (ok && fgets(line, sizeof(line), f)) {
+        char *file = strchr(line, '/'), *end;
+        if (!file || strstr(line, " /memfd:") || strncmp(file, "/memfd:", 7) == 0)
+            continue;
+        end = strchr(file, '\n');
+        if (end)
+            *end = '\0';
+        end = strstr(file, " (deleted)");
+        if (end)
+            *end = '\0';
+        if (strcmp(file, self_exe) == 0 || (candidate_lib && strcmp(file, candidate_lib) == 0) || runtime_file(file))
+            continue;
+        add_reason(reason, cap, "%sthe candidate's process mapped %s at run time; a kernel may load only its own library and the C runtime", when, file);
+        if (!sticky[0])
+            snprintf(sticky, sizeof(sticky), "the candidate's process mapped %.300s in an earlier scenario", file);
+        ok = 0;
+    }
+    fclose(f);
+    return ok;
+}
+
 /* Processes other than the two runners among the grader's children (orphans
  * of the candidate land here): reported, killed, reaped.  1 if none. */
 static int check_strays(const runner_t *cr, const runner_t *br, char *reason, size_t cap)
@@ -1006,6 +1127,7 @@ static int one_call(runner_t *r, const scenario_t *sc, const layout_t *l, const 
     if (check) {
         ok &= check_integrity(SHM_A(r, l), A0, l->na, SHM_Q(r, l), l->nq, SHM_R(r, l), l->nr, when, reason, cap);
         ok &= check_leftovers(r, when, reason, cap);
+        ok &= check_mapped_files(r, when, reason, cap);
     }
     return ok;
 }
@@ -1342,6 +1464,7 @@ int main(int argc, char **argv)
     self_exe[k] = '\0';
     out_copy = strdup(outpath);
     lib_real = realpath(lib, NULL);
+    candidate_lib = lib_real;
     if (!out_copy)
         die_oom();
     if (!lib_real) {
