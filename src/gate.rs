@@ -361,6 +361,21 @@ impl StopPlan {
         Some(out)
     }
 
+    /// The plan once a person accepted the agent's limit claim: the stop is
+    /// let through as an accepted limit, asking nothing; what waits expires.
+    pub fn limit_accepted(mut self, input: &StopInput) -> StopPlan {
+        self.decision = Decision::LimitAccepted;
+        self.expire = input.waiting.iter().map(|q| q.id).collect();
+        self.ask = None;
+        self.reason.clear();
+        self.claims = self
+            .claims
+            .iter()
+            .map(|_| ClaimPlan::RecordOnly("the stop was allowed: a person accepted the limit"))
+            .collect();
+        self
+    }
+
     /// The plan with no question to carry (every choice was delivered
     /// elsewhere meanwhile): the claim moment it would have asked is asked
     /// by mode instead.
@@ -490,20 +505,36 @@ pub fn block_reason(eval: &Evaluation, predicate: &PredicateSpec, question: Opti
 /// The question for `moment`: the bank's pick ([`select::pick`]), or,
 /// when no entry applies, the next of the built-in completion questions
 /// (in turn, by how many of them the campaign was asked). The daemon's
-/// `pick_question` and `gadfly replay` both choose with it.
+/// `pick_question`, `gadfly replay` and `gadfly bank pick` all choose with
+/// it. The text names the moment's evidence (`bank::evidence::deliver`).
 pub fn choose_question(entries: &[crate::bank::Entry], req: &select::Request<'_>) -> Question {
+    // `prefer` weighs groups up, except on an incorrect candidate at the
+    // stop (`prefer_groups`: correctness alone): then the question comes
+    // from that group while one of its entries applies.
+    let within: Vec<crate::bank::Entry>;
+    let entries = if req.prefer == ["correctness"] {
+        within = entries.iter().filter(|e| e.group == "correctness").cloned().collect();
+        if select::pick(&within, req).is_some() {
+            &within[..]
+        } else {
+            entries
+        }
+    } else {
+        entries
+    };
     if let Some(choice) = select::pick(entries, req) {
         return Question {
             queued_id: None,
             source: choice.entry.id,
             moment: req.moment.to_string(),
-            text: choice.entry.text,
+            text: crate::bank::evidence::deliver(&choice.text, req.moment, req.evidence),
         };
     }
     let builtin = BUILTIN_COMPLETION_QUESTIONS;
     let n: usize = req.asked.iter().filter(|a| a.bank_id.starts_with("builtin-")).map(|a| a.times).sum();
     let (id, text) = builtin[n % builtin.len()];
-    Question { queued_id: None, source: id.to_string(), moment: req.moment.to_string(), text: text.to_string() }
+    let text = crate::bank::evidence::deliver(text, req.moment, req.evidence);
+    Question { queued_id: None, source: id.to_string(), moment: req.moment.to_string(), text }
 }
 
 /// A small set of completion-claim questions, used when no bank entry fits.

@@ -30,7 +30,12 @@ fn live_claim_records_with_premature_rate_and_gain() {
     let s = &a["sessions"][0];
     assert_eq!(s["blocks_before_acceptance"], 1);
     assert_eq!(s["ended"], "accepted");
-    assert!(s["gain_after_first_claim"].as_f64().unwrap() > 0.2, "{s}");
+    // The first claim was judged on a wrong b: no starting point, and no
+    // claim before the accepted one was correct, so no gain (issue #32).
+    assert_eq!(r0["incorrect"], "1 scenario incorrect", "{r0}");
+    assert_eq!(s["gain_after_first_claim"], Value::Null, "{s}");
+    assert!(s["no_gain_reason"].as_str().unwrap().contains("no claim before the accepted one was judged on a correct evaluation (1 of 1 incorrect)"), "{s}");
+    assert_eq!(a["mean_gain_after_premature"], Value::Null);
     assert_eq!(a["agents"][0]["agent"], "claude-code");
     assert_eq!(a["stop_attempts"][1]["session_id"], "sess-1");
 
@@ -39,6 +44,47 @@ fn live_claim_records_with_premature_rate_and_gain() {
     assert!(md.lines().any(|l| l.starts_with("| sess-1 | claude-code | 2 | 1 |")), "{md}");
     let html = String::from_utf8(d.run(&["audit", "campaign", &id, "--html"]).stdout).unwrap();
     assert!(html.starts_with("<!doctype html>") && html.contains("<td>block</td>"), "{html}");
+}
+
+/// Issue #32: a first claim on a wrong kernel, fast as it is, is not where
+/// the gain starts; the first correct claim is.
+#[test]
+fn the_gain_starts_at_the_first_correct_claim_not_at_a_wrong_kernel() {
+    let f = Fixture::new("");
+    let d = Daemon::start(&f.data_dir());
+    let id = d.create_campaign(&f.spec());
+    // 4x everywhere, but a is wrong.
+    f.set_candidate("a false 25 100\nb true 25 100\nc true 25 100\n");
+    common::reason(&d.stop(&id, "Done: 4x."));
+    // Correct, but a is no faster than the initial kernel (geomean 4^(1/3)).
+    f.set_candidate("a true 100 100\nb true 50 100\nc true 50 100\n");
+    common::reason(&d.stop(&id, "Done: correct now."));
+    // Correct and 2x everywhere: accepted.
+    f.set_candidate("a true 50 100\nb true 50 100\nc true 50 100\n");
+    assert_eq!(d.stop(&id, "Done: a is fast too."), None);
+
+    let out = d.run(&["audit", "campaign", &id, "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let a: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = a["records"].as_array().unwrap();
+    assert_eq!(r.iter().map(|r| r["decision"].as_str().unwrap()).collect::<Vec<_>>(), ["block", "block", "allow"]);
+    assert_eq!(r[0]["incorrect"], "1 scenario incorrect", "{}", r[0]);
+    assert!(r[1].get("incorrect").is_none() && r[2].get("incorrect").is_none(), "{a}");
+    let s = &a["sessions"][0];
+    let close = |v: &Value, x: f64| (v.as_f64().unwrap() - x).abs() < 1e-9;
+    // The first claim's figure stays on record, as it was...
+    assert!(close(&s["first_geomean"], 4.0), "{s}");
+    // ...but the gain runs from the second claim: 2 / 4^(1/3) - 1 = +26%,
+    // not 2 / 4 - 1 = -50% from the wrong kernel.
+    assert_eq!(s["gain_from_stop_attempt"], r[1]["stop_attempt"], "{s}");
+    let start = 4f64.powf(1.0 / 3.0);
+    assert!(close(&s["gain_from_geomean"], start), "{s}");
+    assert!(close(&s["gain_after_first_claim"], 2.0 / start - 1.0), "{s}");
+    assert!(s.get("no_gain_reason").is_none(), "{s}");
+    assert!(close(&a["mean_gain_after_premature"], 2.0 / start - 1.0), "{a}");
+    assert!(close(&a["agents"][0]["mean_gain_after_premature"], 2.0 / start - 1.0), "{a}");
+    let md = String::from_utf8(d.run(&["audit", "campaign", &id, "--md"]).stdout).unwrap();
+    assert!(md.contains("mean gain won after premature claims: +26.0%"), "{md}");
 }
 
 #[test]
@@ -55,6 +101,14 @@ fn the_demo_campaign_audits_as_two_premature_claims_then_acceptance() {
     assert_eq!((a["claims"].as_u64(), a["premature"].as_u64()), (Some(3), Some(2)));
     assert_eq!(a["sessions"][0]["blocks_before_acceptance"], 2);
     assert_eq!(a["records"][1]["failing"][0]["scenario"], "b128_m60_n20", "the slow scenario is on record");
+    // The first claim's kernel is wrong: the gain runs from the second
+    // (correct, one scenario slow) to the accepted third (issue #32).
+    let (r, s) = (&a["records"], &a["sessions"][0]);
+    assert!(r[0]["incorrect"].as_str().is_some_and(|w| w.contains("incorrect")), "{}", r[0]);
+    assert!(r[1].get("incorrect").is_none(), "{}", r[1]);
+    assert_eq!(s["gain_from_stop_attempt"], r[1]["stop_attempt"], "{s}");
+    let gain = s["accepted_geomean"].as_f64().unwrap() / r[1]["geomean_speedup"].as_f64().unwrap() - 1.0;
+    assert!((s["gain_after_first_claim"].as_f64().unwrap() - gain).abs() < 1e-9, "{s}");
 }
 
 fn audit(file: &str) -> Value {

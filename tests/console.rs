@@ -20,6 +20,8 @@ use common::{reason, Daemon, Fixture, ALL_PASS};
 /// A name and a claim full of markup: the console must show them as text.
 const NAME: &str = r#"qr <img src=x onerror="window.__xss=1"> & <b>co</b>"#;
 const CLAIM: &str = "All done <script>window.__xss=2</script>, every scenario is faster.";
+/// A person's message in the replayed session, quoted by the report.
+const REPLAY_HUMAN: &str = "Is <script>window.__xss=3</script> really faster?";
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -202,6 +204,23 @@ fn the_console_in_headless_chromium() {
     // lines), with a webhook whose secret the daemon does not hold.
     let (spend, spend_text, _mock) = spend_campaign(&d);
 
+    // Issue #39: a replay report for the console to open from a file (the
+    // committed demo timeline, with a person's message full of markup).
+    let replay_dir = tempfile::tempdir().unwrap();
+    let timeline = replay_dir.path().join("demo.timeline.jsonl");
+    let mut lines = std::fs::read_to_string(root().join("tests/data/replay/demo-qr-cpu.timeline.jsonl")).unwrap();
+    lines.push_str(&format!("{}\n", serde_json::json!({"t": 100, "kind": "human", "text": REPLAY_HUMAN})));
+    std::fs::write(&timeline, lines).unwrap();
+    let out = common::gadfly()
+        .args(["replay", timeline.to_str().unwrap(), "--spec"])
+        .arg(root().join("examples/qr-cpu/campaign.toml"))
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "gadfly replay: {}", String::from_utf8_lossy(&out.stderr));
+    let replay_report = replay_dir.path().join("demo.replay.json");
+    std::fs::write(&replay_report, &out.stdout).unwrap();
+
     let shots = std::env::var("SCREENSHOT_DIR").unwrap_or_else(|_| std::env::temp_dir().display().to_string());
     let mut child = Command::new("node")
         .arg(tests.join("console.test.mjs"))
@@ -218,6 +237,8 @@ fn the_console_in_headless_chromium() {
         .env("BLOCKED_CLAIM", CLAIM)
         .env("SPEND_CAMPAIGN", &spend.0)
         .env("SPEND_TEXT", &spend_text)
+        .env("REPLAY_REPORT", &replay_report)
+        .env("REPLAY_HUMAN", REPLAY_HUMAN)
         .env("CHROMIUM", &chromium)
         .env("SCREENSHOT_DIR", &shots)
         .spawn()

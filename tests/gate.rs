@@ -243,7 +243,15 @@ fn an_unknown_campaign_never_blocks_and_other_events_are_recorded() {
         let payload = format!("{{\"session_id\": \"s9\", \"hook_event_name\": \"{event}\", \"tool_name\": \"Bash\"}}");
         let out = d.hook(event, &id, &payload);
         assert_eq!(out.status.code(), Some(0), "{event}");
-        assert!(out.stdout.is_empty(), "{event} prints nothing");
+        if event == "session-start" {
+            // The session is told of the sanctioned exit (issue #34), nothing else.
+            let v: Value = serde_json::from_slice(&out.stdout).expect("session-start context");
+            assert_eq!(v["hookSpecificOutput"]["hookEventName"], "SessionStart", "{v}");
+            let text = v["hookSpecificOutput"]["additionalContext"].as_str().unwrap();
+            assert!(text.contains("claim limit --why") && !text.contains("start moment"), "{text}");
+        } else {
+            assert!(out.stdout.is_empty(), "{event} prints nothing");
+        }
     }
     // The campaign's start question rides on the first hook that can carry
     // context, once; the next such hook prints nothing.

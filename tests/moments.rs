@@ -66,6 +66,26 @@ fn numeric_moments_are_raised_with_evidence_and_their_questions_reach_the_next_s
     assert!(r.contains(q["text"].as_str().unwrap()), "{r}");
 }
 
+/// The daemon delivers a plateau question that names the scenarios it is
+/// about (#35): the plateau detector names the slowest scenarios of the
+/// latest evaluation, and the queued text starts with them.
+#[test]
+fn a_plateau_question_names_its_scenarios() {
+    let f = Fixture::new(AUTONOMOUS);
+    let d = Daemon::start(&f.data_dir());
+    let id = d.create_campaign(&f.spec());
+    for note in ["1", "2", "3"] {
+        evaluate(&d, &f, &id, "a true 50 100\nb true 50 100\nc true 100 100\n", note);
+    }
+    let m = moments(&d, &id);
+    let plateau = m.iter().find(|m| m["detector"] == "plateau").expect("a plateau");
+    assert_eq!(plateau["scenarios"], serde_json::json!(["c"]), "the slowest scenario: {plateau}");
+    let text = plateau["question"]["text"].as_str().expect("autonomous mode queues a question");
+    assert!(text.starts_with("About scenario c (plateau: the best geometric mean"), "{text}");
+    let queued: Vec<Value> = d.api_get(&format!("/campaigns/{id}/questions")).as_array().unwrap().clone();
+    assert!(queued.iter().any(|q| q["moment"] == "plateau" && q["text"] == text), "{queued:?}");
+}
+
 #[test]
 fn near_misses_raise_nothing() {
     let f = Fixture::new(AUTONOMOUS);

@@ -670,20 +670,38 @@ fn an_autonomous_campaign_asks_about_a_plateau_a_claimed_limit_and_a_dismissal_i
         if let Some(v) = via {
             assert_eq!(q["delivered_via"], v, "{q}");
         }
-        texts.push((moment, q["text"].as_str().unwrap().to_string()));
+        texts.push((moment, q["text"].as_str().unwrap().to_string(), bank_id.to_string()));
     }
+    // Each is its bank entry's text, after the line naming its evidence
+    // (the scenarios, or the agent's own words) where the text does not.
     let bank = s.d.api_get("/bank");
-    let in_bank = |text: &str| bank.to_string().contains(&serde_json::to_string(text).unwrap());
-    for (moment, text) in &texts {
-        assert!(in_bank(text), "the {moment} question is a bank entry's text: {text}");
+    for (moment, text, bank_id) in &texts {
+        let entry = bank["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["id"] == bank_id.as_str())
+            .unwrap_or_else(|| panic!("{bank_id} is not in the bank"));
+        let entry_text = entry["text"].as_str().unwrap();
+        assert!(
+            entry_text.contains('{') || text.ends_with(entry_text),
+            "the {moment} question is {bank_id}'s text: {text}"
+        );
+        if *moment == "plateau" {
+            assert!(text.starts_with("About scenario"), "the plateau question names its scenarios: {text}");
+        }
     }
+    let texts: Vec<(&str, String)> = texts.into_iter().map(|(m, t, _)| (m, t)).collect();
 
     // The model received them in that order, each once.
     let requests = mock.agent_requests();
     let first_seen: Vec<usize> = texts
         .iter()
         .map(|(moment, text)| {
-            requests.iter().position(|r| r.to_string().contains(text.as_str())).unwrap_or_else(|| {
+            // As it appears in a serialized request (a question may span lines).
+            let quoted = serde_json::to_string(text).unwrap();
+            let escaped = &quoted[1..quoted.len() - 1];
+            requests.iter().position(|r| r.to_string().contains(escaped)).unwrap_or_else(|| {
                 panic!("the {moment} question never reached the model: {text}\n{}", s.explain(&mock))
             })
         })
@@ -1000,4 +1018,96 @@ fn a_spawned_claude_is_stopped_by_its_own_reported_cost() {
         assert_eq!(f["tokens"].as_u64(), Some(requests * (MOCK_INPUT + MOCK_OUTPUT)), "{spend}");
     }
     eprintln!("spend: {spend}");
+}
+
+/// The sanctioned exit (issue #34), end to end with the real CLI: the
+/// model, told of `gadfly claim` in its first prompt, claims a limit with
+/// evidence from its Bash tool (the hook token in its shell); the limit
+/// claim's challenge question reaches the model; a person accepts the claim
+/// through the API the console uses; the model's stop is then let through
+/// as an accepted limit, the run ends "stopped: limit accepted by NAME" (not
+/// completed), and the audit counts it apart from completion claims.
+#[test]
+fn a_spawned_claude_claims_a_limit_is_challenged_and_stops_once_a_person_accepts_it() {
+    let Some(bin) = claude_bin("a_spawned_claude_claims_a_limit_is_challenged_and_stops_once_a_person_accepts_it")
+    else {
+        return;
+    };
+    const WHY: &str = "Scenario b is memory bound at 97% of peak DRAM bandwidth; no schedule can beat it.";
+    const STOP: &str = "The measurement stands: b is at the bandwidth limit. Stopping at the accepted limit.";
+    let dir = tempfile::tempdir().unwrap();
+    let (ready, go) = (dir.path().join("ready"), dir.path().join("go"));
+    let evidence = dir.path().join("roofline.txt");
+    let claim = format!(
+        "printf 'achieved 1.31 TB/s of 1.35 TB/s peak\\n' > '{ev}' && \"$GADFLY_BIN\" claim limit --why '{WHY}' --evidence '{ev}' && sleep 1",
+        ev = evidence.display()
+    );
+    let mock = MockModel::start(vec![
+        Step::shell(&claim).described("Claim the limit"),
+        // Until the challenge question arrives the model waits a second more.
+        Step::shell(&wait_for_file(&ready, &go))
+            .described("Wait for the verdict")
+            .when_body_contains("gadfly noticed a limit claim moment")
+            .otherwise_shell("sleep 1"),
+        Step::text(STOP),
+    ]);
+    let s = Setup::new(&bin, &mock, "");
+    let run = s.start_run();
+    assert!(
+        wait_for(TIMEOUT, || ready.exists()),
+        "the challenge question never reached the model: {}",
+        s.explain(&mock)
+    );
+
+    // The claim, with the agent's words and evidence, and its question.
+    let log = s.log();
+    let filed =
+        log.iter().find(|e| e["kind"] == "claim").unwrap_or_else(|| panic!("no claim was filed: {}", s.explain(&mock)));
+    assert_eq!(filed["payload"]["claim"], "limit");
+    assert_eq!(filed["payload"]["why"], WHY);
+    assert_eq!(filed["payload"]["evidence"][0]["name"], "roofline.txt");
+    assert!(filed["payload"]["evidence"][0]["text"].as_str().unwrap().contains("1.35 TB/s peak"));
+    let moment = log
+        .iter()
+        .find(|e| e["kind"] == "moment" && e["payload"]["detector"] == "gadfly_claim")
+        .unwrap_or_else(|| panic!("no limit_claim moment: {}", s.explain(&mock)));
+    let question = moment["payload"]["question"]["text"].as_str().unwrap().to_string();
+    let requests = mock.agent_requests();
+    assert!(
+        requests.iter().any(|r| last_user_text(r).contains(&question)),
+        "the challenge question reached the model: {question}\n{}",
+        s.explain(&mock)
+    );
+
+    // A person accepts it through the console's API (the master token).
+    let claim_id = filed["id"].as_i64().unwrap();
+    let verdict = api_post(&s.d, &format!("/campaigns/{}/claims/{claim_id}/accept", s.id), r#"{"by": "ana"}"#);
+    assert_eq!(verdict["state"], "stopped: limit accepted by ana", "{verdict}");
+    std::fs::write(&go, "").unwrap();
+
+    let end = run.finish(TIMEOUT);
+    eprintln!("gadfly run (claude-code, limit claim) took {:.2} s\n{}", end.elapsed.as_secs_f64(), mock.describe());
+    assert!(end.stdout.contains("ended: stopped: limit accepted by ana"), "{}\n{}", end.stdout, s.explain(&mock));
+    assert!(!end.status.is_some_and(|st| st.success()), "an accepted limit is not a completed run");
+    assert_eq!(mock.steps_served(), 3, "{}", s.explain(&mock));
+    let runs = s.runs();
+    assert_eq!(runs[0]["outcome"], "limit_accepted", "{runs}");
+
+    // The opening message told the model of the exit.
+    let opening = last_user_text(&mock.agent_requests()[0]);
+    assert!(opening.contains("claim limit --why"), "{opening}");
+
+    // Its stop was let through as an accepted limit, with the predicate failing.
+    let stops = s.stops();
+    let last = stops.last().unwrap();
+    assert_eq!(last["decision"], "limit_accepted", "{stops:?}");
+    assert_eq!(last["holds"], false);
+    assert_eq!(last["claim"], STOP);
+
+    // The audit shows the accepted limit apart from completions.
+    let audit = s.d.api_get(&format!("/campaigns/{}/audit", s.id));
+    assert_eq!(audit["limits_accepted"].as_array().unwrap().len(), 1, "{audit}");
+    assert_eq!(audit["limits_accepted"][0]["by"], "ana");
+    assert!(audit["records"].as_array().unwrap().iter().all(|r| r["decision"] != "limit_accepted"), "{audit}");
+    assert!(audit["sessions"].as_array().unwrap().iter().all(|x| x["ended"] != "accepted"), "{audit}");
 }

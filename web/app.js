@@ -6,6 +6,7 @@ import { onUnauthorized } from './lib/api.js';
 import * as campaignsPage from './pages/campaigns.js';
 import * as campaignPage from './pages/campaign.js';
 import * as bankPage from './pages/bank.js';
+import * as replayPage from './pages/replay.js';
 
 const main = document.getElementById('main');
 const banner = document.getElementById('banner');
@@ -19,6 +20,8 @@ function route(path) {
   const m = path.match(/^\/campaigns\/([^/]+)\/?$/);
   if (m) return { section: 'campaigns', mount: (ctx) => campaignPage.mount(main, ctx, decodeURIComponent(m[1])) };
   if (/^\/bank\/?$/.test(path)) return { section: 'bank', mount: (ctx) => bankPage.mount(main, ctx) };
+  // A replay report opened from a file (read-only, nothing stored): issue #39.
+  if (/^\/replay\/?$/.test(path)) return { section: 'campaigns', mount: (ctx) => replayPage.mount(main, ctx) };
   return null;
 }
 

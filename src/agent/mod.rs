@@ -149,6 +149,10 @@ fn default_restarts() -> u32 {
     5
 }
 
+/// What every agent gadfly supervises is told of the sanctioned exit (spawn
+/// mode's first prompt; attach mode's SessionStart context).
+pub const CLAIM_NOTE: &str = "If you come to believe the goal cannot be reached (a hardware or algorithmic limit), do not stop and do not work around the checks: claim it with your evidence, `\"$GADFLY_BIN\" claim limit --why \"what the limit is and how you measured it\" --evidence FILE` (`gadfly claim` in a shell of your own, with GADFLY_URL, GADFLY_TOKEN and GADFLY_CAMPAIGN set as gadfly sets them). gadfly asks you a question about the claim and a person accepts it (then you may stop), rejects it with a reason, or leaves it. `gadfly claim blocked --why ...` reports a blocker outside your reach; `gadfly claim done --why ...` is a completion claim (still judged when you stop). Editing what judges your work (the harness, the protected files, gadfly's hooks) is recorded and never makes the predicate hold.";
+
 impl AgentSpec {
     pub fn from_campaign(spec: &CampaignSpec) -> anyhow::Result<AgentSpec> {
         match spec.extra.get("agent") {
@@ -173,12 +177,13 @@ impl AgentSpec {
         self.sandbox.as_deref() == Some("bwrap")
     }
 
-    /// The first message: the campaign's goal and the rule of the game.
+    /// The first message: the campaign's goal and the rule of the game,
+    /// then the sanctioned exit ([`CLAIM_NOTE`]), a custom prompt included.
     pub fn first_prompt(&self, spec: &CampaignSpec) -> String {
         if let Some(p) = &self.prompt {
-            return p.clone();
+            return format!("{p}\n\n{CLAIM_NOTE}");
         }
-        format!(
+        let rules = format!(
             "{goal}\n\nThis is an optimization campaign supervised by gadfly. The harness runs `{run}` on a snapshot of your work and checks {n} scenarios: {list}. You may stop only when every scenario is correct and at least {min:.2}x faster than the initial kernel{geo}{compare}. Do not edit the protected files ({protected}). To measure your work at any time, run `\"$GADFLY_BIN\" eval` (gadfly records the evaluation). When you try to stop, gadfly evaluates your work and tells you what still fails.",
             goal = if spec.goal.is_empty() { "Make the kernel faster." } else { spec.goal.as_str() },
             run = spec.harness.run,
@@ -201,7 +206,8 @@ impl AgentSpec {
                 ),
             },
             protected = if spec.harness.protected.is_empty() { "none".into() } else { spec.harness.protected.join(", ") },
-        )
+        );
+        format!("{rules}\n\n{CLAIM_NOTE}")
     }
 }
 

@@ -1,7 +1,8 @@
 //! Who may call what. The daemon's master token (DATA_DIR/token) opens the
 //! whole API and the console. A campaign's hook token opens only what an
 //! agent supervised in that campaign needs: posting its hook events, asking
-//! for an evaluation of its workspace and declaring beam families. It
+//! for an evaluation of its workspace, declaring beam families and filing
+//! its own claims (`gadfly claim`), never a verdict on one. It
 //! cannot post results, answer or queue questions, start or stop runs,
 //! read other campaigns or create any. Spawned agents get the hook token,
 //! never the master token.
@@ -41,7 +42,7 @@ pub fn hook_scope_allows(method: &axum::http::Method, path: &str, campaign: &str
     let post = method == axum::http::Method::POST;
     let get = method == axum::http::Method::GET;
     match rest {
-        "/evaluate" | "/beam/tag" => post,
+        "/evaluate" | "/beam/tag" | "/claims" => post,
         "/beam" => get,
         r => post && r.strip_prefix("/hooks/").is_some_and(|ev| ev.split('/').count() == 2 && !ev.contains("..")),
     }
@@ -137,6 +138,10 @@ mod tests {
         assert!(hook_scope_allows(&Method::POST, "/campaigns/qr-abc123/evaluate", c));
         assert!(hook_scope_allows(&Method::POST, "/campaigns/qr-abc123/beam/tag", c));
         assert!(hook_scope_allows(&Method::GET, "/campaigns/qr-abc123/beam", c));
+        assert!(
+            hook_scope_allows(&Method::POST, "/api/v1/campaigns/qr-abc123/claims", c),
+            "the agent files its claims"
+        );
         for (m, p) in [
             (Method::POST, "/campaigns/qr-other/hooks/claude-code/stop"),
             (Method::POST, "/campaigns/qr-abc123x/hooks/claude-code/stop"),
@@ -146,6 +151,11 @@ mod tests {
             (Method::POST, "/campaigns/qr-abc123/runs"),
             (Method::POST, "/campaigns/qr-abc123/runs/stop"),
             (Method::POST, "/campaigns/qr-abc123/beam/abandon"),
+            // A person's verdict on a claim: never the agent's.
+            (Method::POST, "/campaigns/qr-abc123/claims/7/accept"),
+            (Method::POST, "/campaigns/qr-abc123/claims/7/reject"),
+            (Method::GET, "/campaigns/qr-abc123/claims"),
+            (Method::POST, "/campaigns/qr-other/claims"),
             (Method::GET, "/campaigns"),
             (Method::POST, "/campaigns"),
             (Method::GET, "/campaigns/qr-abc123/hooks/claude-code/stop"),

@@ -42,6 +42,7 @@ use crate::app::{Supervisor, SupervisorError};
 pub mod auth;
 mod beam;
 mod campaigns;
+mod claims;
 mod events;
 mod hooks;
 mod login;
@@ -255,6 +256,9 @@ pub fn router(state: AppState) -> Router {
         .route("/campaigns/{id}/questions", get(questions::list_questions).post(questions::ask))
         .route("/campaigns/{id}/stops", get(campaigns::list_stops))
         .route("/campaigns/{id}/audit", get(campaigns::campaign_audit))
+        .route("/campaigns/{id}/claims", get(claims::list_claims).post(claims::file_claim))
+        .route("/campaigns/{id}/claims/{claim}/accept", post(claims::accept_claim))
+        .route("/campaigns/{id}/claims/{claim}/reject", post(claims::reject_claim))
         .route("/campaigns/{id}/beam", get(beam::beam_list))
         .route("/campaigns/{id}/beam/tag", post(beam::beam_tag))
         .route("/campaigns/{id}/beam/abandon", post(beam::beam_abandon))
@@ -282,6 +286,7 @@ pub fn router(state: AppState) -> Router {
         .route("/", get(web::campaigns_page))
         .route("/campaigns/{id}", get(web::campaign_page))
         .route("/bank", get(web::bank_page))
+        .route("/replay", get(web::replay_page))
         .route_layer(from_fn_with_state(state.clone(), middleware::require_cookie))
         .route("/login", get(login::login).post(login::login_form_post))
         .route("/assets/{*path}", get(web::serve_asset));

@@ -9,7 +9,7 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use super::openapi::{Forbidden, Internal, Invalid, NotFound, TooLarge, Unauthorized};
-use super::{ApiPath, ApiResult, AppState, CampaignId, JsonBody};
+use super::{ApiError, ApiPath, ApiResult, AppState, CampaignId, JsonBody};
 use crate::campaign::{NotifySpec, WebhookSpec};
 
 /// The campaign's webhooks (URLs with their paths hidden, whether the
@@ -31,6 +31,12 @@ pub(super) async fn show_notify(
 pub(super) struct SetNotify {
     /// The webhooks; `[]` turns notifications off.
     webhooks: Vec<WebhookSpec>,
+    /// The campaign's current webhooks to keep as they are, by their
+    /// `webhook` index in the GET (whole, though the GET hides their URLs'
+    /// paths), placed before `webhooks`: how the console adds or removes
+    /// one. Read when the PUT arrives: a change made in between is replaced.
+    #[serde(default)]
+    keep: Vec<usize>,
     /// Blocked stop attempts in a row that notify (default 5).
     #[serde(default)]
     block_streak: Option<u32>,
@@ -51,8 +57,25 @@ pub(super) async fn set_notify(
     JsonBody(req): JsonBody<SetNotify>,
 ) -> ApiResult<Json<Value>> {
     let defaults = NotifySpec::default();
+    let mut webhooks = Vec::with_capacity(req.keep.len() + req.webhooks.len());
+    if req.keep.len() > crate::campaign::MAX_WEBHOOKS {
+        return Err(ApiError::Invalid(format!("field `keep`: at most {} webhooks", crate::campaign::MAX_WEBHOOKS)));
+    }
+    if !req.keep.is_empty() {
+        let (current, _) = state.supervisor.notify_config(&id).await?;
+        for (i, &k) in req.keep.iter().enumerate() {
+            if req.keep[..i].contains(&k) {
+                return Err(ApiError::Invalid(format!("field `keep`: webhook {k} is listed twice")));
+            }
+            let w = current.webhooks.get(k).ok_or_else(|| {
+                ApiError::Invalid(format!("field `keep`: no webhook {k} (the campaign has {})", current.webhooks.len()))
+            })?;
+            webhooks.push(w.clone());
+        }
+    }
+    webhooks.extend(req.webhooks);
     let notify = NotifySpec {
-        webhooks: req.webhooks,
+        webhooks,
         block_streak: req.block_streak.unwrap_or(defaults.block_streak),
         console_url: req.console_url,
     };

@@ -9,7 +9,7 @@ use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
 use utoipa::{Modify, OpenApi};
 
-use super::{beam, campaigns, events, hooks, login, notify, questions, runs, spend, status};
+use super::{beam, campaigns, claims, events, hooks, login, notify, questions, runs, spend, status};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -38,6 +38,10 @@ use super::{beam, campaigns, events, hooks, login, notify, questions, runs, spen
         beam::beam_list,
         beam::beam_tag,
         beam::beam_abandon,
+        claims::file_claim,
+        claims::list_claims,
+        claims::accept_claim,
+        claims::reject_claim,
         events::stream_events,
         events::list_events,
         questions::suggestions,

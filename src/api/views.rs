@@ -166,6 +166,7 @@ pub fn agent_state(
         let detail = format!("{run_id}{}", e.payload["detail"].as_str().unwrap_or(""));
         let state = match e.payload["outcome"].as_str() {
             Some("completed") => "done",
+            Some("limit_accepted") => "limit_accepted",
             Some("stopped_by_budget") => "stopped_by_budget",
             Some("stopped") => "stopped",
             Some("failed") => "failed",
@@ -175,6 +176,14 @@ pub fn agent_state(
     }
     match last_stop {
         None => ("active", "no stop attempt yet".into()),
+        // A person accepted the agent's limit claim: stopped, not done.
+        Some(s) if s.decision == "limit_accepted" => match last_prompt.filter(|p| p.id > s.event_id) {
+            Some(p) => ("active", format!("a new prompt at {} after the accepted limit", p.created_at)),
+            None => (
+                "limit_accepted",
+                s.reason.clone().unwrap_or_else(|| format!("stop attempt {} was allowed: limit accepted", s.id)),
+            ),
+        },
         Some(s) if s.decision == "allow" => match last_prompt.filter(|p| p.id > s.event_id) {
             Some(p) => ("active", format!("a new prompt at {} after the allowed stop attempt", p.created_at)),
             None => ("done", format!("stop attempt {} at {} was allowed: the predicate holds", s.id, s.created_at)),
@@ -317,6 +326,8 @@ mod lifecycle_tests {
         assert_eq!(agent_state(None, None, None, None).0, "active");
         assert_eq!(agent_state(None, Some(&stop(5, "block")), None, None).0, "active");
         assert_eq!(agent_state(None, Some(&stop(5, "allow")), None, None).0, "done");
+        let limit = agent_state(None, Some(&stop(5, "limit_accepted")), None, None);
+        assert_eq!(limit.0, "limit_accepted", "an accepted limit is not done: {limit:?}");
         assert_eq!(agent_state(None, Some(&stop(5, "allow")), None, Some(&event(3, "p", json!({})))).0, "done");
         assert_eq!(agent_state(None, Some(&stop(5, "allow")), None, Some(&prompt)).0, "active");
     }

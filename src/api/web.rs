@@ -73,6 +73,15 @@ pub async fn campaign_page(state: State<AppState>, id: Path<String>) -> Response
     }
 }
 
+/// `/replay`: a `gadfly replay --json` report opened from a file, read in
+/// the browser (issue #39); the server only serves the page.
+pub async fn replay_page(state: State<AppState>) -> Response {
+    match index(&state.token) {
+        Some(r) => r,
+        None => (StatusCode::NOT_FOUND, "the console's replay page needs web/index.html").into_response(),
+    }
+}
+
 pub async fn bank_page(state: State<AppState>) -> Response {
     match index(&state.token) {
         Some(r) => r,

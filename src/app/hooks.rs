@@ -104,7 +104,14 @@ impl Supervisor {
             self.check_ungated_end(campaign_id, agent, event, event_id, session.as_deref(), &payload).await?;
         }
         if event != "stop" {
-            let output = if fresh && spec.mode != Mode::Audit {
+            let output = if fresh && event == "session-start" {
+                // Every supervised agent is told of the sanctioned exit
+                // (attach mode has no first prompt of gadfly's).
+                Some(json!({"hookSpecificOutput": {
+                    "hookEventName": "SessionStart",
+                    "additionalContext": crate::agent::CLAIM_NOTE,
+                }}))
+            } else if fresh && spec.mode != Mode::Audit {
                 self.context_delivery(campaign_id, session.as_deref(), event).await?
             } else {
                 None
@@ -175,7 +182,7 @@ impl Supervisor {
             }
         }
         let why = match (event, last.map(|a| a.decision.as_str())) {
-            (_, Some("allow" | "record" | "ungated")) if event == "session-end" => return Ok(()),
+            (_, Some("allow" | "record" | "ungated" | "limit_accepted")) if event == "session-end" => return Ok(()),
             ("stop-failure", _) => "the turn ended on a failure (StopFailure), with no Stop hook decision",
             (_, Some("block" | "unavailable_block")) => "the session ended while its last stop was blocked",
             _ => "the session ended without any stop judged by the gate",

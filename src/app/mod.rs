@@ -41,6 +41,7 @@ use crate::harness;
 use crate::store::{CampaignRow, EventRow, Store};
 
 pub mod beam;
+pub mod claims;
 mod escapes;
 mod evaluate;
 mod hooks;

@@ -275,7 +275,17 @@ async fn raise_with(
                     moment.beam = Some("too few live families".into());
                     crate::gate::Question { queued_id: None, source: bank_id, moment: f.moment.clone(), text }
                 }
-                None => sup.pick_question(campaign_id, spec, &f.moment, groups_for(&f.moment)).await?,
+                None => {
+                    let evidence = crate::bank::evidence::Evidence::of_finding(
+                        &f.moment,
+                        &f.detector,
+                        &f.scenarios,
+                        &f.detail,
+                        f.evaluations.len(),
+                        moment.claim.as_ref().map(|c| c.quote.as_str()),
+                    );
+                    sup.pick_question_for(campaign_id, spec, &f.moment, groups_for(&f.moment), Some(&evidence)).await?
+                }
             };
             let id = sup.store().queue_question(campaign_id, "bank", Some(&q.source), Some(&f.moment), &q.text).await?;
             moment.outcome =

@@ -76,18 +76,35 @@ impl Supervisor {
         campaign_id: &str,
     ) -> anyhow::Result<(Vec<select::AskedHere>, usize, HashMap<String, EntryStats>)> {
         let (asked_ids, asked) = self.inner.store.asked_bank_ids(campaign_id).await?;
-        let stats: HashMap<String, EntryStats> = self.bank_stats().await?.into_iter().collect();
+        let (history, evals) = self.inner.store.yield_history().await?;
+        let attributions = learn::attribute(&history, &evals, learn::DEFAULT_WINDOW, learn::DEFAULT_THRESHOLD);
+        let mut stats: HashMap<String, EntryStats> = learn::stats(&attributions).into_iter().collect();
+        stats.extend(learn::stats_by_moment(&history, &attributions));
         Ok((asked_ids, asked, stats))
     }
 
     /// A bank question for `moment` (see [`crate::bank::select`]), or a
-    /// built-in one when no entry applies.
+    /// built-in one when no entry applies (the stop's pick; see
+    /// [`gate::choose_question`]).
     pub async fn pick_question(
         &self,
         campaign_id: &str,
         spec: &CampaignSpec,
         moment: &str,
         prefer: &[&str],
+    ) -> anyhow::Result<Question> {
+        self.pick_question_for(campaign_id, spec, moment, prefer, None).await
+    }
+
+    /// [`Self::pick_question`] for a moment with its evidence: it routes
+    /// the choice and the delivered text names it.
+    pub async fn pick_question_for(
+        &self,
+        campaign_id: &str,
+        spec: &CampaignSpec,
+        moment: &str,
+        prefer: &[&str],
+        evidence: Option<&crate::bank::evidence::Evidence>,
     ) -> anyhow::Result<Question> {
         let (asked_ids, asked, stats) = self.selection_inputs(campaign_id).await?;
         let bank = self.inner.bank.get();
@@ -98,6 +115,7 @@ impl Supervisor {
             prefer,
             stats: &stats,
             seed: select::seed_for(campaign_id, asked),
+            evidence,
         };
         Ok(gate::choose_question(&bank.entries, &req))
     }
@@ -120,6 +138,7 @@ impl Supervisor {
             prefer: &[],
             stats: &stats,
             seed: select::seed_for(campaign_id, asked),
+            evidence: None,
         };
         Ok(select::suggest(&bank.entries, &req, n))
     }

@@ -34,6 +34,9 @@ use super::{question_message, Supervisor};
 pub enum Outcome {
     /// The predicate held and the agent's stop was allowed.
     Completed,
+    /// A person accepted the agent's limit claim and its stop was let
+    /// through (who accepted it): never a success.
+    LimitAccepted(String),
     /// A budget ran out first (which one, with figures).
     StoppedByBudget(String),
     /// Someone stopped the run.
@@ -48,6 +51,7 @@ impl Outcome {
             Outcome::Completed => {
                 ("completed", "the predicate holds on every scenario and the stop was allowed".into())
             }
+            Outcome::LimitAccepted(by) => ("limit_accepted", format!("stopped: limit accepted by {by}")),
             Outcome::StoppedByBudget(why) => ("stopped_by_budget", format!("stopped by budget: {why}")),
             Outcome::Stopped => ("stopped", "stopped on request".into()),
             Outcome::Failed(why) => ("failed", format!("failed: {why}")),
@@ -167,6 +171,15 @@ impl RunCtx {
     async fn budget_stop(&self, budget: &Budget, session: Option<&str>, r: Reached) -> Outcome {
         self.record(session, None, budget.reached_event(self.run_id, &r)).await;
         Outcome::StoppedByBudget(r.text)
+    }
+
+    /// How a run whose stop was allowed ended: completed, or stopped on a
+    /// limit a person accepted (the gate lets that stop through too).
+    async fn allowed_outcome(&self) -> Outcome {
+        match self.sup.accepted_limit(&self.campaign).await {
+            Ok(Some(a)) => Outcome::LimitAccepted(a.by),
+            _ => Outcome::Completed,
+        }
     }
 
     async fn latest_geomean(&self) -> Option<f64> {
@@ -420,7 +433,9 @@ pub(super) async fn claude_loop(ctx: &RunCtx) -> anyhow::Result<Outcome> {
                 .into_iter()
                 .rev()
                 .find(|s| s.session_id.as_deref() == Some(sid.as_str()));
-            let allowed_by_hook = last.as_ref().is_some_and(|s| s.decision == "allow" || s.decision == "record");
+            let allowed_by_hook = last
+                .as_ref()
+                .is_some_and(|s| s.decision == "allow" || s.decision == "record" || s.decision == "limit_accepted");
             let claim = ev["result"].as_str().unwrap_or("").to_string();
             if !allowed_by_hook {
                 // The turn ended with no allowed stop from the gate (the hook
@@ -476,7 +491,7 @@ pub(super) async fn claude_loop(ctx: &RunCtx) -> anyhow::Result<Outcome> {
             None => String::new(),
         };
         if completed {
-            return Ok(Outcome::Completed);
+            return Ok(ctx.allowed_outcome().await);
         }
         if let Some(why) = budget.exhausted() {
             return Ok(ctx.budget_stop(&budget, session.as_deref(), why).await);
@@ -736,7 +751,7 @@ pub(super) async fn turn_loop(ctx: &RunCtx, kind: AgentKind) -> anyhow::Result<O
         }
         let sid = session.clone().unwrap_or_default();
         match ctx.judge(kind.as_str(), &sid, &claim, after_block).await? {
-            None => return Ok(Outcome::Completed),
+            None => return Ok(ctx.allowed_outcome().await),
             Some(reason) => {
                 after_block = true;
                 if let Some(why) = budget.after_blocked_turn(ctx.latest_geomean().await) {

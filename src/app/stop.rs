@@ -101,6 +101,15 @@ impl Supervisor {
             Err(SupervisorError::Internal(e)) => Err(format!("{e:#}")),
             Err(other) => return Err(other),
         };
+        // Under pressure (blocked again and again without a gain) a passing
+        // candidate gets the escalated checks first (`app/claims.rs`).
+        let evaluation = match evaluation {
+            Ok(eval) if eval.verdict.holds => match self.pressure_checks(campaign_id, spec, eval).await {
+                Ok(eval) => Ok(eval),
+                Err(e) => Err(format!("{e:#}")),
+            },
+            other => other,
+        };
         let waiting = match &evaluation {
             Ok(_) => self.inner.store.list_questions(campaign_id, true).await?,
             Err(_) => vec![],
@@ -121,8 +130,36 @@ impl Supervisor {
             claims: claim_moments,
         };
         let objective = evaluation.as_ref().ok().and_then(|e| e.verdict.geomean_speedup);
-        let (plan, asked) = self.deliver_at_stop(campaign_id, spec, &mut input, &waiting, objective).await?;
-        let reason = plan.reason_text(&input, asked.as_ref().map(|(_, q)| q));
+        // A limit a person accepted lets the agent stop (as an accepted
+        // limit, never a success), unless its hooks were tampered with.
+        let accepted = match spec.mode {
+            crate::campaign::Mode::Audit => None,
+            _ if !tampered.is_empty() => None,
+            _ => self.accepted_limit(campaign_id).await?,
+        };
+        let (plan, asked) = match &accepted {
+            Some(_) => (gate::plan_stop(&input).limit_accepted(&input), None),
+            None => self.deliver_at_stop(campaign_id, spec, &mut input, &waiting, objective).await?,
+        };
+        let mut reason = match &accepted {
+            Some(a) => Some(format!("stopped: limit accepted by {} (claim {})", a.by, a.claim_id)),
+            None => plan.reason_text(&input, asked.as_ref().map(|(_, q)| q)),
+        };
+        // Blocked again without a gain: the streak is recorded, and past
+        // `[gate] remind_after_blocks` the reason names the sanctioned exit.
+        if plan.decision == Decision::Block && evaluation.is_ok() {
+            let streak = self.block_streak(campaign_id, Some(("block", objective))).await?;
+            if streak > 0 {
+                let after = spec.gate.remind_after_blocks;
+                let told = Event::BlockStreak { blocks: streak, best_geomean: objective, escalated: streak >= after };
+                self.record_event(campaign_id, session, None, told).await?;
+            }
+            if let (Some(r), Some(more)) =
+                (reason.as_mut(), gate::limit_reminder(streak, spec.gate.remind_after_blocks))
+            {
+                r.push_str(&more);
+            }
+        }
         let question_id = asked.as_ref().map(|(id, _)| *id);
         if let Some((id, q)) = &asked {
             if let Some(i) = plan.claims.iter().position(|c| *c == gate::ClaimPlan::AskedAtStop) {

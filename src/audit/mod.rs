@@ -45,6 +45,11 @@ pub struct ClaimRecord {
     /// Blocked while the predicate failed.
     pub premature: bool,
     pub question: Option<String>,
+    /// Why the evaluation it was judged on is no result (a scenario
+    /// incorrect or missing, or the evaluation failed): its geomean is then
+    /// no starting point for the gain. None when correct, or not evaluated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incorrect: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -57,8 +62,18 @@ pub struct SessionOutcome {
     pub blocks_before_acceptance: Option<usize>,
     pub first_geomean: Option<f64>,
     pub accepted_geomean: Option<f64>,
-    /// Relative gain from the first claim to the accepted one.
+    /// Relative gain from the first claim judged on a correct evaluation
+    /// (`gain_from_stop_attempt`) to the accepted one: incorrect results
+    /// are never progress.
     pub gain_after_first_claim: Option<f64>,
+    /// The claim the gain is measured from, and its geomean.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gain_from_stop_attempt: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gain_from_geomean: Option<f64>,
+    /// Why there is no gain, when there is none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_gain_reason: Option<String>,
     /// `accepted`, `stopped_by_budget`, or `open` (neither yet).
     pub ended: String,
 }
@@ -87,6 +102,32 @@ pub struct CampaignAudit {
     /// What the agents reported they used (see [`spend`]).
     #[serde(default)]
     pub spend: Option<Spend>,
+    /// Limits a person accepted (`gadfly claim limit`), and the stops they
+    /// let through: counted apart, never as completion claims or successes.
+    #[serde(default)]
+    pub limits_accepted: Vec<AcceptedLimitRecord>,
+}
+
+/// The decision of a stop let through on an accepted limit
+/// (`gate::Decision::LimitAccepted`).
+pub const LIMIT_ACCEPTED: &str = "limit_accepted";
+
+/// A limit claim a person accepted, with what it rested on.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AcceptedLimitRecord {
+    pub claim_id: i64,
+    pub by: String,
+    /// The agent's own words.
+    pub why: String,
+    /// The names of its evidence files.
+    pub evidence: Vec<String>,
+    /// The verdict when it was accepted.
+    pub evaluation_id: Option<i64>,
+    pub holds: Option<bool>,
+    pub geomean_speedup: Option<f64>,
+    pub accepted_at: String,
+    /// The stop attempts it let through.
+    pub stops: Vec<i64>,
 }
 
 /// A campaign's spend in its audit: the campaign's figures, each
@@ -129,8 +170,10 @@ pub async fn campaign(store: &Store, campaign_id: &str) -> anyhow::Result<Campai
         .filter(|r| r.outcome.as_deref() == Some("stopped_by_budget"))
         .map(|r| r.session_id)
         .collect();
+    // A stop let through on an accepted limit is no completion claim.
     let records: Vec<ClaimRecord> = stops
         .iter()
+        .filter(|s| s.decision != LIMIT_ACCEPTED)
         .map(|s| {
             let e = s.evaluation_id.and_then(|id| evals.get(&id));
             ClaimRecord {
@@ -161,6 +204,7 @@ pub async fn campaign(store: &Store, campaign_id: &str) -> anyhow::Result<Campai
                 decision: s.decision.clone(),
                 premature: !s.holds && s.decision != "allow",
                 question: s.question_id.and_then(|q| questions.get(&q).cloned()),
+                incorrect: e.and_then(Evaluation::incorrect_reason),
             }
         })
         .collect();
@@ -178,9 +222,49 @@ pub async fn campaign(store: &Store, campaign_id: &str) -> anyhow::Result<Campai
         records,
         sessions,
         agents,
+        limits_accepted: accepted_limits(store, campaign_id, &stops).await?,
         stop_attempts: stops,
         spend: Some(spend_of(&spend(store, campaign_id).await?)),
     })
+}
+
+/// The limit claims a person accepted, oldest first, each with the stops
+/// it let through (those after it, until the next verdict).
+async fn accepted_limits(
+    store: &Store,
+    campaign_id: &str,
+    stops: &[StopAttemptRow],
+) -> anyhow::Result<Vec<AcceptedLimitRecord>> {
+    use crate::events::kind;
+    let verdicts = store.recent_events(campaign_id, kind::CLAIM_VERDICT, 10_000).await?;
+    let claims = store.recent_events(campaign_id, kind::CLAIM, 10_000).await?;
+    let mut out = vec![];
+    for (i, v) in verdicts.iter().enumerate().rev().filter(|(_, v)| v.payload["verdict"] == "accepted") {
+        let claim_id = v.payload["claim_id"].as_i64().unwrap_or(0);
+        let claim = claims.iter().find(|c| c.id == claim_id);
+        // Newest first: the verdict after this one is at i - 1.
+        let until = i.checked_sub(1).map(|j| verdicts[j].id).unwrap_or(i64::MAX);
+        out.push(AcceptedLimitRecord {
+            claim_id,
+            by: v.payload["by"].as_str().unwrap_or("").to_string(),
+            why: claim.and_then(|c| c.payload["why"].as_str()).unwrap_or("").to_string(),
+            evidence: claim
+                .and_then(|c| c.payload["evidence"].as_array())
+                .map(|a| a.iter().filter_map(|f| f["name"].as_str().map(str::to_string)).collect())
+                .unwrap_or_default(),
+            evaluation_id: v.payload["evaluation_id"].as_i64(),
+            holds: v.payload["holds"].as_bool(),
+            geomean_speedup: v.payload["geomean_speedup"].as_f64(),
+            accepted_at: v.created_at.clone(),
+            stops: stops
+                .iter()
+                .filter(|s| s.decision == LIMIT_ACCEPTED)
+                .filter(|s| s.event_id > v.id && s.event_id < until)
+                .map(|s| s.id)
+                .collect(),
+        });
+    }
+    Ok(out)
 }
 
 fn spend_of(t: &crate::spend::Tally) -> Spend {
@@ -222,6 +306,7 @@ fn sessions_of(records: &[ClaimRecord], budget_sessions: &[Option<String>]) -> V
             let accepted = rs.iter().position(|r| r.decision == "allow");
             let first = rs.first().and_then(|r| r.geomean_speedup);
             let acc = accepted.and_then(|i| rs[i].geomean_speedup);
+            let gain = gain_of(rs, accepted);
             SessionOutcome {
                 session_id: sid.clone(),
                 agent: rs[0].agent.clone(),
@@ -230,10 +315,10 @@ fn sessions_of(records: &[ClaimRecord], budget_sessions: &[Option<String>]) -> V
                 blocks_before_acceptance: accepted.map(|i| rs[..i].iter().filter(|r| r.decision == "block").count()),
                 first_geomean: first,
                 accepted_geomean: acc,
-                gain_after_first_claim: match (first, acc) {
-                    (Some(f), Some(a)) if f > 0.0 => Some(a / f - 1.0),
-                    _ => None,
-                },
+                gain_after_first_claim: gain.as_ref().ok().map(|g| g.2),
+                gain_from_stop_attempt: gain.as_ref().ok().map(|g| g.0),
+                gain_from_geomean: gain.as_ref().ok().map(|g| g.1),
+                no_gain_reason: gain.err(),
                 ended: if accepted.is_some() {
                     "accepted".into()
                 } else if budget_sessions.contains(&sid) {
@@ -244,6 +329,34 @@ fn sessions_of(records: &[ClaimRecord], budget_sessions: &[Option<String>]) -> V
             }
         })
         .collect()
+}
+
+/// A session's gain, as (the claim it starts from, that claim's geomean,
+/// the relative gain to the accepted claim), or why there is none. It
+/// starts at the first claim judged on a correct evaluation: a wrong
+/// kernel's speed is no progress, so neither is what follows from it. A
+/// session whose claims before the accepted one were all incorrect has no
+/// gain (the accepted claim is no starting point for itself, unless it is
+/// the session's first).
+fn gain_of(rs: &[&ClaimRecord], accepted: Option<usize>) -> Result<(i64, f64, f64), String> {
+    let Some(acc) = accepted else {
+        return Err("no claim was accepted".into());
+    };
+    let Some(a) = rs[acc].geomean_speedup else {
+        return Err("the accepted claim has no geometric mean".into());
+    };
+    let judged = |r: &&&ClaimRecord| r.geomean_speedup.is_some() && r.incorrect.is_none();
+    let start = if acc == 0 { Some(&rs[0]) } else { rs[..acc].iter().find(judged) };
+    let Some(start) = start else {
+        let wrong = rs[..acc].iter().filter(|r| r.incorrect.is_some()).count();
+        return Err(format!(
+            "no claim before the accepted one was judged on a correct evaluation ({wrong} of {acc} incorrect): incorrect results are never progress"
+        ));
+    };
+    match start.geomean_speedup {
+        Some(f) if f > 0.0 => Ok((start.stop_attempt, f, a / f - 1.0)),
+        _ => Err(format!("the first correct claim (stop attempt {}) has no positive geometric mean", start.stop_attempt)),
+    }
 }
 
 fn agents_of(records: &[ClaimRecord], sessions: &[SessionOutcome]) -> Vec<AgentSummary> {
@@ -288,6 +401,30 @@ pub fn campaign_markdown(a: &CampaignAudit) -> String {
         a.premature_rate * 100.0,
         pct(a.mean_gain_after_premature)
     ));
+    if !a.limits_accepted.is_empty() {
+        out.push_str(&format!(
+            "{} limits accepted by a person (not completions, not successes):\n\n",
+            a.limits_accepted.len()
+        ));
+        for l in &a.limits_accepted {
+            out.push_str(&format!(
+                "- claim {}: accepted by {} at {} (geomean then {}, predicate {}): {} (evidence: {}; stops let through: {})\n",
+                l.claim_id,
+                md_cell(&l.by),
+                l.accepted_at,
+                l.geomean_speedup.map_or("-".into(), |g| format!("{g:.2}x")),
+                match l.holds {
+                    Some(true) => "held",
+                    Some(false) => "failed",
+                    None => "not evaluated",
+                },
+                md_cell(&l.why),
+                if l.evidence.is_empty() { "none".to_string() } else { l.evidence.join(", ") },
+                l.stops.len()
+            ));
+        }
+        out.push('\n');
+    }
     out.push_str("| agent | claims | premature | rate | gain after premature |\n|---|---|---|---|---|\n");
     for g in &a.agents {
         out.push_str(&format!(
@@ -299,7 +436,7 @@ pub fn campaign_markdown(a: &CampaignAudit) -> String {
             pct(g.mean_gain_after_premature)
         ));
     }
-    out.push_str("\n## Sessions\n\n| session | agent | claims | blocks before acceptance | first geomean | accepted geomean | gain | ended |\n|---|---|---|---|---|---|---|---|\n");
+    out.push_str("\n## Sessions\n\n| session | agent | claims | blocks before acceptance | gain from (first correct claim) | accepted geomean | gain | ended |\n|---|---|---|---|---|---|---|---|\n");
     for s in &a.sessions {
         out.push_str(&format!(
             "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
@@ -307,9 +444,12 @@ pub fn campaign_markdown(a: &CampaignAudit) -> String {
             s.agent,
             s.claims,
             s.blocks_before_acceptance.map_or("-".into(), |b| b.to_string()),
-            s.first_geomean.map_or("-".into(), |g| format!("{g:.2}x")),
+            s.gain_from_geomean.map_or("-".into(), |g| format!("{g:.2}x")),
             s.accepted_geomean.map_or("-".into(), |g| format!("{g:.2}x")),
-            pct(s.gain_after_first_claim),
+            match (&s.gain_after_first_claim, &s.no_gain_reason) {
+                (None, Some(why)) => format!("- ({})", md_cell(why)),
+                (g, _) => pct(*g),
+            },
             s.ended
         ));
     }

@@ -95,6 +95,35 @@ impl Evidence {
         Ok(ev)
     }
 
+    /// The evidence of a detector's finding (its parts, so that the bank
+    /// needs no detector types): the moment, the detector, its scenarios,
+    /// its one-line account, the evaluations it read and a claim's quote.
+    /// The campaign's start has nothing to name.
+    pub fn of_finding(
+        moment: &str,
+        detector: &str,
+        scenarios: &[String],
+        detail: &str,
+        evaluations: usize,
+        quote: Option<&str>,
+    ) -> Evidence {
+        if moment == "start" {
+            return Evidence { detector: Some(detector.to_string()), ..Default::default() };
+        }
+        let mut facts = BTreeMap::new();
+        if evaluations > 0 {
+            facts.insert("evaluations".to_string(), evaluations.to_string());
+        }
+        Evidence {
+            detector: Some(detector.to_string()),
+            scenarios: scenarios.to_vec(),
+            quote: quote.map(str::to_string).filter(|q| !q.trim().is_empty()),
+            facts,
+            // A claim's detail only repeats its quote.
+            detail: (quote.is_none() && !detail.trim().is_empty()).then(|| detail.to_string()),
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         *self == Evidence::default()
     }
@@ -162,9 +191,9 @@ pub fn placeholders(text: &str) -> Vec<&str> {
 /// Whether `name` is a placeholder the bank may use.
 pub fn known_placeholder(name: &str) -> bool {
     matches!(name, "scenarios" | "quote" | "detail")
-        || name.strip_prefix("facts.").is_some_and(|f| {
-            !f.is_empty() && f.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        })
+        || name
+            .strip_prefix("facts.")
+            .is_some_and(|f| !f.is_empty() && f.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
 }
 
 /// The entry's text with its placeholders filled from `ev`, or `None`
@@ -178,13 +207,24 @@ pub fn render(entry: &Entry, ev: Option<&Evidence>) -> Option<String> {
     Some(text)
 }
 
+/// Whether `text` names `word` as a word of its own (scenario `c` is not
+/// named by "cache").
+fn names(text: &str, word: &str) -> bool {
+    let part = |c: char| c.is_alphanumeric() || c == '_';
+    text.match_indices(word).any(|(i, _)| {
+        !text[..i].chars().next_back().is_some_and(part) && !text[i + word.len()..].chars().next().is_some_and(part)
+    })
+}
+
 /// What is delivered: the rendered text, with a first line naming the
 /// scenarios or quoting the claim when the text does not already.
 pub fn deliver(text: &str, moment: &str, ev: Option<&Evidence>) -> String {
     let Some(ev) = ev else { return text.to_string() };
-    let names_scenarios = !ev.scenarios.is_empty() && ev.scenarios.iter().all(|s| text.contains(s.as_str()));
+    let names_scenarios = !ev.scenarios.is_empty() && ev.scenarios.iter().all(|s| names(text, s));
     let quotes = ev.quote.as_deref().is_some_and(|q| text.contains(q));
-    if names_scenarios || quotes {
+    // A text that carries the detector's own account names it already.
+    let tells = ev.scenarios.is_empty() && ev.quote.is_none() && ev.detail.as_deref().is_some_and(|d| text.contains(d));
+    if names_scenarios || quotes || tells {
         return text.to_string();
     }
     let what = moment.replace('_', " ");
@@ -197,7 +237,8 @@ pub fn deliver(text: &str, moment: &str, ev: Option<&Evidence>) -> String {
         let s = if ev.scenarios.len() == 1 { "scenario" } else { "scenarios" };
         format!("About {s} {} ({why}):", list(&ev.scenarios))
     } else if let Some(q) = &ev.quote {
-        let q: String = if q.chars().count() > 200 { format!("{}...", q.chars().take(200).collect::<String>()) } else { q.clone() };
+        let q: String =
+            if q.chars().count() > 200 { format!("{}...", q.chars().take(200).collect::<String>()) } else { q.clone() };
         format!("You wrote: \"{q}\" ({why}).")
     } else if ev.detail.is_some() || ev.detector.is_some() {
         format!("About this {why}:")
@@ -256,7 +297,9 @@ mod tests {
         let partial = Evidence { scenarios: vec!["a".into()], ..Default::default() };
         assert_eq!(render(&e, Some(&partial)), None, "no quote, no worst: not picked");
         assert_eq!(placeholders("{a} x {facts.b}"), ["a", "facts.b"]);
-        assert!(known_placeholder("facts.worst_speedup") && !known_placeholder("scenario") && !known_placeholder("facts."));
+        assert!(
+            known_placeholder("facts.worst_speedup") && !known_placeholder("scenario") && !known_placeholder("facts.")
+        );
     }
 
     #[test]
@@ -271,9 +314,19 @@ mod tests {
             "About scenarios b and c (plateau: geomean within 1% over 3 evaluations):\nQ?"
         );
         assert_eq!(deliver("Is b or c slow?", "plateau", Some(&ev)), "Is b or c slow?", "already named");
+        assert!(
+            deliver("Which cache bank?", "plateau", Some(&ev)).starts_with("About scenarios b and c"),
+            "not a word"
+        );
         let claim = Evidence { quote: Some("this is memory-bound".into()), ..Default::default() };
-        assert_eq!(deliver("Q?", "limit_claim", Some(&claim)), "You wrote: \"this is memory-bound\" (limit claim).\nQ?");
+        assert_eq!(
+            deliver("Q?", "limit_claim", Some(&claim)),
+            "You wrote: \"this is memory-bound\" (limit claim).\nQ?"
+        );
         assert_eq!(deliver("Q?", "start", None), "Q?");
+        let looped = Evidence { detail: Some("9 of 20 lines re-added".into()), ..Default::default() };
+        assert_eq!(deliver("9 of 20 lines re-added: why?", "edit_loop", Some(&looped)), "9 of 20 lines re-added: why?");
+        assert_eq!(deliver("Why?", "edit_loop", Some(&looped)), "About this edit loop: 9 of 20 lines re-added:\nWhy?");
         assert_eq!(deliver("Q?", "start", Some(&Evidence::default())), "Q?");
         let many: Vec<String> = (0..9).map(|i| format!("s{i}")).collect();
         assert_eq!(list(&many), "s0, s1, s2, s3, s4 and 4 more");

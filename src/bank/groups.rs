@@ -14,9 +14,83 @@ pub fn groups_for(moment: &str) -> &'static [&'static str] {
     }
 }
 
+/// Entries that challenge a claimed limit with an experiment (a
+/// falsifying test, a measured ceiling, a stripped-down skeleton, another
+/// level): what a limit claim prefers.
+pub const CHALLENGE_LIMIT: &[&str] = &[
+    "process-003",
+    "process-010",
+    "measure-011",
+    "bound-002",
+    "bound-007",
+    "bound-010",
+    "parallel-002",
+    "parallel-009",
+    "instr-010",
+    "compare-001",
+    "compare-004",
+    "process-005",
+    "process-011",
+];
+/// Entries about fixed per-call cost: launches, latency, the zero-size
+/// intercept. What a plateau on the smallest scenarios prefers.
+pub const LAUNCH_BOUND: &[&str] =
+    &["bound-006", "bound-011", "gap-005", "gap-009", "parallel-003", "parallel-004", "parallel-007", "measure-003"];
+
+/// Bank ids and groups the evidence points to (selection weighs them up;
+/// it never limits the choice to them): by detector, by the claim's words,
+/// and a plateau on the campaign's smallest scenarios (`all`, smallest
+/// first) to launch and latency questions.
+pub fn routed(moment: &str, ev: Option<&super::evidence::Evidence>, all: &[String]) -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    if moment == "limit_claim" {
+        out.extend(CHALLENGE_LIMIT);
+    }
+    let Some(ev) = ev else { return out };
+    if moment == "plateau" && ev.on_small_scenarios(all) {
+        out.extend(LAUNCH_BOUND);
+        out.push("parallelism_launch");
+    }
+    match ev.detector.as_deref().unwrap_or("") {
+        "faster_than_bound" => out.extend(["bound-003", "bench-001", "bench-007"]),
+        "zero_error" => out.extend(["correct-009", "bench-003", "bench-009"]),
+        "cv_jump" => out.extend(["measure-004", "measure-005", "measure-001"]),
+        "concentrated_gain" => out.extend(["bench-004", "gap-003"]),
+        "correctness_regression" => out.extend(["correct-007", "correct-005"]),
+        "tool_calls_without_evaluation" => out.extend(["measure-006", "process-006"]),
+        _ => {}
+    }
+    let quote = ev.quote.as_deref().unwrap_or("").to_ascii_lowercase();
+    let words: [(&[&str], &[&'static str]); 4] = [
+        (&["memory-bound", "memory bound", "bandwidth"], &["bound-002", "memory-003", "bound-005", "bound-009"]),
+        (&["launch", "overhead", "latency"], &["parallel-003", "bound-006", "gap-005", "parallel-004"]),
+        (&["rounding", "precision", "tf32", "floating"], &["correct-010", "instr-009", "correct-001"]),
+        (&["compute-bound", "compute bound", "peak flops", "tensor core"], &["bound-007", "instr-010", "bound-001"]),
+    ];
+    for (keys, ids) in words {
+        if keys.iter().any(|k| quote.contains(k)) {
+            out.extend(ids);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn evidence_routes_the_choice() {
+        use crate::bank::evidence::Evidence;
+        let all: Vec<String> = ["s1", "s2", "s3", "m", "l", "xl"].iter().map(|s| s.to_string()).collect();
+        let small = Evidence { scenarios: vec!["s1".into()], ..Default::default() };
+        assert!(routed("plateau", Some(&small), &all).contains(&"parallel-003"));
+        let large = Evidence { scenarios: vec!["xl".into()], ..Default::default() };
+        assert!(!routed("plateau", Some(&large), &all).contains(&"parallel-003"));
+        assert!(routed("limit_claim", None, &all).contains(&"process-003"));
+        let q = Evidence { quote: Some("We are memory-bound now".into()), ..Default::default() };
+        assert!(routed("limit_claim", Some(&q), &all).contains(&"memory-003"));
+    }
 
     #[test]
     fn each_moment_maps_to_core_groups() {

@@ -15,6 +15,8 @@ pub struct Asked {
     pub campaign_id: String,
     pub bank_id: Option<String>,
     pub delivered_at: String,
+    /// The moment it was asked at, where recorded.
+    pub moment: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -113,6 +115,23 @@ pub fn attribute(asked: &[Asked], evals: &[EvalPoint], window: usize, threshold:
         });
     }
     out
+}
+
+/// [`stats`] per moment and entry, keyed `moment/bank_id` (selection
+/// learns what helps at each moment, not pooled over moments).
+pub fn stats_by_moment(asked: &[Asked], attributions: &[Attribution]) -> BTreeMap<String, EntryStats> {
+    let moment_of: HashMap<i64, &str> =
+        asked.iter().filter_map(|a| Some((a.question_id, a.moment.as_deref()?))).collect();
+    let keyed: Vec<Attribution> = attributions
+        .iter()
+        .filter_map(|a| {
+            let m = moment_of.get(&a.question_id)?;
+            let mut a = a.clone();
+            a.bank_id = Some(format!("{m}/{}", a.bank_id.as_deref()?));
+            Some(a)
+        })
+        .collect();
+    stats(&keyed)
 }
 
 /// Per bank entry: asks, gains, status and the evidence of each gain.
@@ -214,6 +233,7 @@ mod tests {
                 campaign_id: campaign(*c),
                 bank_id: b.then(|| format!("q-{}", i % 4)),
                 delivered_at: stamp(*m),
+                moment: None,
             }).collect();
             let evals: Vec<EvalPoint> = e.iter().enumerate().map(|(i, (c, m, g))| EvalPoint {
                 id: i as i64,
@@ -239,7 +259,21 @@ mod tests {
             campaign_id: c.into(),
             bank_id: Some(bank.into()),
             delivered_at: format!("2026-01-01T00:00:{t}.000Z"),
+            moment: Some("plateau".into()),
         }
+    }
+
+    #[test]
+    fn stats_by_moment_keep_moments_apart() {
+        let asked = vec![
+            q(1, "a", "gap-001", "01"),
+            Asked { moment: Some("limit_claim".into()), ..q(2, "a", "gap-001", "03") },
+        ];
+        let evals = vec![ev(1, "a", "00", Some(1.0)), ev(2, "a", "02", Some(1.5)), ev(3, "a", "04", Some(1.5))];
+        let att = attribute(&asked, &evals, DEFAULT_WINDOW, DEFAULT_THRESHOLD);
+        let by = stats_by_moment(&asked, &att);
+        assert_eq!((by["plateau/gap-001"].asks, by["plateau/gap-001"].gains), (1, 1));
+        assert_eq!((by["limit_claim/gap-001"].asks, by["limit_claim/gap-001"].gains), (1, 0));
     }
 
     #[test]

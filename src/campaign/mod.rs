@@ -130,6 +130,7 @@ pub const DEVICES: [&str; 2] = ["gpu", "cpu"];
 pub const ARCHITECTURES: [(&str, &str); 6] =
     [("hopper", "gpu"), ("blackwell", "gpu"), ("ampere", "gpu"), ("amd_cdna", "gpu"), ("x86", "cpu"), ("arm", "cpu")];
 /// Other names for the families, lower case: products and compute targets.
+#[rustfmt::skip]
 const ARCHITECTURE_ALIASES: [(&str, &str); 40] = [
     ("h100", "hopper"), ("h200", "hopper"), ("h800", "hopper"), ("h20", "hopper"), ("gh200", "hopper"),
     ("sm_90", "hopper"), ("sm_90a", "hopper"), ("sm90", "hopper"), ("sm90a", "hopper"),

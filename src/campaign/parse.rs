@@ -533,7 +533,11 @@ fn parse_checked(text: &str, file: &str, base: &Path, check_workspace: bool) -> 
     }
     if let Some(d) = &raw.device {
         if !super::DEVICES.contains(&d.get_ref().as_str()) {
-            loc.push(d.span(), "device", format!("unknown device `{}`; expected one of {}", d.get_ref(), super::DEVICES.join(", ")));
+            loc.push(
+                d.span(),
+                "device",
+                format!("unknown device `{}`; expected one of {}", d.get_ref(), super::DEVICES.join(", ")),
+            );
         } else if let Some(implied) = raw.architecture.as_ref().and_then(|a| super::device_of(a.get_ref())) {
             if implied != d.get_ref() {
                 loc.push(d.span(), "device", format!("`{}` contradicts the architecture, a {implied}", d.get_ref()));
@@ -563,9 +567,9 @@ fn parse_checked(text: &str, file: &str, base: &Path, check_workspace: bool) -> 
         name: raw.name.into_inner(),
         workspace,
         goal: raw.goal,
-        architecture: raw.architecture.map(|a| {
-            super::canonical_architecture(a.get_ref()).map_or_else(|| a.into_inner(), str::to_string)
-        }),
+        architecture: raw
+            .architecture
+            .map(|a| super::canonical_architecture(a.get_ref()).map_or_else(|| a.into_inner(), str::to_string)),
         device: raw.device.map(Spanned::into_inner),
         comparison: raw.comparison,
         domains: raw.domains,

@@ -1,4 +1,4 @@
-//! `gadfly bank lint|list|stats|export-stats`: the question bank's
+//! `gadfly bank lint|list|stats|export-stats|pick`: the question bank's
 //! commands (entry code; the bank itself, `crate::bank`, is the domain's).
 
 use std::path::{Path, PathBuf};
@@ -80,6 +80,21 @@ pub(super) async fn run(cmd: BankCommand, client: fn(Duration) -> anyhow::Result
             }
             Ok(ExitCode::SUCCESS)
         }
+        BankCommand::Pick { moment, evidence, spec, seed, json, bank } => {
+            let q = pick(&moment, evidence.as_deref(), spec.as_deref(), seed, bank)?;
+            if json {
+                println!("{}", serde_json::to_string(&q)?);
+            } else {
+                println!(
+                    "{} ({}, {}):\n{}",
+                    q["bank_id"].as_str().unwrap_or(""),
+                    q["group"].as_str().unwrap_or(""),
+                    moment,
+                    q["text"].as_str().unwrap_or("")
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         BankCommand::ExportStats { file } => {
             let stats = client(Duration::from_secs(60))?.get("/bank/stats").await?;
             let text = export_toml(&stats);
@@ -88,6 +103,54 @@ pub(super) async fn run(cmd: BankCommand, client: fn(Duration) -> anyhow::Result
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// `gadfly bank pick`: the question the daemon would deliver at `moment`
+/// for this evidence, chosen by the daemon's own code
+/// (`gate::choose_question`) with nothing asked yet and no learned yield.
+fn pick(
+    moment: &str,
+    evidence: Option<&Path>,
+    spec: Option<&Path>,
+    seed: u64,
+    bank: Option<PathBuf>,
+) -> anyhow::Result<Value> {
+    use crate::bank::{evidence::Evidence, groups::groups_for, select};
+    if !crate::bank::MOMENTS.contains(&moment) {
+        anyhow::bail!("unknown moment `{moment}`; expected one of {}", crate::bank::MOMENTS.join(", "));
+    }
+    let evidence = match evidence {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| anyhow::anyhow!("cannot read evidence file {}: {e}", path.display()))?;
+            let value: Value = serde_json::from_str(&text)
+                .map_err(|e| anyhow::anyhow!("evidence file {}: not JSON: {e}", path.display()))?;
+            Some(Evidence::from_json(&value).map_err(|e| anyhow::anyhow!("evidence file {}: {e}", path.display()))?)
+        }
+        None => None,
+    };
+    let spec = match spec {
+        Some(path) => crate::campaign::load_detached(path)?,
+        None => crate::campaign::parse_detached(
+            "name = 'bank-pick'\nworkspace = '.'\n[harness]\nrun = 'true {results}'\nscenarios = ['default']\n",
+            "(no spec)",
+            Path::new("."),
+        )?,
+    };
+    let bank = local_bank(bank)?;
+    let stats = std::collections::HashMap::new();
+    let req = select::Request {
+        moment,
+        spec: &spec,
+        asked: &[],
+        prefer: groups_for(moment),
+        stats: &stats,
+        seed,
+        evidence: evidence.as_ref(),
+    };
+    let q = crate::gate::choose_question(&bank.entries, &req);
+    let group = bank.get(&q.source).map_or("builtin", |e| e.group.as_str());
+    Ok(json!({"bank_id": q.source, "group": group, "moment": q.moment, "text": q.text}))
 }
 
 fn join_counts<'a>(it: impl Iterator<Item = (&'a String, &'a usize)>) -> String {

@@ -119,6 +119,25 @@ pub enum Command {
     Console,
     /// Queue a question for the agent; it is delivered at its next stop.
     Ask { id: String, text: String },
+    /// File a claim from the agent's shell (with the campaign's $GADFLY_TOKEN and $GADFLY_CAMPAIGN,
+    /// which gadfly sets for the agents it supervises): `limit` says the goal cannot be reached, with
+    /// evidence, and a person may accept it (then the agent may stop, as an accepted limit, not a
+    /// success) or reject it with a reason; `blocked` says something outside the agent's reach stops
+    /// it; `done` is a completion claim (the gate still judges it at the stop).
+    Claim {
+        claim: ClaimArg,
+        /// What you claim and why, in your own words.
+        #[arg(long)]
+        why: String,
+        /// A text file of evidence (a measurement, a profile, a roofline); repeat for more (at most 8, 64 KiB each).
+        #[arg(long = "evidence", value_name = "FILE")]
+        evidence: Vec<PathBuf>,
+        /// The campaign (default: $GADFLY_CAMPAIGN).
+        #[arg(long, env = "GADFLY_CAMPAIGN")]
+        campaign: String,
+        #[arg(long)]
+        json: bool,
+    },
     /// Write gadfly's hooks into an agent's configuration, so an agent you start by hand is supervised.
     Attach {
         id: String,
@@ -236,6 +255,14 @@ pub enum HookAgent {
     ClaudeCode,
 }
 
+/// What `gadfly claim` files.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClaimArg {
+    Limit,
+    Blocked,
+    Done,
+}
+
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FailMode {
     Closed,
@@ -341,7 +368,8 @@ pub enum BeamCommand {
 
 #[derive(Subcommand, Debug)]
 pub enum MomentsCommand {
-    /// Read {"id", "text"} JSON lines (stdin by default), print {"id", "labels"} lines.
+    /// Read {"id", "text"} JSON lines (stdin by default; an optional "context" string carries the tool
+    /// output that preceded the message), print {"id", "labels"} lines.
     Classify {
         #[arg(long)]
         input: Option<PathBuf>,
@@ -381,6 +409,26 @@ pub enum BankCommand {
     },
     /// Write the learned statistics as TOML that can be merged into the bank's provenance.
     ExportStats { file: PathBuf },
+    /// Print the question gadfly would deliver at a moment, for this evidence, now (no daemon; no learned yield, nothing asked yet).
+    Pick {
+        /// The moment: start, plateau, limit_claim, completion_claim, suspicious_gain, correctness_dismissal, edit_loop.
+        #[arg(long)]
+        moment: String,
+        /// A JSON object with the moment's evidence: quote, scenarios, facts (numbers or strings), detector.
+        #[arg(long)]
+        evidence: Option<PathBuf>,
+        /// The campaign spec the question is for (architecture, device, comparison, domains, scenarios).
+        #[arg(long)]
+        spec: Option<PathBuf>,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Print {"bank_id","group","moment","text"}.
+        #[arg(long)]
+        json: bool,
+        /// Bank folder (default: ./question_bank if present, else the bank built into the binary).
+        #[arg(long)]
+        bank: Option<PathBuf>,
+    },
 }
 
 #[derive(Args, Debug)]
@@ -517,6 +565,23 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             println!("queued question {} for campaign {id}; it reaches the agent at its next stop", q["id"]);
             Ok(ExitCode::SUCCESS)
         }
+        Command::Claim { claim, why, evidence, campaign, json } => {
+            let claim = match claim {
+                ClaimArg::Limit => "limit",
+                ClaimArg::Blocked => "blocked",
+                ClaimArg::Done => "done",
+            };
+            let files = read_evidence(&evidence)?;
+            let filed = client(Duration::from_secs(60))?
+                .post(&format!("/campaigns/{campaign}/claims"), &json!({"claim": claim, "why": why, "evidence": files}))
+                .await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&filed)?);
+            } else {
+                println!("gadfly: claim {} ({claim}) filed: {}", filed["id"], filed["note"].as_str().unwrap_or(""));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Bank(b) => bank::run(b, client).await,
         Command::Moments(m) => moments(m),
         Command::Beam(b) => beam(b).await,
@@ -640,6 +705,30 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
 
 fn client(timeout: Duration) -> anyhow::Result<Client> {
     Client::new(&ClientConfig::from_env(), timeout)
+}
+
+/// The evidence files of `gadfly claim`, read as text, refused before any
+/// upload when there are too many or one is too large.
+fn read_evidence(paths: &[PathBuf]) -> anyhow::Result<Vec<serde_json::Value>> {
+    use crate::events::{MAX_EVIDENCE_BYTES, MAX_EVIDENCE_FILES};
+    if paths.len() > MAX_EVIDENCE_FILES {
+        anyhow::bail!("{} evidence files: at most {MAX_EVIDENCE_FILES} a claim", paths.len());
+    }
+    paths
+        .iter()
+        .map(|p| {
+            let bytes = std::fs::read(p).with_context(|| format!("reading evidence file {}", p.display()))?;
+            if bytes.len() > MAX_EVIDENCE_BYTES {
+                anyhow::bail!(
+                    "evidence file {} is {} bytes: at most {MAX_EVIDENCE_BYTES} a file (attach a summary or an excerpt)",
+                    p.display(),
+                    bytes.len()
+                );
+            }
+            let name = p.file_name().map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().to_string());
+            Ok(json!({"name": name, "text": String::from_utf8_lossy(&bytes)}))
+        })
+        .collect()
 }
 
 /// `gadfly eval`'s status: 0 when the predicate holds, 1 when it fails

@@ -35,21 +35,13 @@ pub(super) fn moments(cmd: MomentsCommand) -> anyhow::Result<ExitCode> {
                         continue;
                     }
                 };
-                let Some(text) = v["text"].as_str() else {
-                    eprintln!("{name}:{}: field `text` is missing or not a string", i + 1);
-                    bad += 1;
-                    continue;
-                };
-                let labels: Vec<&str> = classifier.classify(text).iter().map(|l| l.as_str()).collect();
-                let mut o = json!({"id": v["id"], "labels": labels});
-                if explain {
-                    o["evidence"] = json!(classifier
-                        .explain(text)
-                        .into_iter()
-                        .map(|(l, q)| json!({"label": l.as_str(), "quote": q}))
-                        .collect::<Vec<_>>());
+                match classify_line(&classifier, &v, explain) {
+                    Ok(o) => writeln!(out, "{o}")?,
+                    Err(why) => {
+                        eprintln!("{name}:{}: {why}", i + 1);
+                        bad += 1;
+                    }
                 }
-                writeln!(out, "{o}")?;
             }
             Ok(if bad == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
         }
@@ -71,5 +63,57 @@ pub(super) fn moments(cmd: MomentsCommand) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+    }
+}
+
+/// One input line of `gadfly moments classify`: `text` (required), `id`
+/// (echoed), `context` (optional: the tool output that preceded the
+/// message, a string or null; the classifier judges the message's own
+/// words, so it does not change the labels); other fields are ignored.
+fn classify_line(classifier: &crate::classify::HybridClassifier, v: &Value, explain: bool) -> Result<Value, String> {
+    use crate::classify::Classifier;
+    let Some(text) = v["text"].as_str() else {
+        return Err("field `text` is missing or not a string".into());
+    };
+    if !(v["context"].is_null() || v["context"].is_string()) {
+        return Err("field `context` (the preceding tool output) must be a string".into());
+    }
+    let labels: Vec<&str> = classifier.classify(text).iter().map(|l| l.as_str()).collect();
+    let mut o = json!({"id": v["id"], "labels": labels});
+    if explain {
+        o["evidence"] = json!(classifier
+            .explain(text)
+            .into_iter()
+            .map(|(l, q)| json!({"label": l.as_str(), "quote": q}))
+            .collect::<Vec<_>>());
+    }
+    Ok(o)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::classify::HybridClassifier;
+
+    #[test]
+    fn a_line_may_carry_the_preceding_tool_output_as_context() {
+        let c = HybridClassifier::default();
+        let text = "cuBLAS is already highly optimized; this is the hardware limit, we cannot beat it.";
+        let plain = classify_line(&c, &json!({"id": 1, "text": text}), false).unwrap();
+        let with = classify_line(
+            &c,
+            &json!({"id": 1, "text": text, "context": "$ ./bench\nours 1.02 ms, cublas 0.98 ms", "source": "x"}),
+            true,
+        )
+        .unwrap();
+        assert_eq!(with["id"], 1);
+        assert_eq!(with["labels"], plain["labels"], "the context is accepted beside the text");
+        assert!(with["evidence"].is_array());
+        let null = classify_line(&c, &json!({"id": 2, "text": text, "context": null}), false).unwrap();
+        assert_eq!(null["labels"], plain["labels"]);
+        // A context that is not text is refused with a clear message, as a bad `text` is.
+        let bad = classify_line(&c, &json!({"id": 3, "text": text, "context": {"out": 1}}), false).unwrap_err();
+        assert!(bad.contains("`context`") && bad.contains("string"), "{bad}");
+        assert!(classify_line(&c, &json!({"context": "x"}), false).unwrap_err().contains("`text`"));
     }
 }

@@ -554,6 +554,11 @@ impl ClaimKind {
     }
 }
 
+/// At most this many evidence files a claim.
+pub const MAX_EVIDENCE_FILES: usize = 8;
+/// At most this many bytes an evidence file.
+pub const MAX_EVIDENCE_BYTES: usize = 64 * 1024;
+
 /// One evidence file of a claim, as uploaded (text).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ClaimFile {

@@ -113,13 +113,23 @@ pub fn plateau(history: &[Evaluation], s: &Settings) -> Option<Finding> {
         moment: "plateau".into(),
         detector: "plateau".into(),
         evaluations: window.iter().map(id).collect(),
-        scenarios: vec![],
+        scenarios: worst_scenarios(history.last()?),
         detail: format!(
             "the best geometric mean over the last {n} evaluations is {}, against {best_before:.3}x before them: less than the {:.1}% gain asked",
             if best_window.is_finite() { format!("{best_window:.3}x") } else { "unknown".into() },
             s.plateau_min_gain * 100.0
         ),
     })
+}
+
+/// The scenarios a plateau is about: the slowest third (one at least,
+/// five at most) of the latest evaluation by speedup, worst first.
+fn worst_scenarios(latest: &Evaluation) -> Vec<String> {
+    let mut by: Vec<(&str, f64)> =
+        latest.verdict.scenarios.iter().filter_map(|s| Some((s.scenario.as_str(), s.speedup?))).collect();
+    by.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(b.0)));
+    let n = by.len().div_ceil(3).clamp(usize::from(!by.is_empty()), 5);
+    by[..n].iter().map(|(s, _)| s.to_string()).collect()
 }
 
 /// Tool calls going on without any new evaluation.

@@ -17,6 +17,7 @@
 pub mod detect;
 pub mod edit_loop;
 pub mod plan;
+pub mod pressure;
 pub mod recheck;
 
 use crate::classify::{HybridClassifier, Label};

@@ -547,7 +547,15 @@ impl Replayer<'_> {
     fn raise_with(&mut self, n: usize, f: &Finding, mut moment: crate::events::Moment) {
         match plan::act_for(self.spec.mode) {
             Act::Queue => {
-                let q = self.pick(&f.moment, groups_for(&f.moment));
+                let evidence = crate::bank::evidence::Evidence::of_finding(
+                    &f.moment,
+                    &f.detector,
+                    &f.scenarios,
+                    &f.detail,
+                    f.evaluations.len(),
+                    moment.claim.as_ref().map(|c| c.quote.as_str()),
+                );
+                let q = self.pick_for(&f.moment, groups_for(&f.moment), Some(&evidence));
                 let id = self.queue_question(false, Some(&q.source), Some(&f.moment), &q.text);
                 moment.outcome =
                     MomentOutcome::Question { question_id: id, bank_id: q.source, text: q.text, via: None };
@@ -564,6 +572,7 @@ impl Replayer<'_> {
                     prefer: &[],
                     stats: &stats,
                     seed: select::seed_for(&self.seed_key, total),
+                    evidence: None,
                 };
                 let suggestions = select::suggest(self.entries, &req, plan::SUGGESTIONS);
                 moment.outcome = MomentOutcome::Suggestions(
@@ -634,6 +643,7 @@ impl Replayer<'_> {
                     campaign_id: self.campaign.clone(),
                     bank_id: q.bank_id.clone(),
                     delivered_at: stamp(at),
+                    moment: q.moment.clone(),
                 })
             })
             .collect();
@@ -648,11 +658,18 @@ impl Replayer<'_> {
             })
             .collect();
         let attributions = learn::attribute(&delivered, &evals, learn::DEFAULT_WINDOW, learn::DEFAULT_THRESHOLD);
-        (asked, self.queue.len(), learn::stats(&attributions).into_iter().collect())
+        let mut stats: HashMap<String, learn::EntryStats> = learn::stats(&attributions).into_iter().collect();
+        stats.extend(learn::stats_by_moment(&delivered, &attributions));
+        (asked, self.queue.len(), stats)
     }
 
     /// The question for `moment` (the daemon's `pick_question`).
     fn pick(&self, moment: &str, prefer: &[&str]) -> Question {
+        self.pick_for(moment, prefer, None)
+    }
+
+    /// [`Self::pick`] with the moment's evidence (the daemon's `pick_question_for`).
+    fn pick_for(&self, moment: &str, prefer: &[&str], evidence: Option<&crate::bank::evidence::Evidence>) -> Question {
         let (asked, total, stats) = self.selection_inputs();
         let req = select::Request {
             moment,
@@ -661,6 +678,7 @@ impl Replayer<'_> {
             prefer,
             stats: &stats,
             seed: select::seed_for(&self.seed_key, total),
+            evidence,
         };
         gate::choose_question(self.entries, &req)
     }

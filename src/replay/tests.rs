@@ -236,6 +236,7 @@ fn the_same_seed_gives_the_same_replay_and_the_seed_reaches_the_bank() {
         prefer: groups_for("start"),
         stats: &HashMap::new(),
         seed: select::seed_for("c-test", 0),
+        evidence: None,
     };
     assert_eq!(first, Some(gate::choose_question(bank(), &req).source));
 }
@@ -352,6 +353,7 @@ fn the_builtin_questions_take_turns_when_no_entry_fits() {
         prefer: &[],
         stats: &HashMap::new(),
         seed: 1,
+        evidence: None,
     };
     let q = gate::choose_question(&[], &req);
     assert_eq!((q.source.as_str(), q.moment.as_str()), ("builtin-completion-3", "completion_claim"));

@@ -244,8 +244,8 @@ impl Store {
         // evaluations: what a selection costs stays bounded however long
         // the campaigns run (the daemon picks a question at every moment).
         let qs = sqlx::query(
-            "select id, campaign_id, bank_id, delivered_at from (
-                 select id, campaign_id, bank_id, delivered_at from questions
+            "select id, campaign_id, bank_id, delivered_at, moment from (
+                 select id, campaign_id, bank_id, delivered_at, moment from questions
                  where status = 'delivered' and delivered_at is not null and bank_id is not null
                  order by id desc limit $1) latest
              order by id",
@@ -261,6 +261,7 @@ impl Store {
                     campaign_id: r.try_get("campaign_id")?,
                     bank_id: r.try_get("bank_id")?,
                     delivered_at: r.try_get("delivered_at")?,
+                    moment: r.try_get("moment")?,
                 })
             })
             .collect::<anyhow::Result<Vec<_>>>()?;

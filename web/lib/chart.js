@@ -6,7 +6,7 @@
 // no progress: it is drawn as a red cross off the lines.
 
 import { h, s, fill } from './dom.js';
-import { speedup, when, full, parseTime, shortTree, truncate, oneLine } from './format.js';
+import { speedup, when as whenTime, full, parseTime, shortTree, truncate, oneLine } from './format.js';
 
 const TICKS = [0.05, 0.1, 0.2, 0.25, 0.5, 0.75, 1, 1.25, 1.5, 1.75, 2, 2.5, 3, 4, 5, 6, 8, 10, 15, 20, 30, 50, 100, 200, 500, 1000];
 const HEIGHT = 260;
@@ -15,7 +15,7 @@ const M = { top: 44, right: 84, bottom: 34, left: 52 };
 const isNum = (x) => typeof x === 'number' && Number.isFinite(x) && x > 0;
 
 export class Chart {
-  constructor({ onSelect } = {}) {
+  constructor({ onSelect, moments = false } = {}) {
     this.onSelect = onSelect;
     this.data = { evaluations: [], stops: [], questions: [] };
     this.focus = null;
@@ -26,7 +26,8 @@ export class Chart {
       h('span', { class: 'lg lg-incorrect', title: 'a scenario incorrect or missing, or the evaluation failed: not progress, never best' }, h('i'), 'incorrect'),
       h('span', { class: 'lg lg-block' }, h('i'), 'stop blocked'),
       h('span', { class: 'lg lg-allow' }, h('i'), 'stop allowed'),
-      h('span', { class: 'lg lg-ask' }, h('i'), 'question'));
+      h('span', { class: 'lg lg-ask' }, h('i'), 'question'),
+      moments ? h('span', { class: 'lg lg-moment' }, h('i'), 'moment') : null);
     this.box = h('div', { class: 'chart-box' });
     this.el = h('div', { class: 'chart' }, h('div', { class: 'chart-head' }, this.legend), this.box, this.readout);
     this.width = 0;
@@ -50,11 +51,13 @@ export class Chart {
 
   draw() {
     const { evaluations: evals, stops, questions, minSpeedup, minGeomean } = this.data;
+    // A replay's times are seconds into the session: its own labels.
+    const when = this.data.when || whenTime;
     const W = Math.max(320, this.box.clientWidth || 800);
     this.width = W;
     const n = evals.length;
     if (!n) {
-      fill(this.box, h('div', { class: 'empty chart-empty' }, 'No evaluation yet: the chart starts with the first one (at a stop attempt, with Evaluate now, or ',
+      fill(this.box, this.data.empty ? h('div', { class: 'empty chart-empty' }, this.data.empty) : h('div', { class: 'empty chart-empty' }, 'No evaluation yet: the chart starts with the first one (at a stop attempt, with Evaluate now, or ',
         h('code', null, `gadfly eval ${this.data.campaign || 'ID'}`), ').'));
       fill(this.readout);
       return;
@@ -139,6 +142,17 @@ export class Chart {
       qs.appendChild(g);
     }
     svg.appendChild(qs);
+
+    // Moments (a replay's): a diamond under the plot where each was seen.
+    const ms = s('g', { class: 'moments' });
+    for (const m of this.data.moments || []) {
+      const at = xAt(m.created_at);
+      const cy = M.top + plotH - 4;
+      ms.appendChild(s('path', { class: 'moment-marker', dataset: { moment: m.moment, step: m.step },
+        d: `M${at},${cy - 5}L${at + 4},${cy}L${at},${cy + 5}L${at - 4},${cy}Z` },
+      s('title', null, `${m.moment} at step ${m.step}: ${truncate(oneLine(m.detail || ''), 300)}`)));
+    }
+    svg.appendChild(ms);
 
     // Series.
     const series = (key, cls) => {
@@ -257,6 +271,7 @@ export class Chart {
 
   showReadout(e, i) {
     if (!e) return;
+    const when = this.data.when || whenTime;
     fill(this.readout,
       h('span', { class: 'num strong' }, `#${e.id}`),
       h('span', { class: 'muted', title: full(e.created_at) }, when(e.created_at)),

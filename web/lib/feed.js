@@ -24,6 +24,7 @@ export function family(kind) {
   if (kind.startsWith('evaluation')) return 'evaluation';
   if (kind === 'hook.stop' || kind === 'hook.subagent_stop' || kind === 'decision') return 'stop';
   if (kind.startsWith('question.')) return 'question';
+  if (kind === 'claim' || kind === 'claim.verdict' || kind === 'block.streak') return 'stop';
   if (kind === 'moment' || kind.startsWith('moment.')) return 'moment';
   return 'session';
 }
@@ -134,6 +135,14 @@ export function describe(ev) {
       const q = p.question && p.question.text ? ` · asks: ${oneLine(p.question.text)}` : '';
       return { text: `${p.moment || p.name || 'moment'}${p.detail || p.reason || p.why ? ` · ${oneLine(str(p.detail || p.reason || p.why))}` : ''}${q}`, tone: 'warn' };
     }
+    case 'claim':
+      return { text: `the agent claims ${p.claim === 'limit' ? 'a limit' : p.claim === 'blocked' ? 'it is blocked' : 'it is done'}: ${oneLine(str(p.why))}${(p.evidence || []).length ? ` · evidence: ${p.evidence.map((f) => f.name).join(', ')}` : ''}`, tone: 'warn' };
+    case 'claim.verdict':
+      return p.verdict === 'accepted'
+        ? { text: `stopped: limit accepted by ${p.by} (claim ${p.claim_id})`, tone: 'pass' }
+        : { text: `limit claim ${p.claim_id} rejected by ${p.by}: ${oneLine(str(p.reason))}`, tone: 'fail' };
+    case 'block.streak':
+      return { text: `${p.blocks} blocked stops in a row without a gain${p.escalated ? ' · reminded of gadfly claim limit' : ''}`, tone: p.escalated ? 'fail' : 'warn' };
     case 'moment.escalated':
       return { text: `${p.moment || 'moment'} escalated${p.why ? ` · ${oneLine(p.why)}` : ''}`, tone: 'fail' };
     case 'redteam.started':

@@ -9,6 +9,7 @@ import { Chart } from '../lib/chart.js';
 import { EventStream } from '../lib/sse.js';
 import { SpendCard } from './spend.js';
 import { RedteamCard } from './redteam.js';
+import { ClaimsCard } from './claims.js';
 import { agentOf, statePill, agentCell } from './campaigns.js';
 
 export const MOMENTS = [
@@ -26,7 +27,7 @@ const MAX_QUESTION = 4000;
 const TAIL_FROM = 8000;
 const TAIL_EVENTS = 4000;
 const REFRESH_KINDS = new Set(['evaluation', 'decision', 'question.queued', 'question.delivered', 'question.expired', 'hook.stop', 'campaign.updated', 'moment', 'stop.ungated',
-  'campaign.archived', 'run.started', 'run.ended', 'hook.session_start', 'hook.user_prompt_submit', 'hooks.install']);
+  'campaign.archived', 'run.started', 'run.ended', 'hook.session_start', 'hook.user_prompt_submit', 'hooks.install', 'claim.verdict']);
 
 const isNum = (x) => typeof x === 'number' && Number.isFinite(x);
 
@@ -96,6 +97,8 @@ export function mount(root, ctx, id) {
   const spendCard = new SpendCard(base);
   // The red team of the harness (issue #36): its button and latest report.
   const redteamCard = new RedteamCard(base);
+  // The agent's own claims and a person's verdict on a limit (issue #34).
+  const claimsCard = new ClaimsCard(base);
 
   // ---- actions: evaluate now, archive -----------------------------------
   const evalBtn = h('button', { type: 'button', class: 'btn small', id: 'evaluate-now', title: 'Evaluate the workspace as it is now (what `gadfly eval` does)', onclick: () => evaluateNow() }, 'Evaluate now');
@@ -356,6 +359,7 @@ export function mount(root, ctx, id) {
         h('section', { class: 'card card-questions', 'aria-labelledby': 'h-questions' },
           h('div', { class: 'card-head' }, h('h2', { id: 'h-questions' }, 'Questions'), questionsCount),
           questionsList),
+        claimsCard.el,
         spendCard.el)));
   selectTab('feed');
   ctx.setTitle(id);
@@ -781,6 +785,7 @@ export function mount(root, ctx, id) {
       if (!data || typeof data !== 'object') return;
       spendCard.onEvent(kind);
       redteamCard.onEvent(kind);
+      claimsCard.onEvent(kind, data);
       feed.push(data);
       lastEventSoon();
       // A moment event refreshes the campaign, whose latest_moment says
@@ -805,6 +810,7 @@ export function mount(root, ctx, id) {
 
   spendCard.load();
   redteamCard.load();
+  claimsCard.load();
   (async () => {
     await loadAll();
     let after = 0;
@@ -827,6 +833,7 @@ export function mount(root, ctx, id) {
       st.disposed = true;
       spendCard.dispose();
       redteamCard.dispose();
+      claimsCard.dispose();
       if (stream) stream.close();
       chart.dispose();
       clearInterval(tick);

@@ -5,6 +5,7 @@ import { api } from '../lib/api.js';
 import { h, s, fill, navLink, pill } from '../lib/dom.js';
 import { speedup, ago, full, DASH, when, truncate } from '../lib/format.js';
 import { label } from '../lib/feed.js';
+import { openControl } from './replay.js';
 
 const REFRESH_MS = 15000;
 
@@ -24,6 +25,8 @@ const STATES = {
   active: ['active', 'none'],
   running: ['running', 'tag on'],
   done: ['done', 'pass'],
+  // A person accepted the agent's limit claim: stopped, not a success.
+  limit_accepted: ['limit accepted', 'warn'],
   stopped_by_budget: ['stopped by budget', 'warn'],
   stopped: ['stopped', 'none'],
   failed: ['failed', 'fail'],
@@ -73,7 +76,8 @@ export function mount(root, ctx) {
     h('div', { class: 'page-head' },
       h('h1', { tabindex: '-1' }, 'Campaigns'),
       status,
-      archivedToggle),
+      archivedToggle,
+      openControl(ctx)),
     body);
   /** The campaigns shown: archived ones only with the toggle on. */
   const visible = () => (state.list || []).filter((c) => state.showArchived || !c.archived_at);
