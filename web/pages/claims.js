@@ -20,6 +20,9 @@ export class ClaimsCard {
     this.disposed = false;
     this.claims = [];
     this.streak = null;
+    /** What a person typed or was told per claim id ({reason, msg, bad}):
+     * the list is drawn again at every live event, and must not wipe it. */
+    this.drafts = new Map();
     this.name = h('input', {
       type: 'text', id: 'claim-judge-name', class: 'input small', maxlength: 100, placeholder: 'your name',
       'aria-label': 'Your name (shown as "limit accepted by NAME")', autocomplete: 'name',
@@ -58,14 +61,25 @@ export class ClaimsCard {
     this.disposed = true;
   }
 
+  draft(id) {
+    if (!this.drafts.has(id)) this.drafts.set(id, { reason: '', msg: '', bad: false });
+    return this.drafts.get(id);
+  }
+
+  /** Shows `text` under claim `c` (kept across redraws). */
+  say(c, msg, text, bad) {
+    Object.assign(this.draft(c.id), { msg: text, bad });
+    msg.className = bad ? 'small bad' : 'small';
+    msg.textContent = text;
+  }
+
   async judge(c, verdict, reasonEl, msg, buttons) {
     const by = this.name.value.trim();
     const body = { by: by || undefined };
     if (verdict === 'reject') {
       const reason = reasonEl.value.trim();
       if (!reason) {
-        msg.className = 'small bad';
-        msg.textContent = 'Give the agent a reason to reject the claim.';
+        this.say(c, msg, 'Give the agent a reason to reject the claim.', true);
         reasonEl.focus();
         return;
       }
@@ -79,8 +93,7 @@ export class ClaimsCard {
       await this.load();
     } catch (e) {
       if (this.disposed) return;
-      msg.className = 'small bad';
-      msg.textContent = `Not ${verdict}ed: ${e.message}`;
+      this.say(c, msg, `Not ${verdict}ed: ${e.message}`, true);
       for (const b of buttons) b.disabled = false;
     }
   }
@@ -114,7 +127,10 @@ export class ClaimsCard {
       foot = h('div', { class: 'claim-verdict bad small' }, `rejected by ${v.by}: ${v.reason || ''}`);
     } else if (c.claim === 'limit') {
       const reason = h('textarea', { rows: 2, maxlength: 4000, class: 'claim-reason', placeholder: 'Why not? (the agent reads it)', 'aria-label': 'Reason to reject' });
-      const msg = h('div', { class: 'small', role: 'status' });
+      const draft = this.draft(c.id);
+      reason.value = draft.reason;
+      reason.oninput = () => { draft.reason = reason.value; };
+      const msg = h('div', { class: draft.bad ? 'small bad' : 'small', role: 'status' }, draft.msg);
       const accept = h('button', { type: 'button', class: 'btn small primary claim-accept' }, 'Accept limit');
       const reject = h('button', { type: 'button', class: 'btn small claim-reject' }, 'Reject');
       accept.onclick = () => this.judge(c, 'accept', reason, msg, [accept, reject]);
