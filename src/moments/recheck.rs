@@ -18,10 +18,8 @@ pub fn disagreements(first: &Evaluation, second: &Evaluation, seed: u64) -> Vec<
 /// the first and incorrect with fresh inputs: never noise.
 pub fn verdict_disagreements(first: &Evaluation, second: &Evaluation, seed: u64) -> Vec<String> {
     let mut out = Vec::new();
-    for f in &second.verdict.failures {
-        if !first.verdict.failures.contains(f) {
-            out.push(format!("the re-evaluation failed: {f}"));
-        }
+    for f in new_failures(first, second).filter(|f| !timing_failure(f)) {
+        out.push(format!("the re-evaluation failed: {f}"));
     }
     for s1 in &first.verdict.scenarios {
         let Some(s2) = second.verdict.scenarios.iter().find(|s| s.scenario == s1.scenario) else { continue };
@@ -40,7 +38,10 @@ pub fn verdict_disagreements(first: &Evaluation, second: &Evaluation, seed: u64)
 /// the second, and no longer clear the bar when timed again. Timing noise
 /// is not a verdict: a scenario whose speedup merely moves is fine.
 pub fn timing_disagreements(first: &Evaluation, second: &Evaluation) -> Vec<String> {
-    let mut out = Vec::new();
+    let mut out: Vec<String> = new_failures(first, second)
+        .filter(|f| timing_failure(f))
+        .map(|f| format!("the re-evaluation failed: {f}"))
+        .collect();
     for s1 in &first.verdict.scenarios {
         let Some(s2) = second.verdict.scenarios.iter().find(|s| s.scenario == s1.scenario) else { continue };
         if s1.passes && s2.correct && !s2.passes {
@@ -69,21 +70,43 @@ pub fn timing_disagreements_twice(first: &Evaluation, second: &Evaluation, third
     let speedup = |e: &Evaluation, name: &str| {
         e.verdict.scenarios.iter().find(|s| s.scenario == name).and_then(|s| s.speedup).unwrap_or(f64::NAN)
     };
-    first
-        .verdict
-        .scenarios
-        .iter()
-        .filter(|s1| s1.passes && below(second, &s1.scenario) && below(third, &s1.scenario))
-        .map(|s1| {
-            format!(
-                "scenario {} measured {:.2}x, then {:.2}x and {:.2}x when timed twice again, below the bar",
-                s1.scenario,
-                s1.speedup.unwrap_or(f64::NAN),
-                speedup(second, &s1.scenario),
-                speedup(third, &s1.scenario)
-            )
+    let third_failures: Vec<&String> = new_failures(first, third).filter(|f| timing_failure(f)).collect();
+    let mut out: Vec<String> = new_failures(first, second)
+        .filter(|f| timing_failure(f))
+        .filter_map(|f| {
+            let again = third_failures.iter().find(|g| g.split(" < ").nth(1) == f.split(" < ").nth(1))?;
+            Some(format!("the re-evaluation failed twice: {f}, then {again}"))
         })
-        .collect()
+        .collect();
+    out.extend(
+        first
+            .verdict
+            .scenarios
+            .iter()
+            .filter(|s1| s1.passes && below(second, &s1.scenario) && below(third, &s1.scenario))
+            .map(|s1| {
+                format!(
+                    "scenario {} measured {:.2}x, then {:.2}x and {:.2}x when timed twice again, below the bar",
+                    s1.scenario,
+                    s1.speedup.unwrap_or(f64::NAN),
+                    speedup(second, &s1.scenario),
+                    speedup(third, &s1.scenario)
+                )
+            }),
+    );
+    out
+}
+
+/// The failures of `second` that `first` did not have.
+fn new_failures<'a>(first: &'a Evaluation, second: &'a Evaluation) -> impl Iterator<Item = &'a String> {
+    second.verdict.failures.iter().filter(|f| !first.verdict.failures.contains(f))
+}
+
+/// A failure about speed alone (a geometric mean measured below the
+/// predicate's bar, see `crate::predicate`), which timing noise can cause;
+/// a mean that is unknown (scenarios missing) is a verdict.
+fn timing_failure(f: &str) -> bool {
+    f.starts_with("geometric mean ") && !f.contains(" unknown (")
 }
 
 #[cfg(test)]
