@@ -249,6 +249,8 @@ fn an_unknown_campaign_never_blocks_and_other_events_are_recorded() {
             assert_eq!(v["hookSpecificOutput"]["hookEventName"], "SessionStart", "{v}");
             let text = v["hookSpecificOutput"]["additionalContext"].as_str().unwrap();
             assert!(text.contains("claim limit --why") && !text.contains("start moment"), "{text}");
+            // A session started by hand has no $GADFLY_CAMPAIGN: the id is in the text.
+            assert!(text.contains(&format!("gadfly claim limit --campaign {id} ")), "{text}");
         } else {
             assert!(out.stdout.is_empty(), "{event} prints nothing");
         }

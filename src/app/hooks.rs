@@ -106,10 +106,16 @@ impl Supervisor {
         if event != "stop" {
             let output = if fresh && event == "session-start" {
                 // Every supervised agent is told of the sanctioned exit
-                // (attach mode has no first prompt of gadfly's).
+                // (attach mode has no first prompt of gadfly's), with the
+                // campaign's id: a session started by hand has no
+                // $GADFLY_CAMPAIGN.
                 Some(json!({"hookSpecificOutput": {
                     "hookEventName": "SessionStart",
-                    "additionalContext": crate::agent::CLAIM_NOTE,
+                    "additionalContext": format!(
+                        "{}\nIn this session: `gadfly claim limit --campaign {campaign_id} --why \"...\" --evidence FILE` \
+                         (the daemon at $GADFLY_URL, with $GADFLY_TOKEN, as gadfly's hooks reach it).",
+                        crate::agent::CLAIM_NOTE
+                    ),
                 }}))
             } else if fresh && spec.mode != Mode::Audit {
                 self.context_delivery(campaign_id, session.as_deref(), event).await?
