@@ -404,3 +404,22 @@ fn the_import_map_has_one_circle_at_most_cli_and_demo() {
         "the modules import one another in a circle: {found:?}; make one of the arrows point down (ARCHITECTURE.md)"
     );
 }
+
+/// The longest a source file may grow before it is split (issue #33: a file
+/// over this holds several things).
+const MAX_LINES: usize = 900;
+
+#[test]
+fn no_source_file_is_over_900_lines() {
+    let mut over: Vec<String> = rust_files_under(&src())
+        .into_iter()
+        .filter_map(|p| {
+            let n = std::fs::read_to_string(&p).map(|t| t.lines().count()).unwrap_or(0);
+            (n > MAX_LINES).then(|| format!("{} ({n} lines)", p.strip_prefix(src()).unwrap_or(&p).display()))
+        })
+        .collect();
+    over.sort();
+    assert!(over.is_empty(), "split these source files (at most {MAX_LINES} lines each): {over:?}");
+    // The scan reads the tree: it saw the largest modules.
+    assert!(rust_files_under(&src()).iter().any(|p| p.ends_with("gate/mod.rs")));
+}

@@ -836,7 +836,8 @@ fn a_run_whose_daemon_is_killed_is_taken_over_and_completes() {
     assert_eq!(std::fs::read_to_string(s.f.ws().join("candidate.txt")).unwrap(), ALL_PASS);
 }
 
-/// Issue 29, privilege separation: with `[agent] sandbox = "bwrap"` the real
+/// Issue 29, privilege separation: by default (no `[agent] sandbox`: `auto`,
+/// the sandbox wherever bubblewrap works) the real
 /// Claude Code CLI, driven by the mock model, runs the attacks of THREATS.md
 /// rows 4, 5 and 12 through its Bash tool (read the master token, reach the
 /// database, kill the daemon) and gets nowhere: the data dir is an empty
@@ -876,12 +877,18 @@ fn a_sandboxed_claude_cannot_reach_the_daemon_that_judges_it() {
             .when_last_user_contains("gadfly: you may not stop yet"),
         Step::text("Fixed b. Done."),
     ]);
-    let s = Setup::new(&bin, &mock, "sandbox = \"bwrap\"");
+    // Nothing said: spawn mode's default sandboxes the agent.
+    let s = Setup::new(&bin, &mock, "");
     let daemon_pid = s.d.child.id();
     std::fs::write(&pid_file, daemon_pid.to_string()).unwrap();
     let end = s.start_run().finish(TIMEOUT);
     let seen_by_agent = std::fs::read_to_string(&report)
         .unwrap_or_else(|e| panic!("the attack step did not run ({e}): {}", s.explain(&mock)));
+    // The run's start says where the agent ran.
+    let started: Vec<Value> = s.log().into_iter().filter(|e| e["kind"] == "run.started").collect();
+    assert_eq!(started.len(), 1, "{started:?}");
+    let sandbox = started[0]["payload"]["sandbox"].as_str().unwrap_or_default().to_string();
+    assert!(sandbox.starts_with("bwrap:"), "the default run was not sandboxed: {sandbox:?}");
     eprintln!("what the sandboxed agent saw:\n{seen_by_agent}");
     end.assert_completed(&s, &mock);
 

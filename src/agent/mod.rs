@@ -131,9 +131,12 @@ pub struct AgentSpec {
     /// How many times a crashed agent is resumed before the run fails.
     #[serde(default = "default_restarts")]
     pub max_restarts: u32,
-    /// Where a spawned agent runs: `none` (the default: as the daemon's
-    /// user, with nothing hidden) or `bwrap` (a bubblewrap sandbox that
-    /// hides the daemon's data dir and processes; see [`jail`]).
+    /// Where a spawned agent runs: `auto` (the default: in the bubblewrap
+    /// sandbox wherever it works, see [`AgentSpec::resolve_sandbox`]),
+    /// `bwrap` (the sandbox, or the run does not start) or `none` (as the
+    /// daemon's user, with nothing hidden: the agent can then reach the
+    /// daemon's files and processes). The sandbox hides the daemon's data
+    /// dir and processes; see [`jail`].
     #[serde(default)]
     pub sandbox: Option<String>,
     /// Folders a sandboxed agent may write besides its workspace, its home
@@ -164,17 +167,58 @@ impl AgentSpec {
             Some(v) => {
                 let a: AgentSpec =
                     serde_json::from_value(v.clone()).map_err(|e| anyhow::anyhow!("campaign spec [agent]: {e}"))?;
-                if let Some(s) = a.sandbox.as_deref().filter(|s| !matches!(*s, "none" | "bwrap")) {
-                    anyhow::bail!("campaign spec [agent] sandbox: unknown sandbox `{s}`; expected none or bwrap");
+                if let Some(s) = a.sandbox.as_deref().filter(|s| !matches!(*s, "none" | "bwrap" | "auto")) {
+                    anyhow::bail!("campaign spec [agent] sandbox: unknown sandbox `{s}`; expected auto, bwrap or none");
                 }
                 Ok(a)
             }
         }
     }
 
-    /// True when the agent is to run in the bubblewrap sandbox.
+    /// True when the agent is to run in the bubblewrap sandbox (once
+    /// [`Self::resolve_sandbox`] has settled `auto`).
     pub fn sandboxed(&self) -> bool {
         self.sandbox.as_deref() == Some("bwrap")
+    }
+
+    /// Settles where a run's agent goes, at the run's start: `bwrap` or
+    /// `none` from here on, and a line that says which and why (recorded
+    /// with the run's start, so that an unsandboxed run is visible).
+    ///
+    /// Issue 29: spawn mode keeps the agent away from the daemon that
+    /// judges it by default. `auto` (or nothing said) takes the sandbox
+    /// wherever it works: bubblewrap runs here (`bwrap_works`) and the
+    /// workspace lies outside the data dir (the sandbox hides the one from
+    /// the other). Where it cannot, the run still starts, unsandboxed, and
+    /// the line says why. `bwrap` said outright refuses to start without it.
+    pub fn resolve_sandbox(
+        &mut self,
+        workspace: &std::path::Path,
+        data_dir: &std::path::Path,
+        bwrap_works: bool,
+    ) -> anyhow::Result<String> {
+        let overlap = jail::overlaps(workspace, data_dir);
+        let said = self.sandbox.clone().unwrap_or_else(|| "auto".to_string());
+        let (sandbox, why) = match said.as_str() {
+            "none" => ("none", "none: the campaign says [agent] sandbox = \"none\" (the agent can reach the daemon's files and processes)".to_string()),
+            "bwrap" if !bwrap_works => anyhow::bail!(
+                "the campaign asks for `[agent] sandbox = \"bwrap\"` but bubblewrap (bwrap) does not work on this host; install it (Debian: apt install bubblewrap) or allow unprivileged user namespaces, or say sandbox = \"auto\" to run unsandboxed where it cannot"
+            ),
+            "bwrap" if overlap => anyhow::bail!(
+                "the workspace {} and the daemon's data dir {} overlap: the sandbox cannot hide one from the other; move one of them",
+                workspace.display(),
+                data_dir.display()
+            ),
+            _ if !bwrap_works => ("none", "none: bubblewrap (bwrap) does not work on this host, so the agent runs unsandboxed and can reach the daemon's files and processes (install bubblewrap; [agent] sandbox = \"bwrap\" makes it required)".to_string()),
+            _ if overlap => ("none", format!(
+                "none: the workspace {} and the daemon's data dir {} overlap, so the sandbox cannot hide one from the other and the agent runs unsandboxed",
+                workspace.display(),
+                data_dir.display()
+            )),
+            _ => ("bwrap", "bwrap: the data dir, the tokens and the daemon's processes are hidden from the agent".to_string()),
+        };
+        self.sandbox = Some(sandbox.to_string());
+        Ok(why)
     }
 
     /// The first message: the campaign's goal and the rule of the game,
@@ -227,5 +271,51 @@ mod tests {
             assert_eq!(k, format!("hook.{}", event.replace('-', "_")));
             assert!(ALL_KINDS.contains(&&*k));
         }
+    }
+
+    fn spec(sandbox: Option<&str>) -> super::AgentSpec {
+        super::AgentSpec { sandbox: sandbox.map(str::to_string), ..Default::default() }
+    }
+
+    /// Issue 29: spawn mode sandboxes the agent unless told not to, says so
+    /// when it cannot, and refuses to start when the sandbox was required.
+    #[test]
+    fn the_sandbox_is_the_default_and_an_unsandboxed_run_says_why() {
+        use std::path::Path;
+        let (ws, data) = (Path::new("/srv/ws"), Path::new("/var/lib/gadfly"));
+        for said in [None, Some("auto"), Some("bwrap")] {
+            let mut a = spec(said);
+            let why = a.resolve_sandbox(ws, data, true).unwrap();
+            assert!(a.sandboxed(), "{said:?}: {why}");
+            assert!(why.starts_with("bwrap:"), "{why}");
+        }
+        // Where bubblewrap does not work: auto runs unsandboxed and says so,
+        // bwrap does not start.
+        let mut a = spec(None);
+        let why = a.resolve_sandbox(ws, data, false).unwrap();
+        assert!(!a.sandboxed() && why.starts_with("none:") && why.contains("bubblewrap"), "{why}");
+        let err = spec(Some("bwrap")).resolve_sandbox(ws, data, false).unwrap_err().to_string();
+        assert!(err.contains("apt install bubblewrap"), "{err}");
+        // A workspace inside the data dir cannot be hidden from it.
+        let inside = Path::new("/var/lib/gadfly/ws");
+        let mut a = spec(Some("auto"));
+        let why = a.resolve_sandbox(inside, data, true).unwrap();
+        assert!(!a.sandboxed() && why.contains("overlap"), "{why}");
+        assert!(spec(Some("bwrap")).resolve_sandbox(inside, data, true).unwrap_err().to_string().contains("overlap"));
+        // none is none, and says what it leaves open.
+        let mut a = spec(Some("none"));
+        let why = a.resolve_sandbox(ws, data, true).unwrap();
+        assert!(!a.sandboxed() && why.contains("can reach the daemon"), "{why}");
+    }
+
+    #[test]
+    fn an_unknown_sandbox_is_refused_naming_the_field() {
+        let text = "name = \"t\"\nworkspace = \"nowhere\"\n[harness]\nrun = \"true {results}\"\nscenarios = [\"a\"]\n[agent]\nsandbox = \"docker\"\n";
+        let spec = crate::campaign::parse_detached(text, "c.toml", std::path::Path::new("/")).unwrap();
+        let err = super::AgentSpec::from_campaign(&spec).unwrap_err().to_string();
+        assert!(
+            err.contains("[agent] sandbox") && err.contains("docker") && err.contains("auto, bwrap or none"),
+            "{err}"
+        );
     }
 }

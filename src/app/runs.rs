@@ -198,7 +198,8 @@ impl Supervisor {
     pub async fn start_run_with(&self, campaign_id: &str, kind: AgentKind, force: bool) -> anyhow::Result<i64> {
         let sup = self;
         let (_row, spec) = sup.campaign(campaign_id).await.map_err(|e| anyhow!("{e}"))?;
-        let agent = AgentSpec::from_campaign(&spec)?;
+        let mut agent = AgentSpec::from_campaign(&spec)?;
+        let sandbox = agent.resolve_sandbox(&spec.workspace, sup.data_dir(), crate::harness::bwrap_works())?;
         let token = CancellationToken::new();
         if !sup.register_run(campaign_id, token.clone()) {
             bail!("campaign {campaign_id} already has an agent running; stop it first");
@@ -224,7 +225,11 @@ impl Supervisor {
             }
         };
         sup.store().set_run_owner(run_id, sup.owner()).await?;
-        let started = Event::RunStarted { run_id, agent: kind.as_str().to_string(), daemon: sup.owner().to_string() };
+        if !agent.sandboxed() {
+            tracing::warn!(campaign = %campaign_id, run_id, "the agent runs unsandboxed: {sandbox}");
+        }
+        let started =
+            Event::RunStarted { run_id, agent: kind.as_str().to_string(), daemon: sup.owner().to_string(), sandbox };
         sup.record_event(campaign_id, None, None, started).await?;
         if spec.redteam.before_start && !force {
             super::redteam::launch_after_battery(sup, campaign_id, spec, agent, kind, run_id, token);
@@ -243,7 +248,9 @@ impl Supervisor {
         let kind = AgentKind::parse(&run.agent)
             .ok_or_else(|| anyhow!("run {} has an unknown agent `{}`", run.id, run.agent))?;
         let (_row, spec) = sup.campaign(&run.campaign_id).await.map_err(|e| anyhow!("{e}"))?;
-        let agent = AgentSpec::from_campaign(&spec)?;
+        let mut agent = AgentSpec::from_campaign(&spec)?;
+        // The same rule as at the start (the run's start recorded which).
+        agent.resolve_sandbox(&spec.workspace, sup.data_dir(), crate::harness::bwrap_works())?;
         let token = CancellationToken::new();
         if !sup.register_run(&run.campaign_id, token.clone()) {
             return Ok(());

@@ -148,7 +148,9 @@ impl Event {
             Event::SessionFailedStart { why, error, event_id } => {
                 json!({"why": why, "error": error, "event_id": event_id})
             }
-            Event::RunStarted { run_id, agent, daemon } => json!({"run_id": run_id, "agent": agent, "daemon": daemon}),
+            Event::RunStarted { run_id, agent, daemon, sandbox } => {
+                json!({"run_id": run_id, "agent": agent, "daemon": daemon, "sandbox": sandbox})
+            }
             Event::RunResumed { run_id, agent, session_id, from_daemon, daemon } => {
                 json!({"run_id": run_id, "agent": agent, "session_id": session_id, "from_daemon": from_daemon, "daemon": daemon})
             }

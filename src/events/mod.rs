@@ -395,6 +395,9 @@ pub enum Event {
         run_id: i64,
         agent: String,
         daemon: String,
+        /// Where the agent runs: `bwrap: ...` or `none: why`
+        /// ([`crate::agent::AgentSpec::resolve_sandbox`]'s line).
+        sandbox: String,
     },
     RunResumed {
         run_id: i64,

@@ -227,9 +227,9 @@ fn violations_and_ungated_stops() {
 #[test]
 fn runs() {
     check(
-        Event::RunStarted { run_id: 1, agent: "codex".into(), daemon: "d1".into() },
+        Event::RunStarted { run_id: 1, agent: "codex".into(), daemon: "d1".into(), sandbox: "bwrap: hidden".into() },
         "run.started",
-        json!({"run_id": 1, "agent": "codex", "daemon": "d1"}),
+        json!({"run_id": 1, "agent": "codex", "daemon": "d1", "sandbox": "bwrap: hidden"}),
     );
     check(
         Event::RunResumed {
