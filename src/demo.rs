@@ -42,6 +42,20 @@ pub fn materialize_example(root: &Path) -> anyhow::Result<PathBuf> {
     Ok(root.join("campaign.toml"))
 }
 
+/// The example's spec with `[questions] withhold = 0`: the demo asks at
+/// every moment. Its three stops are too few for a base rate, and its
+/// replay (`gadfly replay`, which withholds nothing) asks what it asked.
+fn asking_at_every_moment(spec: &str) -> String {
+    const WITHHOLD: &str = "withhold = 0                         # the demo asks at every moment\n";
+    if spec.contains("withhold") {
+        spec.to_string()
+    } else if spec.contains("[questions]\n") {
+        spec.replacen("[questions]\n", &format!("[questions]\n{WITHHOLD}"), 1)
+    } else {
+        format!("{spec}\n[questions]\n{WITHHOLD}")
+    }
+}
+
 fn extract(dir: &Dir<'_>, dest: &Path) -> anyhow::Result<()> {
     for file in all_files(dir) {
         let rel = file.path();
@@ -153,7 +167,8 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     let example = root.join("qr-cpu");
     let spec_path = materialize_example(&example)?;
     let client = Client::new(&client_config, Duration::from_secs(600))?;
-    let spec_text = std::fs::read_to_string(&spec_path)?;
+    let spec_text = asking_at_every_moment(&std::fs::read_to_string(&spec_path)?);
+    std::fs::write(&spec_path, &spec_text)?;
     let created = client
         .post("/campaigns", &json!({"spec_toml": spec_text, "spec_path": spec_path.display().to_string()}))
         .await?;

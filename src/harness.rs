@@ -241,6 +241,12 @@ pub async fn evaluate_unpacked(
                             with_tail(outcome.exit.describe("the launcher", timeout), &outcome)
                         );
                     }
+                    if let Some(signal) = launcher_signal(&ended_marker(&marker)) {
+                        anyhow::bail!(
+                            "the launcher stopped the {what} command before it ended (it died of {signal}; {})",
+                            with_tail(outcome.exit.describe("the launcher", timeout), &outcome)
+                        );
+                    }
                     Ok(outcome)
                 }
             }
@@ -421,19 +427,50 @@ pub fn read_results_file(path: &Path, limit: u64) -> Result<Vec<u8>, ResultsRead
 /// [`ended_marker`] and exits with the command's status. A command that
 /// started and has no end marker was stopped by the launcher (a Slurm
 /// job cancelled). Both are shell-quoted.
+///
+/// The end marker holds the command's exit status, written whole or not at
+/// all (a `.part` file renamed). A launcher that stops the job signals every
+/// process of it at about the same time: the command may die first and the
+/// wrapping shell, still alive for an instant, then writes the end marker;
+/// a status of death by HUP, INT, KILL or TERM in it is read as the
+/// launcher's doing too ([`launcher_signal`]). (Seen on a real single-node
+/// Slurm: the end marker written, empty, by a shell killed mid-write, and a
+/// cancelled job judged as the candidate's failure, 1 run in 8.)
 pub fn launch_command(template: &str, command: &str, workdir: &Path, env: &[(&str, String)], marker: &Path) -> String {
     let exports: Vec<String> = env.iter().map(|(k, v)| format!("{k}={}", shell_quote(v))).collect();
     let inner = format!(
-        ": > {} && export {} && cd {} && {{ (\n{command}\n); s=$?; : > {}; exit $s; }}",
+        ": > {} && export {} && cd {} && {{ (\n{command}\n); s=$?; echo $s > {part} && mv -f {part} {}; exit $s; }}",
         shell_quote(&marker.display().to_string()),
         exports.join(" "),
         shell_quote(&workdir.display().to_string()),
-        shell_quote(&ended_marker(marker).display().to_string())
+        shell_quote(&ended_marker(marker).display().to_string()),
+        part = shell_quote(&format!("{}.part", ended_marker(marker).display())),
     );
     fill(template, &[("{command}", &shell_quote(&inner)), ("{workdir}", &shell_quote(&workdir.display().to_string()))])
 }
 
-/// The file a launched command writes once it ended: `marker` + `-ended`.
+/// When a launched command's end marker says it died of a signal a
+/// launcher stops jobs with (HUP, INT, KILL, TERM: exit statuses 129, 130,
+/// 137, 143), that signal's name. A candidate that exits with one of these
+/// on its own is retried as a cancelled job and, after the last attempt,
+/// fails the evaluation all the same: never a pass.
+/// An end marker that does not hold a status (an older wrapper's, or one
+/// cut short) is read as a stop by the launcher too: only a whole status
+/// makes an end.
+pub fn launcher_signal(ended: &Path) -> Option<&'static str> {
+    let status = std::fs::read_to_string(ended).ok()?;
+    match status.trim() {
+        "129" => Some("SIGHUP"),
+        "130" => Some("SIGINT"),
+        "137" => Some("SIGKILL"),
+        "143" => Some("SIGTERM"),
+        s if s.parse::<u8>().is_err() => Some("an unknown signal (the end marker holds no exit status)"),
+        _ => None,
+    }
+}
+
+/// The file a launched command writes once it ended: `marker` + `-ended`,
+/// holding its exit status.
 pub fn ended_marker(marker: &Path) -> std::path::PathBuf {
     let mut name = marker.file_name().unwrap_or_default().to_os_string();
     name.push("-ended");
@@ -543,9 +580,37 @@ mod tests {
         let inner = String::from_utf8(out.stdout).unwrap();
         assert_eq!(
             inner,
-            ": > '/s/m' && export GADFLY_SEED='1' && cd '/s/it'\\''s/tree' && { (\nsh harness/run.sh '/r/x y'\n); s=$?; : > '/s/m-ended'; exit $s; }"
+            ": > '/s/m' && export GADFLY_SEED='1' && cd '/s/it'\\''s/tree' && { (\nsh harness/run.sh '/r/x y'\n); s=$?; echo $s > '/s/m-ended.part' && mv -f '/s/m-ended.part' '/s/m-ended'; exit $s; }"
         );
         assert_eq!(fill("{a}{b}", &[("{a}", "{b}"), ("{b}", "x")]), "{b}x");
+    }
+
+    /// A cancelled job: the launcher signals the wrapping shell and the
+    /// command together. When the command dies first, the shell still
+    /// writes the end marker, with the status that says the command died of
+    /// the launcher's signal; a command that fails on its own says so.
+    #[test]
+    fn a_launched_command_that_dies_of_a_signal_is_told_from_one_that_fails() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = |name: &str, command: &str| {
+            let marker = dir.path().join(name);
+            let env = [("GADFLY_SEED", "1".to_string())];
+            let cmd = launch_command("sh -c {command}", command, dir.path(), &env, &marker);
+            let status = std::process::Command::new("sh").arg("-c").arg(&cmd).status().unwrap();
+            (ended_marker(&marker).exists(), launcher_signal(&ended_marker(&marker)), status.code())
+        };
+        // The command dies of SIGTERM, its shell lives on (the race that let
+        // a cancelled Slurm job pass as a candidate failure, not retried).
+        assert_eq!(run("cancelled", "sh -c 'kill -TERM $$; sleep 5'"), (true, Some("SIGTERM"), Some(143)));
+        assert_eq!(run("killed", "sh -c 'kill -KILL $$'"), (true, Some("SIGKILL"), Some(137)));
+        assert_eq!(run("failed", "exit 3"), (true, None, Some(3)));
+        assert_eq!(run("passed", "true"), (true, None, Some(0)));
+        // The wrapping shell itself signalled: no end marker at all.
+        assert_eq!(run("shell", "kill -TERM $$; sleep 5"), (false, None, Some(143)));
+        // An end marker cut short holds no status: the launcher's doing.
+        let cut = dir.path().join("cut-ended");
+        std::fs::write(&cut, "").unwrap();
+        assert!(launcher_signal(&cut).is_some_and(|s| s.contains("no exit status")));
     }
 
     #[test]

@@ -55,6 +55,7 @@ pub fn may_notify(event_kind: &str) -> bool {
             | kind::VIOLATION
             | kind::RUN_ENDED
             | kind::NOTIFY_CONFIGURED
+            | kind::QUESTION_ESCALATED
     )
 }
 
@@ -135,6 +136,16 @@ pub fn notification_of(event_kind: &str, payload: &Value, block_streak: u32, str
                 payload["run_id"],
                 short(&payload["outcome"], 40),
                 short(&payload["detail"], 300)
+            ),
+        ),
+        kind::QUESTION_ESCALATED => n(
+            "question_escalated",
+            format!(
+                "Question {} went unanswered for {} turns, asked again {} time(s): “{}”",
+                payload["question_id"],
+                payload["turns"],
+                payload["reasks"].as_array().map_or(0, Vec::len),
+                short(&payload["text"], 300)
             ),
         ),
         _ => None,
@@ -326,6 +337,11 @@ mod tests {
             Some("run_ended")
         );
         assert_eq!(of("agent.output", json!({"line": "x"})), None);
+        let escalated = json!({"question_id": 7, "turns": 6, "reasks": [9], "text": "Why?"});
+        assert_eq!(of("question.escalated", escalated.clone()), Some("question_escalated"));
+        assert!(may_notify("question.escalated"));
+        let told = notification_of("question.escalated", &escalated, 3, &mut 0).unwrap().text;
+        assert_eq!(told, "Question 7 went unanswered for 6 turns, asked again 1 time(s): “Why?”");
         // Blocks in a row: the third and the sixth notify; an allow starts over.
         let blocks: Vec<Option<&str>> = (0..6).map(|_| of("decision", json!({"decision": "block"}))).collect();
         assert_eq!(blocks, [None, None, Some("block_streak"), None, None, Some("block_streak")]);

@@ -45,6 +45,7 @@ use sqlx::AnyPool;
 
 use crate::config::redact;
 
+mod answers;
 mod asked;
 mod beam;
 mod campaigns;
@@ -57,6 +58,7 @@ pub mod live;
 mod questions;
 mod runs;
 mod stops;
+pub use answers::{tree_of, AnswerRow};
 pub use beam::FamilyRow;
 pub use campaigns::CampaignRow;
 pub use evaluations::SeriesPoint;

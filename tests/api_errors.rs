@@ -294,6 +294,8 @@ const ROUTES: &[&str] = &[
     "GET /campaigns/{id}/log",
     "GET /campaigns/{id}/questions",
     "POST /campaigns/{id}/questions",
+    "GET /campaigns/{id}/questions/open",
+    "POST /campaigns/{id}/answers",
     "GET /campaigns/{id}/runs",
     "POST /campaigns/{id}/runs",
     "POST /campaigns/{id}/runs/stop",

@@ -125,8 +125,11 @@ fn the_console_in_headless_chromium() {
     let compare_spec = f.dir.path().join("compare.toml");
     std::fs::write(
         &compare_spec,
-        std::fs::read_to_string(f.spec()).unwrap().replacen(&format!("name = {quoted}"), "name = \"compared\"", 1)
-            + "min_compare_speedup = 1.0\nmin_compare_geomean = 1.1\n",
+        // Into [predicate], wherever the fixture's spec puts it.
+        std::fs::read_to_string(f.spec())
+            .unwrap()
+            .replacen(&format!("name = {quoted}"), "name = \"compared\"", 1)
+            .replacen("[predicate]\n", "[predicate]\nmin_compare_speedup = 1.0\nmin_compare_geomean = 1.1\n", 1),
     )
     .unwrap();
     let compare = d.create_campaign(&compare_spec);
@@ -197,6 +200,25 @@ fn the_console_in_headless_chromium() {
     common::git(&f.ws(), &["worktree", "remove", "--force", branch.to_str().unwrap()]);
     let out = d.run(&["beam", "list", &beamed]);
     assert!(out.status.success(), "beam list: {}", String::from_utf8_lossy(&out.stderr));
+    // Issue #35 item 4: a campaign whose agent never answers (one turn
+    // allowed): its first question asked again at the second stop, then
+    // escalated at the third, which asks one more.
+    let asked = {
+        let path = f.dir.path().join("asked.toml");
+        let text =
+            std::fs::read_to_string(f.spec()).unwrap().replacen(&format!("name = {quoted}"), "name = \"asked\"", 1);
+        // The fixture's spec may have a [questions] table already.
+        let text = if text.contains("[questions]\n") {
+            text.replacen("[questions]\n", "[questions]\nanswer_within_turns = 1\n", 1)
+        } else {
+            text + "\n[questions]\nanswer_within_turns = 1\n"
+        };
+        std::fs::write(&path, text).unwrap();
+        d.create_campaign(&path)
+    };
+    for _ in 0..3 {
+        reason(&d.stop(&asked, "It is as fast as it gets."));
+    }
 
     // Issue #38: a campaign whose spawned agent reported its usage and was
     // stopped by `max_cost_usd` (the real Claude Code CLI against the mock
@@ -234,6 +256,7 @@ fn the_console_in_headless_chromium() {
         .env("BEAM_CAMPAIGN", &beamed)
         .env("FRESH_CAMPAIGN", &fresh)
         .env("MOMENTS_CAMPAIGN", &moments)
+        .env("ASKED_CAMPAIGN", &asked)
         .env("BLOCKED_CLAIM", CLAIM)
         .env("SPEND_CAMPAIGN", &spend.0)
         .env("SPEND_TEXT", &spend_text)

@@ -163,7 +163,8 @@ fn eval_json_follows_the_contract() {
 #[test]
 fn audit_mode_records_and_never_blocks() {
     let f = Fixture::new("");
-    let spec = std::fs::read_to_string(f.spec()).unwrap() + "\n[questions]\nmode = \"audit\"\n";
+    // The fixture's spec has a [questions] table (`withhold = 0`).
+    let spec = std::fs::read_to_string(f.spec()).unwrap().replace("[questions]\n", "[questions]\nmode = \"audit\"\n");
     std::fs::write(f.spec(), spec).unwrap();
     let d = Daemon::start(&f.data_dir());
     let id = d.create_campaign(&f.spec());
@@ -443,8 +444,11 @@ fn the_comparison_goal_is_enforced_with_both_ratios() {
     let text = std::fs::read_to_string(&vs_initial).unwrap();
     std::fs::write(
         &vs_compare,
-        text.replace("name = \"fixture\"", "name = \"fixture-compare\"")
-            + "min_compare_speedup = 1.0\nmin_compare_geomean = 1.1\n[predicate.scenarios.c]\nmin_compare_speedup = 0.5\n",
+        // In the fixture's [predicate] (a [questions] table follows it).
+        text.replace("name = \"fixture\"", "name = \"fixture-compare\"").replace(
+            "min_geomean_speedup = 1.2\n",
+            "min_geomean_speedup = 1.2\nmin_compare_speedup = 1.0\nmin_compare_geomean = 1.1\n",
+        ) + "[predicate.scenarios.c]\nmin_compare_speedup = 0.5\n",
     )
     .unwrap();
     let d = Daemon::start(&f.data_dir());

@@ -296,7 +296,10 @@ fn the_module_table_names_every_module() {
     let (disk, table) = (modules_on_disk(), modules_in_table());
     assert!(disk.len() > 10 && table.len() > 10, "found {disk:?} on disk and {table:?} in the table");
     let missing: Vec<_> = disk.difference(&table).collect();
-    assert!(missing.is_empty(), "ARCHITECTURE.md's module table has no row for {missing:?}: add one (owns, layer, imports)");
+    assert!(
+        missing.is_empty(),
+        "ARCHITECTURE.md's module table has no row for {missing:?}: add one (owns, layer, imports)"
+    );
     let gone: Vec<_> = table.difference(&disk).collect();
     assert!(gone.is_empty(), "ARCHITECTURE.md's module table has rows for {gone:?}, which are not under src/ any more");
 }

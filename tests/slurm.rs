@@ -237,7 +237,11 @@ fn a_job_cancelled_by_slurm_goes_back_to_the_queue_then_fails_with_slurms_reason
         assert!(out.status.success(), "scancel {job}: {}", String::from_utf8_lossy(&out.stderr));
         if i < 3 {
             std::thread::sleep(Duration::from_millis(300));
-            assert!(stop.try_wait().unwrap().is_none(), "the stop was answered after attempt {i}");
+            assert!(
+                stop.try_wait().unwrap().is_none(),
+                "the stop was answered after attempt {i} (a cancelled job judged as the candidate's failure?): {}",
+                d.api_get(&format!("/campaigns/{id}/evaluations"))
+            );
         }
     }
     let r = reason(&stop_answer(stop));

@@ -697,8 +697,10 @@ fn a_session_that_ends_without_an_allowed_stop_is_recorded_as_ungated() {
     let audit_spec = f.dir.path().join("audit.toml");
     std::fs::write(
         &audit_spec,
-        std::fs::read_to_string(f.spec()).unwrap().replace("name = \"fixture\"", "name = \"fixture-audit\"")
-            + "\n[questions]\nmode = \"audit\"\n",
+        std::fs::read_to_string(f.spec())
+            .unwrap()
+            .replace("name = \"fixture\"", "name = \"fixture-audit\"")
+            .replace("[questions]\n", "[questions]\nmode = \"audit\"\n"),
     )
     .unwrap();
     let audit = d.create_campaign(&audit_spec);
@@ -970,7 +972,7 @@ fn the_decision_by_mode_human_blocks_and_allows_audit_records() {
             std::fs::read_to_string(f.spec())
                 .unwrap()
                 .replace("name = \"fixture\"", &format!("name = \"fixture-{mode}\""))
-                + &format!("\n[questions]\nmode = \"{mode}\"\n"),
+                .replace("[questions]\n", &format!("[questions]\nmode = \"{mode}\"\n")),
         )
         .unwrap();
         p
@@ -1021,8 +1023,10 @@ fn a_stop_that_cannot_be_evaluated_is_blocked_fail_closed_and_only_recorded_in_a
     let audit_spec = f.dir.path().join("audit.toml");
     std::fs::write(
         &audit_spec,
-        std::fs::read_to_string(f.spec()).unwrap().replace("name = \"fixture\"", "name = \"fixture-audit\"")
-            + "\n[questions]\nmode = \"audit\"\n",
+        std::fs::read_to_string(f.spec())
+            .unwrap()
+            .replace("name = \"fixture\"", "name = \"fixture-audit\"")
+            .replace("[questions]\n", "[questions]\nmode = \"audit\"\n"),
     )
     .unwrap();
     let d = Daemon::start(&f.data_dir());

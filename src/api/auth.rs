@@ -1,8 +1,9 @@
 //! Who may call what. The daemon's master token (DATA_DIR/token) opens the
 //! whole API and the console. A campaign's hook token opens only what an
 //! agent supervised in that campaign needs: posting its hook events, asking
-//! for an evaluation of its workspace, declaring beam families and filing
-//! its own claims (`gadfly claim`), never a verdict on one. It
+//! for an evaluation of its workspace, declaring beam families, filing
+//! its own claims (`gadfly claim`), never a verdict on one, and filing
+//! evidence that answers a question it was asked (`gadfly answer`). It
 //! cannot post results, answer or queue questions, start or stop runs,
 //! read other campaigns or create any. Spawned agents get the hook token,
 //! never the master token.
@@ -42,7 +43,7 @@ pub fn hook_scope_allows(method: &axum::http::Method, path: &str, campaign: &str
     let post = method == axum::http::Method::POST;
     let get = method == axum::http::Method::GET;
     match rest {
-        "/evaluate" | "/beam/tag" | "/claims" => post,
+        "/evaluate" | "/beam/tag" | "/claims" | "/answers" => post,
         "/beam" => get,
         r => post && r.strip_prefix("/hooks/").is_some_and(|ev| ev.split('/').count() == 2 && !ev.contains("..")),
     }
@@ -142,7 +143,14 @@ mod tests {
             hook_scope_allows(&Method::POST, "/api/v1/campaigns/qr-abc123/claims", c),
             "the agent files its claims"
         );
+        assert!(
+            hook_scope_allows(&Method::POST, "/campaigns/qr-abc123/answers", c),
+            "the agent files the evidence that answers a question"
+        );
         for (m, p) in [
+            (Method::GET, "/campaigns/qr-abc123/answers"),
+            (Method::GET, "/campaigns/qr-abc123/questions/open"),
+            (Method::POST, "/campaigns/qr-other/answers"),
             (Method::POST, "/campaigns/qr-other/hooks/claude-code/stop"),
             (Method::POST, "/campaigns/qr-abc123x/hooks/claude-code/stop"),
             (Method::POST, "/campaigns/qr-abc123/questions"),

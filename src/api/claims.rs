@@ -25,6 +25,12 @@ pub(super) struct EvidenceFile {
     text: String,
 }
 
+impl EvidenceFile {
+    pub(super) fn into_file(self) -> ClaimFile {
+        ClaimFile { name: self.name, text: self.text }
+    }
+}
+
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct NewClaim {

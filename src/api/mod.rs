@@ -254,6 +254,8 @@ pub fn router(state: AppState) -> Router {
         .route("/campaigns/{id}/evaluations", get(campaigns::list_evaluations))
         .route("/campaigns/{id}/hooks/{agent}/{event}", post(hooks::hook))
         .route("/campaigns/{id}/questions", get(questions::list_questions).post(questions::ask))
+        .route("/campaigns/{id}/questions/open", get(questions::open_questions))
+        .route("/campaigns/{id}/answers", post(questions::answer))
         .route("/campaigns/{id}/stops", get(campaigns::list_stops))
         .route("/campaigns/{id}/audit", get(campaigns::campaign_audit))
         .route("/campaigns/{id}/claims", get(claims::list_claims).post(claims::file_claim))

@@ -33,6 +33,8 @@ use super::{beam, campaigns, claims, events, hooks, login, notify, questions, ru
         hooks::hook,
         questions::list_questions,
         questions::ask,
+        questions::open_questions,
+        questions::answer,
         campaigns::list_stops,
         campaigns::campaign_audit,
         beam::beam_list,

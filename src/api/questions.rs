@@ -50,6 +50,46 @@ pub(super) async fn list_questions(
     Ok(Json(json!(state.supervisor.store().list_questions(&id, false).await?)))
 }
 
+/// The questions delivered and not answered yet (issue #35): each with its age, the turns it has
+/// waited, its re-asks and whether it was escalated; oldest first.
+#[utoipa::path(get, path = "/campaigns/{id}/questions/open", tag = "questions", params(CampaignId),
+    responses((status = 200, description = "ok", body = Vec<crate::app::OpenQuestion>),
+        Invalid, Unauthorized, Forbidden, NotFound, Internal))]
+pub(super) async fn open_questions(
+    State(state): State<AppState>,
+    ApiPath(CampaignId { id }): ApiPath<CampaignId>,
+) -> ApiResult<Json<Vec<crate::app::OpenQuestion>>> {
+    Ok(Json(state.supervisor.open_questions(&id).await?))
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct NewAnswer {
+    /// The question answered (its id, or its re-ask's).
+    question_id: i64,
+    /// Evidence files (1 to 8, at least one not empty): words alone answer no question.
+    #[schema(min_items = 1)]
+    evidence: Vec<super::claims::EvidenceFile>,
+    /// What the evidence shows, in the agent's own words (at most 4000 characters).
+    #[serde(default)]
+    #[schema(max_length = 4000)]
+    why: Option<String>,
+}
+
+/// File evidence that answers a question the agent was asked (the agent, with the campaign's hook
+/// token: `gadfly answer`). The question, and its re-asks, count as answered.
+#[utoipa::path(post, path = "/campaigns/{id}/answers", tag = "questions", params(CampaignId), request_body = NewAnswer,
+    responses((status = 200, description = "ok", body = Object),
+        Invalid, Unauthorized, Forbidden, NotFound, TooLarge, Internal))]
+pub(super) async fn answer(
+    State(state): State<AppState>,
+    ApiPath(CampaignId { id }): ApiPath<CampaignId>,
+    JsonBody(req): JsonBody<NewAnswer>,
+) -> ApiResult<Json<Value>> {
+    let files = req.evidence.into_iter().map(super::claims::EvidenceFile::into_file).collect();
+    Ok(Json(state.supervisor.answer_with_files(&id, req.question_id, req.why.as_deref(), files).await?))
+}
+
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub(super) struct SuggestQuery {
@@ -78,7 +118,7 @@ pub(super) async fn suggestions(
             json!({
                 "id": c.entry.id, "group": c.entry.group, "text": c.entry.text, "rationale": c.entry.rationale,
                 "level": c.entry.level, "provenance": c.entry.provenance, "source": c.entry.source,
-                "moments": c.entry.moments, "asks": c.asks, "gains": c.gains, "asked_here": c.asked_here,
+                "moments": c.entry.moments, "asks": c.asks, "gains": c.gains, "rewards": c.rewards, "asked_here": c.asked_here,
             })
         })
         .collect();
@@ -117,9 +157,16 @@ pub(super) async fn bank(State(state): State<AppState>) -> ApiResult<Json<Value>
     })))
 }
 
-/// Asks, gains and status per bank entry, learned over all campaigns.
+/// Asks, gains, rewards and status per bank entry (and per moment inside
+/// it), learned over all campaigns, keyed by bank id; under the key
+/// `uplift`, each kind's and group's reward rate after its questions
+/// against the rate after withheld moments, with a 95% interval
+/// (`crate::bank::learn::uplift`). `uplift` is no bank id.
 #[utoipa::path(get, path = "/bank/stats", tag = "bank",
     responses((status = 200, description = "ok", body = Object), Unauthorized, Forbidden, Internal))]
 pub(super) async fn bank_stats(State(state): State<AppState>) -> ApiResult<Json<Value>> {
-    Ok(Json(json!(state.supervisor.bank_stats().await?)))
+    let (stats, uplift) = state.supervisor.bank_report().await?;
+    let mut out = json!(stats);
+    out["uplift"] = json!(uplift);
+    Ok(Json(out))
 }

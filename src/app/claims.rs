@@ -287,7 +287,7 @@ impl Supervisor {
 }
 
 /// The evidence files' limits, with errors that say which file and why.
-fn check_evidence(files: &[ClaimFile]) -> Result<()> {
+pub(super) fn check_evidence(files: &[ClaimFile]) -> Result<()> {
     if files.len() > MAX_EVIDENCE_FILES {
         return Err(SupervisorError::Invalid(format!(
             "{} evidence files: at most {MAX_EVIDENCE_FILES} a claim",

@@ -129,6 +129,12 @@ impl Supervisor {
         let id = self.inner.store.insert_evaluation(campaign_id, &eval).await?;
         eval.id = Some(id);
         self.record_event(campaign_id, None, None, Event::evaluated(id, &eval)).await?;
+        // A new tree of the workspace is fresh evidence: the questions it answers.
+        if workspace {
+            if let Err(e) = self.answers_after_evaluation(campaign_id, &eval).await {
+                tracing::warn!(campaign = %campaign_id, error = %e, "the questions an evaluation answers");
+            }
+        }
         tracing::info!(campaign = %campaign_id, tree = %eval.tree, holds = eval.verdict.holds, ms = eval.duration_ms, "evaluated");
         if let Some(held) = moments {
             match super::moments::after_evaluation(self, campaign_id, spec, &eval, held).await {

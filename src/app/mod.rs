@@ -12,6 +12,8 @@
 //!   worker dispatch;
 //! - `questions`: ask, pick, suggest, bank stats, and `record_delivered`
 //!   (the one writer of `question.delivered`);
+//! - `answers`: whether a delivered question was answered (fresh evidence
+//!   only), its re-ask and escalation, the open questions;
 //! - `runs`: the run registry, leases, the lease keeper, transcript
 //!   followers, `stop_everything`;
 //! - `moments` and `recheck`: acting on the findings the domain's
@@ -40,6 +42,7 @@ use crate::events::{kind, Event};
 use crate::harness;
 use crate::store::{CampaignRow, EventRow, Store};
 
+mod answers;
 pub mod beam;
 pub mod claims;
 mod escapes;
@@ -58,6 +61,7 @@ mod stop;
 mod tasks;
 mod transcript;
 
+pub use answers::{OpenQuestion, OpenReask};
 pub use hooks::{idempotency_key, import_spool, HookReply, SpooledMeta};
 pub use questions::question_message;
 pub use redteam::{Progress as RedteamProgress, RedteamState};

@@ -270,6 +270,9 @@ async fn raise_with(
             } else {
                 None
             };
+            if beam_q.is_none() && crate::moments::plan::withheld(campaign_id, spec.withhold, f, &moment) {
+                return withhold(sup, campaign_id, spec, f, moment).await;
+            }
             let q = match beam_q {
                 Some((bank_id, text)) => {
                     moment.beam = Some("too few live families".into());
@@ -314,5 +317,33 @@ async fn raise_with(
             sup.record_event(campaign_id, None, None, Event::Moment(moment)).await?;
         }
     }
+    Ok(())
+}
+
+/// Records a moment left without its question: the moment itself (as any
+/// other, its `no_question` saying why) and a `moment.withheld` with the
+/// objective before it, so that what follows is measured as what follows
+/// a question ([`crate::bank::learn`]).
+async fn withhold(
+    sup: &Supervisor,
+    campaign_id: &str,
+    spec: &CampaignSpec,
+    f: &Finding,
+    mut moment: events::Moment,
+) -> anyhow::Result<()> {
+    let series = sup.store().evaluation_series(campaign_id).await?;
+    let workspace: Vec<_> = series.iter().filter(|p| p.origin == crate::evaluation::Origin::Workspace).collect();
+    let objective = workspace.iter().rev().find(|p| !p.incorrect && p.geomean.is_some());
+    let withheld = events::Withheld {
+        moment: f.moment.clone(),
+        detector: f.detector.clone(),
+        share: spec.withhold,
+        evaluation_before: workspace.last().map(|p| p.id),
+        objective_evaluation: objective.map(|p| p.id),
+        objective_before: objective.and_then(|p| p.geomean),
+    };
+    moment.outcome = MomentOutcome::NoQuestion(crate::moments::plan::WITHHELD_WHY.into());
+    sup.record_event(campaign_id, None, None, Event::Moment(moment)).await?;
+    sup.record_event(campaign_id, None, None, Event::MomentWithheld(withheld)).await?;
     Ok(())
 }

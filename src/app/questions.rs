@@ -56,7 +56,8 @@ impl Supervisor {
     }
 
     /// Records that a question reached the agent (the one writer of
-    /// `question.delivered`); its row is marked delivered by the caller.
+    /// `question.delivered`), and the tree it was asked at; its row is
+    /// marked delivered by the caller.
     pub async fn record_delivered(
         &self,
         campaign_id: &str,
@@ -64,8 +65,15 @@ impl Supervisor {
         question: impl Into<DeliveredQuestion>,
         via: Via,
     ) -> anyhow::Result<()> {
-        let event = Event::QuestionDelivered { question: question.into(), via };
+        let question = question.into();
+        let id = question.question_id;
+        let event = Event::QuestionDelivered { question, via };
         self.record_event(campaign_id, session_id, None, event).await?;
+        // What answers it is measured from here (`answers.rs`); a question
+        // without its baseline is answered by any new evaluation.
+        if let Err(e) = self.answer_baseline(campaign_id, id, session_id).await {
+            tracing::warn!(campaign = %campaign_id, question = id, error = %e, "recording the tree a question was asked at");
+        }
         Ok(())
     }
 
@@ -76,10 +84,8 @@ impl Supervisor {
         campaign_id: &str,
     ) -> anyhow::Result<(Vec<select::AskedHere>, usize, HashMap<String, EntryStats>)> {
         let (asked_ids, asked) = self.inner.store.asked_bank_ids(campaign_id).await?;
-        let (history, evals) = self.inner.store.yield_history().await?;
-        let attributions = learn::attribute(&history, &evals, learn::DEFAULT_WINDOW, learn::DEFAULT_THRESHOLD);
-        let mut stats: HashMap<String, EntryStats> = learn::stats(&attributions).into_iter().collect();
-        stats.extend(learn::stats_by_moment(&history, &attributions));
+        let history = self.inner.store.yield_history().await?;
+        let stats: HashMap<String, EntryStats> = learn::selection_stats(&history, &self.inner.bank.get());
         Ok((asked_ids, asked, stats))
     }
 
@@ -143,17 +149,25 @@ impl Supervisor {
         Ok(select::suggest(&bank.entries, &req, n))
     }
 
-    /// Learned yield of every bank entry asked so far, over all campaigns.
+    /// Learned value of every bank entry asked so far, over all campaigns.
     pub async fn bank_stats(&self) -> anyhow::Result<std::collections::BTreeMap<String, EntryStats>> {
-        let (asked, evals) = self.inner.store.yield_history().await?;
-        let attributions = learn::attribute(&asked, &evals, learn::DEFAULT_WINDOW, learn::DEFAULT_THRESHOLD);
-        Ok(learn::stats(&attributions))
+        Ok(self.bank_report().await?.0)
+    }
+
+    /// [`Self::bank_stats`] and each group's uplift against the moments
+    /// left without a question ([`learn::uplift`]).
+    pub async fn bank_report(
+        &self,
+    ) -> anyhow::Result<(std::collections::BTreeMap<String, EntryStats>, Vec<learn::Uplift>)> {
+        let history = self.inner.store.yield_history().await?;
+        Ok(learn::report(&history, &self.inner.bank.get()))
     }
 }
 
-/// How a queued question is put to the agent outside a block reason.
+/// How a queued question is put to the agent outside a block reason,
+/// with what counts as its answer.
 pub fn question_message(q: &crate::store::QuestionRow) -> String {
-    match q.source.as_str() {
+    let asked = match q.source.as_str() {
         "human" => format!("A question from the person supervising this campaign: {}\nAnswer it with a measurement or an experiment.", q.text),
         _ => format!(
             "gadfly noticed a {} moment. Question ({}): {}\nAnswer it with a measurement or an experiment, not an argument.",
@@ -161,5 +175,6 @@ pub fn question_message(q: &crate::store::QuestionRow) -> String {
             q.bank_id.as_deref().unwrap_or("bank"),
             q.text
         ),
-    }
+    };
+    format!("{asked}\n{}", super::answers::how_to_answer(q.id))
 }

@@ -110,6 +110,11 @@ impl Supervisor {
             },
             other => other,
         };
+        // A turn for the questions still unanswered: one left too long is
+        // asked again (queued now, so this stop may carry it), then escalated.
+        if let Err(e) = self.answers_at_stop(campaign_id, session, spec).await {
+            tracing::warn!(campaign = %campaign_id, error = %e, "following the unanswered questions");
+        }
         let waiting = match &evaluation {
             Ok(_) => self.inner.store.list_questions(campaign_id, true).await?,
             Err(_) => vec![],
@@ -159,6 +164,9 @@ impl Supervisor {
             {
                 r.push_str(&more);
             }
+        }
+        if let (Some(r), Some((id, _))) = (reason.as_mut(), &asked) {
+            super::answers::name_in_reason(r, *id);
         }
         let question_id = asked.as_ref().map(|(id, _)| *id);
         if let Some((id, q)) = &asked {

@@ -14,6 +14,51 @@ pub fn groups_for(moment: &str) -> &'static [&'static str] {
     }
 }
 
+/// What a question is for, and so what rewards it (see [`super::learn`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// It aims at a faster kernel: rewarded by a verified gain.
+    Performance,
+    /// It checks that a gain or a result is real: rewarded when the gain
+    /// it questioned disappears or a failure is caught. Scored like a
+    /// performance question, a validity question that exposes a fake gain
+    /// counted as a failure (BANK-REVIEW.md 5.3.4).
+    Validity,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Performance => "performance",
+            Kind::Validity => "validity",
+        }
+    }
+}
+
+/// The groups whose questions check that a gain or a result is real: the
+/// benchmark measures the workload (benchmark_validity), the output is
+/// right (correctness), the timing is sound (measurement). Every other
+/// group (bound, gap analysis, algorithm, memory, launch, instruction,
+/// process, comparison, architecture) aims at speed. The one place the
+/// split is decided.
+pub const VALIDITY_GROUPS: &[&str] = &["benchmark_validity", "correctness", "measurement"];
+
+/// The kind of a bank group (an unknown group aims at speed).
+pub fn kind_of_group(group: &str) -> Kind {
+    if VALIDITY_GROUPS.contains(&group) {
+        Kind::Validity
+    } else {
+        Kind::Performance
+    }
+}
+
+/// The kind of a bank entry by id, through its group in `bank` (an id the
+/// bank does not hold, such as a built-in completion question, aims at speed).
+pub fn kind_of_entry(bank: &super::Bank, id: &str) -> Kind {
+    bank.get(id).map_or(Kind::Performance, |e| kind_of_group(&e.group))
+}
+
 /// Entries that challenge a claimed limit with an experiment (a
 /// falsifying test, a measured ceiling, a stripped-down skeleton, another
 /// level): what a limit claim prefers.
@@ -90,6 +135,19 @@ mod tests {
         assert!(routed("limit_claim", None, &all).contains(&"process-003"));
         let q = Evidence { quote: Some("We are memory-bound now".into()), ..Default::default() };
         assert!(routed("limit_claim", Some(&q), &all).contains(&"memory-003"));
+    }
+
+    #[test]
+    fn validity_groups_are_core_groups_and_the_rest_aim_at_speed() {
+        for g in VALIDITY_GROUPS {
+            assert!(crate::bank::CORE_GROUPS.contains(g), "{g}");
+            assert_eq!(kind_of_group(g), Kind::Validity);
+        }
+        assert_eq!(kind_of_group("gap_analysis"), Kind::Performance);
+        assert_eq!(kind_of_group("comparison"), Kind::Performance);
+        let bank = crate::bank::embedded();
+        let kinds: std::collections::BTreeSet<Kind> = bank.entries.iter().map(|e| kind_of_entry(bank, &e.id)).collect();
+        assert_eq!(kinds.len(), 2, "the shipped bank has questions of both kinds");
     }
 
     #[test]

@@ -11,6 +11,7 @@ pub mod learn;
 pub mod live;
 pub mod load;
 pub mod select;
+pub mod uplift;
 
 use std::sync::LazyLock;
 

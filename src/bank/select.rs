@@ -28,8 +28,10 @@ pub struct Request<'a> {
     pub asked: &'a [AskedHere],
     /// Groups that fit what is happening, best first (a soft weight).
     pub prefer: &'a [&'a str],
-    /// Learned yield by bank id, pooled, and by `moment/id` where known
-    /// ([`super::learn::stats_by_moment`]); the moment's own wins.
+    /// Learned value by bank id, pooled, and by `moment/id` where known
+    /// ([`super::learn::stats_by_moment`]); the moment's own wins once it
+    /// rests on [`MIN_MOMENT_ASKS`] asks. The score learns from `rewards`
+    /// (each question rewarded by its kind, [`super::learn`]).
     pub stats: &'a HashMap<String, EntryStats>,
     pub seed: u64,
     /// What the moment is about; routes the choice and fills placeholders.
@@ -68,6 +70,8 @@ pub struct Choice {
     pub sample: f64,
     pub asks: u32,
     pub gains: u32,
+    /// Asks followed by the reward of its kind (what the score learns from).
+    pub rewards: u32,
     pub asked_here: bool,
     /// The entry's text with its placeholders filled from the evidence.
     pub text: String,
@@ -82,8 +86,17 @@ const JUST_USED: f64 = 0.6;
 /// An entry the evidence points to.
 const ROUTED: f64 = 2.0;
 
+/// A moment's own figures for an entry count once it was asked this many
+/// times there; before, its figures pooled over every moment stand in.
+pub const MIN_MOMENT_ASKS: u32 = 3;
+
+/// The learned value of `id` at the request's moment: its own there once
+/// asked [`MIN_MOMENT_ASKS`] times, else pooled over moments.
 fn stats_for<'a>(req: &'a Request<'_>, id: &str) -> Option<&'a EntryStats> {
-    req.stats.get(&format!("{}/{id}", req.moment)).or_else(|| req.stats.get(id))
+    match (req.stats.get(&format!("{}/{id}", req.moment)), req.stats.get(id)) {
+        (Some(own), _) if own.asks >= MIN_MOMENT_ASKS => Some(own),
+        (own, pooled) => pooled.or(own),
+    }
 }
 
 /// Every applicable entry for the moment, best first.
@@ -108,21 +121,21 @@ pub fn rank(entries: &[Entry], req: &Request<'_>) -> Vec<Choice> {
         let s = stats_for(req, &e.id).cloned().unwrap_or_default();
         let g = group_stats.entry(e.group.as_str()).or_default();
         g.0 += s.asks;
-        g.1 += s.gains;
+        g.1 += s.rewards;
     }
     let mut group_sample: HashMap<&str, f64> = HashMap::new();
     let mut groups: Vec<&str> = group_stats.keys().copied().collect();
     groups.sort_unstable();
     for g in groups {
-        let (asks, gains) = group_stats[g];
-        group_sample.insert(g, thompson(&mut rng, asks, gains));
+        let (asks, rewards) = group_stats[g];
+        group_sample.insert(g, thompson(&mut rng, asks, rewards));
     }
     let routed = super::groups::routed(req.moment, req.evidence, &req.spec.harness.scenarios);
     let mut ranked: Vec<(Choice, (bool, usize))> = fit
         .into_iter()
         .map(|(e, text)| {
             let s = stats_for(req, &e.id).cloned().unwrap_or_default();
-            let own = thompson(&mut rng, s.asks, s.gains);
+            let own = thompson(&mut rng, s.asks, s.rewards);
             let group = group_sample.get(e.group.as_str()).copied().unwrap_or(0.5);
             let prior = match req.prefer.iter().position(|p| *p == e.group) {
                 Some(i) => 1.0 - 0.03 * i as f64,
@@ -139,7 +152,16 @@ pub fn rank(entries: &[Entry], req: &Request<'_>) -> Vec<Choice> {
             let last_ask = req.asked.iter().position(|a| a.bank_id == e.id);
             let key = (last_ask.is_some(), last_ask.unwrap_or(0));
             let asked_here = last_ask.is_some();
-            (Choice { entry: e.clone(), sample: score, asks: s.asks, gains: s.gains, asked_here, text }, key)
+            let c = Choice {
+                entry: e.clone(),
+                sample: score,
+                asks: s.asks,
+                gains: s.gains,
+                rewards: s.rewards,
+                asked_here,
+                text,
+            };
+            (c, key)
         })
         .collect();
     ranked.sort_by(|a, b| a.1.cmp(&b.1).then(b.0.sample.total_cmp(&a.0.sample)));
@@ -152,9 +174,9 @@ pub fn rank(entries: &[Entry], req: &Request<'_>) -> Vec<Choice> {
 /// gains at this moment could never win over them.
 const PRIOR: (f64, f64) = (1.0, 3.0);
 
-/// A sample of Beta(prior gains + gains, prior misses + misses).
-fn thompson(rng: &mut rand::rngs::StdRng, asks: u32, gains: u32) -> f64 {
-    let beta = Beta::new(PRIOR.0 + gains as f64, PRIOR.1 + (asks.saturating_sub(gains)) as f64);
+/// A sample of Beta(prior rewards + rewards, prior misses + misses).
+fn thompson(rng: &mut rand::rngs::StdRng, asks: u32, rewards: u32) -> f64 {
+    let beta = Beta::new(PRIOR.0 + rewards as f64, PRIOR.1 + (asks.saturating_sub(rewards)) as f64);
     beta.map(|b| b.sample(rng)).unwrap_or_else(|_| rng.gen())
 }
 
@@ -352,8 +374,8 @@ mod tests {
     fn prefers_groups_that_fit_then_learned_yield_deterministically() {
         let s = spec(None, false);
         let mut stats = HashMap::new();
-        stats.insert("measure-002".to_string(), EntryStats { asks: 40, gains: 30, ..Default::default() });
-        stats.insert("measure-001".to_string(), EntryStats { asks: 40, gains: 1, ..Default::default() });
+        stats.insert("measure-002".to_string(), EntryStats { asks: 40, rewards: 30, ..Default::default() });
+        stats.insert("measure-001".to_string(), EntryStats { asks: 40, rewards: 1, ..Default::default() });
         let req = Request {
             moment: "plateau",
             spec: &s,
@@ -372,7 +394,7 @@ mod tests {
         // compares the two entries' ranks, not which one is picked.)
         let mut wins = 0;
         let mut stats2 = HashMap::new();
-        stats2.insert("measure-001".to_string(), EntryStats { asks: 20, gains: 2, ..Default::default() });
+        stats2.insert("measure-001".to_string(), EntryStats { asks: 20, rewards: 2, ..Default::default() });
         for seed in 0..200 {
             let req = Request {
                 moment: "plateau",
@@ -420,8 +442,8 @@ mod tests {
         let s = spec(None, false);
         let bank = crate::bank::embedded();
         let mut stats = HashMap::new();
-        stats.insert("plateau/instr-001".to_string(), EntryStats { asks: 30, gains: 25, ..Default::default() });
-        stats.insert("limit_claim/process-005".to_string(), EntryStats { asks: 30, gains: 25, ..Default::default() });
+        stats.insert("plateau/instr-001".to_string(), EntryStats { asks: 30, rewards: 25, ..Default::default() });
+        stats.insert("limit_claim/process-005".to_string(), EntryStats { asks: 30, rewards: 25, ..Default::default() });
         let mut instr = 0;
         let mut process5 = 0;
         for seed in 0..100 {
@@ -435,6 +457,28 @@ mod tests {
         }
         assert!(instr > 50, "instr-001 (a group plateau does not name) picked {instr}/100");
         assert!(process5 < 10, "yield at limit_claim does not count at plateau: {process5}/100");
+    }
+
+    /// A moment's own value counts once it rests on enough asks; before,
+    /// the value pooled over moments stands in (one unlucky ask at a
+    /// moment does not bury an entry that helps elsewhere).
+    #[test]
+    fn a_moment_with_few_asks_falls_back_to_the_pooled_value() {
+        let s = spec(None, false);
+        let good = EntryStats { asks: 30, rewards: 25, ..Default::default() };
+        let mut stats = HashMap::new();
+        stats.insert("measure-001".to_string(), good.clone());
+        stats.insert("plateau/measure-001".to_string(), EntryStats { asks: 1, ..Default::default() });
+        let req =
+            |stats| Request { moment: "plateau", spec: &s, asked: &[], prefer: &[], stats, seed: 0, evidence: None };
+        assert_eq!(stats_for(&req(&stats), "measure-001"), Some(&good), "one ask: the pooled value");
+        let own = EntryStats { asks: MIN_MOMENT_ASKS, ..Default::default() };
+        let mut enough = stats.clone();
+        enough.insert("plateau/measure-001".to_string(), own.clone());
+        assert_eq!(stats_for(&req(&enough), "measure-001"), Some(&own), "enough asks: the moment's own");
+        let lonely = EntryStats { asks: 1, rewards: 1, ..Default::default() };
+        let only: HashMap<String, EntryStats> = [("plateau/x-001".to_string(), lonely.clone())].into();
+        assert_eq!(stats_for(&req(&only), "x-001"), Some(&lonely), "no pooled value: the moment's own");
     }
 
     /// A CPU campaign never gets a GPU-only question, at any moment or

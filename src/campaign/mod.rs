@@ -10,9 +10,9 @@ use serde::{Deserialize, Serialize};
 mod notify;
 mod parse;
 
-pub(crate) use parse::field_at;
 pub use notify::{check as check_notify, NotifySpec, WebhookSpec, MAX_WEBHOOKS, NOTIFY_KINDS};
-pub use parse::{parse, parse_detached};
+pub(crate) use parse::field_at;
+pub use parse::{parse, parse_detached, DEFAULT_WITHHOLD};
 
 /// How gadfly behaves at a stop attempt and when it picks questions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -58,6 +58,13 @@ pub struct CampaignSpec {
     pub constraints: ConstraintsSpec,
     pub predicate: PredicateSpec,
     pub mode: Mode,
+    /// `[questions] withhold`: the share of moments in autonomous mode
+    /// left without their bank question, drawn at random, so that `gadfly
+    /// bank stats` can compare what follows a question with what follows
+    /// none ([`crate::bank::learn`]). 0 turns it off. A spec stored before
+    /// the option asks at every moment, as it did.
+    #[serde(default)]
+    pub withhold: f64,
     /// What the Stop hook does when it cannot reach the daemon.
     #[serde(default)]
     pub gate: GateSpec,
@@ -77,6 +84,44 @@ pub struct CampaignSpec {
     /// `[redteam]`: whether gadfly red-teams the harness by itself.
     #[serde(default, skip_serializing_if = "RedteamSpec::is_default")]
     pub redteam: RedteamSpec,
+    /// `[questions]` besides `mode`: how long a delivered question may stay
+    /// unanswered (see [`QuestionsSpec`]).
+    #[serde(default, skip_serializing_if = "QuestionsSpec::is_default")]
+    pub questions: QuestionsSpec,
+}
+
+/// `[questions] answer_within_turns = N` (default
+/// [`DEFAULT_ANSWER_WITHIN_TURNS`], 0 turns it off): a delivered question
+/// counts as answered only when fresh evidence follows it (a changed tree
+/// evaluated, or files filed with `gadfly answer`). One left unanswered for
+/// N turns (judged stop attempts) is asked again in another form; when the
+/// re-ask is left unanswered for N more, it is escalated to a person.
+/// Three turns: one for the agent to read the question and one or two to
+/// measure; a question still unanswered after that is being ignored, and
+/// six turns in all is where a person watching would step in.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct QuestionsSpec {
+    #[serde(default = "default_answer_within_turns")]
+    pub answer_within_turns: u32,
+}
+
+/// See [`QuestionsSpec`].
+pub const DEFAULT_ANSWER_WITHIN_TURNS: u32 = 3;
+
+fn default_answer_within_turns() -> u32 {
+    DEFAULT_ANSWER_WITHIN_TURNS
+}
+
+impl Default for QuestionsSpec {
+    fn default() -> Self {
+        QuestionsSpec { answer_within_turns: DEFAULT_ANSWER_WITHIN_TURNS }
+    }
+}
+
+impl QuestionsSpec {
+    pub fn is_default(&self) -> bool {
+        *self == QuestionsSpec::default()
+    }
 }
 
 /// `[redteam]`: with `before_start = true`, starting an agent's run first
@@ -471,8 +516,7 @@ pub fn warnings(spec: &CampaignSpec) -> Vec<String> {
                 .to_string(),
         );
     }
-    if !spec.harness.fresh_inputs && !spec.harness.run.contains("{seed}") && !spec.harness.run.contains("GADFLY_SEED")
-    {
+    if !spec.harness.fresh_inputs && !spec.harness.run.contains("{seed}") && !spec.harness.run.contains("GADFLY_SEED") {
         out.push(format!(
             "[harness] run `{}` has no `{{seed}}`: the re-check of a suspicious gain runs the same tree with another \
              seed (fresh inputs), and a harness that ignores it measures the same inputs again, so the re-check \

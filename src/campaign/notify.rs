@@ -27,6 +27,7 @@ pub const NOTIFY_KINDS: &[(&str, &str)] = &[
     ("ungated_stop", "a turn ended without the gate's decision (stop.ungated)"),
     ("violation", "gadfly's hooks were tampered with, or a turn ended with no Stop hook call (violation)"),
     ("run_ended", "a spawned agent's run ended: completed, stopped by budget, stopped or failed (run.ended)"),
+    ("question_escalated", "a question and its re-ask both went unanswered: no changed tree evaluated, no evidence filed (question.escalated)"),
 ];
 
 /// At most this many webhooks per campaign.

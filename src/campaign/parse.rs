@@ -224,7 +224,19 @@ fn one() -> Spanned<f64> {
 struct RawQuestions {
     #[serde(default)]
     mode: Option<Spanned<String>>,
+    #[serde(default)]
+    withhold: Option<Spanned<toml::Value>>,
+    #[serde(default)]
+    answer_within_turns: Option<Spanned<i64>>,
 }
+
+/// `[questions] withhold` when the spec does not say: off. Withholding is
+/// a choice a campaign makes (0.1, one moment in ten, gives a base rate
+/// over a long campaign at a small cost in questions): by default every
+/// moment gets its question, so that what gadfly asks stays predictable
+/// from the record (and `gadfly replay`, which withholds nothing, agrees
+/// with the live campaign).
+pub const DEFAULT_WITHHOLD: f64 = 0.0;
 
 struct Locator<'a> {
     file: &'a str,
@@ -480,6 +492,38 @@ fn parse_checked(text: &str, file: &str, base: &Path, check_workspace: bool) -> 
             }
         },
     };
+    let mut questions = super::QuestionsSpec::default();
+    if let Some(n) = &raw.questions.answer_within_turns {
+        match u32::try_from(*n.get_ref()) {
+            Ok(v) if v <= 1000 => questions.answer_within_turns = v,
+            _ => loc.push(
+                n.span(),
+                "questions.answer_within_turns",
+                "must be between 0 (never ask again) and 1000 turns",
+            ),
+        }
+    }
+    let withhold = match &raw.questions.withhold {
+        None => DEFAULT_WITHHOLD,
+        Some(v) => {
+            let share = match v.get_ref() {
+                toml::Value::Integer(n) => Some(*n as f64),
+                toml::Value::Float(x) => Some(*x),
+                _ => None,
+            };
+            match share {
+                Some(x) if x.is_finite() && (0.0..=1.0).contains(&x) => x,
+                _ => {
+                    loc.push(
+                        v.span(),
+                        "questions.withhold",
+                        "must be a share of moments between 0 and 1 (0.1 leaves one moment in ten without a question; 0 turns it off)",
+                    );
+                    DEFAULT_WITHHOLD
+                }
+            }
+        }
+    };
     let mut gate = GateSpec::default();
     if let Some(f) = &raw.gate.fail {
         match f.get_ref().as_str() {
@@ -601,12 +645,14 @@ fn parse_checked(text: &str, file: &str, base: &Path, check_workspace: bool) -> 
             scenarios: scenario_thresholds,
         },
         mode,
+        withhold,
         gate,
         hooks,
         extra,
         notify,
         replay: super::ReplaySpec { evaluation: raw.replay.evaluation.map(Spanned::into_inner) },
         redteam: super::RedteamSpec { before_start: raw.redteam.before_start },
+        questions,
     })
 }
 

@@ -362,3 +362,50 @@ fn notify_webhooks_are_parsed_and_each_bad_value_is_located() {
     let e = parse(&secret, "c.toml", dir.path()).unwrap_err().to_string();
     assert!(e.contains("unknown field `secret`"), "{e}");
 }
+
+/// `[questions] withhold` (#35): a share between 0 and 1, an integer 0 or
+/// 1 included; anything else is an error naming the field and its line; a
+/// spec stored before the option withholds nothing.
+#[test]
+fn questions_withhold_is_a_share_checked_where_written() {
+    let dir = git_dir();
+    let spec = parse(GOOD, "c.toml", dir.path()).unwrap();
+    assert_eq!(spec.withhold, DEFAULT_WITHHOLD);
+    for (written, share) in [("0.25", 0.25), ("0", 0.0), ("1", 1.0), ("1.0", 1.0)] {
+        let with = GOOD.replace("mode = \"audit\"", &format!("mode = \"audit\"\nwithhold = {written}"));
+        assert_eq!(parse(&with, "c.toml", dir.path()).unwrap().withhold, share, "{written}");
+    }
+    for bad in ["1.5", "-0.1", "\"some\"", "nan"] {
+        let with = GOOD.replace("mode = \"audit\"", &format!("mode = \"audit\"\nwithhold = {bad}"));
+        let err = parse(&with, "c.toml", dir.path()).unwrap_err();
+        assert_eq!((err.0[0].line, err.0[0].field.as_str()), (16, "questions.withhold"), "{bad}: {err}");
+        assert!(err.0[0].message.contains("between 0 and 1"), "{err}");
+    }
+    let mut stored = serde_json::to_value(&spec).unwrap();
+    stored.as_object_mut().unwrap().remove("withhold");
+    let back: CampaignSpec = serde_json::from_value(stored).unwrap();
+    assert_eq!(back.withhold, 0.0);
+}
+
+/// `[questions] answer_within_turns` (#35 item 4): 3 unless written, 0
+/// turns re-asking off, anything outside 0..=1000 an error naming the
+/// field and its line; a spec stored before the option gets the default.
+#[test]
+fn questions_answer_within_turns_is_checked_where_written() {
+    let dir = git_dir();
+    let spec = parse(GOOD, "c.toml", dir.path()).unwrap();
+    assert_eq!(spec.questions.answer_within_turns, DEFAULT_ANSWER_WITHIN_TURNS);
+    for n in [0, 5] {
+        let with = GOOD.replace("mode = \"audit\"", &format!("mode = \"audit\"\nanswer_within_turns = {n}"));
+        assert_eq!(parse(&with, "c.toml", dir.path()).unwrap().questions.answer_within_turns, n);
+    }
+    for bad in ["-1", "1001"] {
+        let with = GOOD.replace("mode = \"audit\"", &format!("mode = \"audit\"\nanswer_within_turns = {bad}"));
+        let err = parse(&with, "c.toml", dir.path()).unwrap_err();
+        assert_eq!((err.0[0].line, err.0[0].field.as_str()), (16, "questions.answer_within_turns"), "{bad}: {err}");
+    }
+    let mut stored = serde_json::to_value(&spec).unwrap();
+    stored.as_object_mut().unwrap().remove("questions");
+    let back: CampaignSpec = serde_json::from_value(stored).unwrap();
+    assert_eq!(back.questions.answer_within_turns, DEFAULT_ANSWER_WITHIN_TURNS);
+}

@@ -73,10 +73,7 @@ pub(super) async fn run(cmd: BankCommand, client: fn(Duration) -> anyhow::Result
             if json {
                 println!("{}", serde_json::to_string_pretty(&stats)?);
             } else {
-                println!("{:<14} {:>5} {:>6}  status", "entry", "asks", "gains");
-                for (id, s) in stats.as_object().into_iter().flatten() {
-                    println!("{:<14} {:>5} {:>6}  {}", id, s["asks"], s["gains"], s["status"].as_str().unwrap_or(""));
-                }
+                print!("{}", stats_text(&stats));
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -99,7 +96,7 @@ pub(super) async fn run(cmd: BankCommand, client: fn(Duration) -> anyhow::Result
             let stats = client(Duration::from_secs(60))?.get("/bank/stats").await?;
             let text = export_toml(&stats);
             std::fs::write(&file, text).with_context(|| format!("writing {}", file.display()))?;
-            eprintln!("wrote {} entries to {}", stats.as_object().map_or(0, |m| m.len()), file.display());
+            eprintln!("wrote {} entries to {}", entries(&stats).count(), file.display());
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -163,7 +160,7 @@ pub fn export_toml(stats: &Value) -> String {
     let mut out = String::from(
         "# Learned yield exported by `gadfly bank export-stats`. Merge `provenance` and\n# `evidence` into the entries of question_bank/ with the same id.\n",
     );
-    for (id, s) in stats.as_object().into_iter().flatten() {
+    for (id, s) in entries(stats) {
         let evidence: Vec<&str> = s["evidence"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
         let mut table = toml::Table::new();
         table.insert("id".into(), toml::Value::String(id.clone()));
@@ -177,4 +174,86 @@ pub fn export_toml(stats: &Value) -> String {
         out.push_str(&toml::to_string(&table).unwrap_or_default());
     }
     out
+}
+
+/// The entries of `/bank/stats`, by bank id (its `uplift` key is no entry).
+fn entries(stats: &Value) -> impl Iterator<Item = (&String, &Value)> {
+    stats.as_object().into_iter().flatten().filter(|(id, _)| id.as_str() != "uplift")
+}
+
+/// `gadfly bank stats` as text: one line per entry (its figures per moment
+/// at the end of the line), then the uplift table.
+pub fn stats_text(stats: &Value) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<14} {:<11} {:>5} {:>6} {:>8}  {:<11} by moment (asks/rewards)",
+        "entry", "kind", "asks", "gains", "rewards", "status"
+    );
+    for (id, s) in entries(stats) {
+        let moments: Vec<String> = s["moments"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(m, v)| format!("{m} {}/{}", v["asks"], v["rewards"]))
+            .collect();
+        let _ = writeln!(
+            out,
+            "{:<14} {:<11} {:>5} {:>6} {:>8}  {:<11} {}",
+            id,
+            s["kind"].as_str().unwrap_or("-"),
+            s["asks"].as_u64().unwrap_or(0),
+            s["gains"].as_u64().unwrap_or(0),
+            s["rewards"].as_u64().unwrap_or(0),
+            s["status"].as_str().unwrap_or(""),
+            moments.join(", ")
+        );
+    }
+    let rows = stats["uplift"].as_array().map(Vec::as_slice).unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "\nuplift: the rate of reward after a question minus the rate after a withheld moment of the same moments\n\
+         (performance: a verified gain; validity: the questioned gain gone or a failure caught; 95% Newcombe interval)"
+    );
+    if rows.is_empty() {
+        let _ = writeln!(out, "no bank question delivered yet");
+    } else {
+        let _ = writeln!(
+            out,
+            "{:<12} {:<20} {:<22} {:>17} {:>17}  uplift",
+            "kind", "group", "moment", "asked (n)", "withheld (n)"
+        );
+    }
+    for r in rows {
+        let all = |v: &Value| v.as_str().unwrap_or("all").to_string();
+        let figures = match (r["uplift"].as_f64(), r["interval"].as_array()) {
+            (Some(u), Some(i)) => format!(
+                "{:+.1} pts [{:+.1}, {:+.1}]",
+                u * 100.0,
+                i[0].as_f64().unwrap_or(0.0) * 100.0,
+                i[1].as_f64().unwrap_or(0.0) * 100.0
+            ),
+            _ => r["note"].as_str().unwrap_or("").to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "{:<12} {:<20} {:<22} {:>17} {:>17}  {}",
+            r["kind"].as_str().unwrap_or(""),
+            all(&r["group"]),
+            all(&r["moment"]),
+            arm(&r["asked"]),
+            arm(&r["withheld"]),
+            figures
+        );
+    }
+    out
+}
+
+/// One side of an uplift row: "3/10 30.0%".
+fn arm(a: &Value) -> String {
+    match a["rate"].as_f64() {
+        Some(rate) => format!("{}/{} {:.1}%", a["rewarded"], a["n"], rate * 100.0),
+        None => format!("{}/{}", a["rewarded"], a["n"]),
+    }
 }

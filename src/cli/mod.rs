@@ -138,6 +138,25 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// File the evidence that answers a question gadfly asked (with the campaign's $GADFLY_TOKEN and
+    /// $GADFLY_CAMPAIGN): a question counts as answered only when fresh evidence follows it, a changed
+    /// tree gadfly evaluates or files filed here; words alone never answer one.
+    Answer {
+        /// The question's id (as its delivery names it).
+        question: i64,
+        /// A text file of evidence (a measurement, a profile, a log); repeat for more (at least 1, at
+        /// most 8, 64 KiB each).
+        #[arg(long = "evidence", value_name = "FILE", required = true)]
+        evidence: Vec<PathBuf>,
+        /// What the evidence shows, in your own words.
+        #[arg(long)]
+        why: Option<String>,
+        /// The campaign (default: $GADFLY_CAMPAIGN).
+        #[arg(long, env = "GADFLY_CAMPAIGN")]
+        campaign: String,
+        #[arg(long)]
+        json: bool,
+    },
     /// Write gadfly's hooks into an agent's configuration, so an agent you start by hand is supervised.
     Attach {
         id: String,
@@ -582,6 +601,21 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Answer { question, evidence, why, campaign, json } => {
+            let files = read_evidence(&evidence)?;
+            let answered = client(Duration::from_secs(60))?
+                .post(
+                    &format!("/campaigns/{campaign}/answers"),
+                    &json!({"question_id": question, "evidence": files, "why": why}),
+                )
+                .await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&answered)?);
+            } else {
+                println!("gadfly: {}", answered["note"].as_str().unwrap_or("answer filed"));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Bank(b) => bank::run(b, client).await,
         Command::Moments(m) => moments(m),
         Command::Beam(b) => beam(b).await,
@@ -605,9 +639,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             let hook_token = hook_token["token"].as_str().unwrap_or_default().to_string();
             let hooks: crate::campaign::HooksSpec =
                 serde_json::from_value(campaign["spec"]["hooks"].clone()).unwrap_or_default();
-            let http = hooks
-                .http
-                .then(|| crate::agent::attach::HttpHooks { url: c.base_url().to_string() });
+            let http = hooks.http.then(|| crate::agent::attach::HttpHooks { url: c.base_url().to_string() });
             // The daemon's key, pinned in every hook command (THREATS row 5).
             let daemon_key = daemon_public_key(&c).await?;
             let path = crate::agent::attach::attach_pinned(
@@ -780,9 +812,7 @@ pub fn is_closed_stdout(panic_message: &str) -> bool {
 /// Renders a client error for a person at a terminal: a refused token
 /// says how the CLI finds one (the API's message speaks to HTTP clients).
 pub fn render_client_error(e: &anyhow::Error) -> String {
-    let refused = e
-        .chain()
-        .any(|c| c.downcast_ref::<crate::client::ApiFailure>().is_some_and(|f| f.status == 401));
+    let refused = e.chain().any(|c| c.downcast_ref::<crate::client::ApiFailure>().is_some_and(|f| f.status == 401));
     if refused {
         let has_token = std::env::var_os("GADFLY_TOKEN").is_some_and(|t| !t.is_empty());
         let data_dir = config::default_data_dir();

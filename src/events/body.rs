@@ -6,8 +6,8 @@ use std::borrow::Cow;
 use serde_json::{json, Value};
 
 use super::{
-    hook_kind, kind, AgentResult, AgentSession, CrashDetail, Event, FamilyHow, HooksInstall, Moment, MomentEvidence,
-    MomentOutcome, QueuedBy, ToolStatus, TranscriptLine, UngatedBy, Violation,
+    hook_kind, kind, AgentResult, AgentSession, AnsweredBy, CrashDetail, Event, FamilyHow, HooksInstall, Moment,
+    MomentEvidence, MomentOutcome, QueuedBy, ToolStatus, TranscriptLine, UngatedBy, Violation,
 };
 use crate::evaluation::Evaluation;
 
@@ -41,6 +41,9 @@ impl Event {
             Event::QuestionQueued { .. } => kind::QUESTION_QUEUED,
             Event::QuestionDelivered { .. } => kind::QUESTION_DELIVERED,
             Event::QuestionExpired { .. } => kind::QUESTION_EXPIRED,
+            Event::QuestionAnswered(_) => kind::QUESTION_ANSWERED,
+            Event::QuestionReasked(_) => kind::QUESTION_REASKED,
+            Event::QuestionEscalated(_) => kind::QUESTION_ESCALATED,
             Event::Violation(_) => kind::VIOLATION,
             Event::StopUngated { .. } => kind::STOP_UNGATED,
             Event::SessionFailedStart { .. } => kind::SESSION_FAILED_START,
@@ -61,6 +64,7 @@ impl Event {
             Event::AgentCrashed { .. } => kind::AGENT_CRASHED,
             Event::Moment(_) => kind::MOMENT,
             Event::MomentEscalated { .. } => kind::MOMENT_ESCALATED,
+            Event::MomentWithheld(_) => kind::MOMENT_WITHHELD,
             Event::GainRecheck { .. } => kind::GAIN_RECHECK,
             Event::GainConfirmed { .. } => kind::GAIN_CONFIRMED,
             Event::GainRejected { .. } => kind::GAIN_REJECTED,
@@ -133,6 +137,40 @@ impl Event {
             Event::QuestionExpired { question: q, reason } => {
                 json!({"question_id": q.question_id, "source": q.source, "bank_id": q.bank_id, "moment": q.moment, "text": q.text, "reason": reason})
             }
+            Event::QuestionAnswered(a) => {
+                let mut body = json!({"question_id": a.question_id, "reask_of": a.reask_of, "turns": a.turns});
+                match &a.by {
+                    AnsweredBy::Evaluation { evaluation_id, tree, baseline } => {
+                        body["by"] = json!("evaluation");
+                        body["evaluation_id"] = json!(evaluation_id);
+                        body["tree"] = json!(tree);
+                        body["baseline_tree"] = json!(baseline);
+                    }
+                    AnsweredBy::Artifact { files, why } => {
+                        body["by"] = json!("artifact");
+                        body["evidence"] = json!(files);
+                        body["why"] = json!(why);
+                    }
+                }
+                body
+            }
+            Event::QuestionReasked(r) => json!({
+                "question_id": r.question_id,
+                "reask_of": r.reask_of,
+                "form": r.form.as_str(),
+                "bank_id": r.bank_id,
+                "text": r.text,
+                "turns": r.turns,
+            }),
+            Event::QuestionEscalated(e) => json!({
+                "question_id": e.question.question_id,
+                "source": e.question.source,
+                "bank_id": e.question.bank_id,
+                "moment": e.question.moment,
+                "text": e.question.text,
+                "reasks": e.reasks,
+                "turns": e.turns,
+            }),
             Event::Violation(Violation::HooksChanged { changes }) => {
                 json!({"kind": "hooks_changed", "changes": changes})
             }
@@ -204,6 +242,14 @@ impl Event {
             }
             Event::Moment(m) => moment_body(m),
             Event::MomentEscalated { moment, why, quote } => json!({"moment": moment, "why": why, "quote": quote}),
+            Event::MomentWithheld(w) => json!({
+                "moment": w.moment,
+                "detector": w.detector,
+                "share": w.share,
+                "evaluation_before": w.evaluation_before,
+                "objective_evaluation": w.objective_evaluation,
+                "objective_before": w.objective_before,
+            }),
             Event::GainRecheck { evaluation_id, tree, seed } => {
                 json!({"evaluation_id": evaluation_id, "tree": tree, "seed": seed})
             }

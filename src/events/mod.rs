@@ -50,6 +50,9 @@ pub const ALL_KINDS: &[&str] = &[
     kind::QUESTION_QUEUED,
     kind::QUESTION_DELIVERED,
     kind::QUESTION_EXPIRED,
+    kind::QUESTION_ANSWERED,
+    kind::QUESTION_REASKED,
+    kind::QUESTION_ESCALATED,
     kind::VIOLATION,
     kind::STOP_UNGATED,
     kind::SESSION_FAILED_START,
@@ -70,6 +73,7 @@ pub const ALL_KINDS: &[&str] = &[
     kind::AGENT_CRASHED,
     kind::MOMENT,
     kind::MOMENT_ESCALATED,
+    kind::MOMENT_WITHHELD,
     kind::GAIN_RECHECK,
     kind::GAIN_CONFIRMED,
     kind::GAIN_REJECTED,
@@ -154,6 +158,70 @@ impl DeliveredQuestion {
             text: q.text.clone(),
         }
     }
+}
+
+/// A `question.answered`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answered {
+    pub question_id: i64,
+    /// A re-ask: the question it asked again.
+    pub reask_of: Option<i64>,
+    /// Stop attempts it stayed unanswered.
+    pub turns: i64,
+    pub by: AnsweredBy,
+}
+
+/// What answered a question. Never the agent's words alone.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AnsweredBy {
+    /// A new evaluation of a workspace tree other than the one the
+    /// workspace had presented when the question was delivered (`baseline`;
+    /// none: no evaluation before it).
+    Evaluation { evaluation_id: i64, tree: String, baseline: Option<String> },
+    /// Files the agent filed for the question (`gadfly answer`), with its
+    /// words, if any.
+    Artifact { files: Vec<ClaimFile>, why: Option<String> },
+}
+
+/// How a question is asked again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReaskForm {
+    /// Another entry of the same bank group, for the same moment.
+    AnotherEntry,
+    /// The same text, prefixed as a repeat (a person's question, or a bank
+    /// question whose group has no other entry that fits).
+    Repeated,
+}
+
+impl ReaskForm {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReaskForm::AnotherEntry => "another_entry",
+            ReaskForm::Repeated => "repeated",
+        }
+    }
+}
+
+/// A `question.reasked`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reasked {
+    /// The re-ask's own question (queued).
+    pub question_id: i64,
+    pub reask_of: i64,
+    pub form: ReaskForm,
+    pub bank_id: Option<String>,
+    pub text: String,
+    /// Turns the first form stayed unanswered.
+    pub turns: i64,
+}
+
+/// A `question.escalated`: the first form, its re-asks, and the turns it
+/// has stayed unanswered.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Escalated {
+    pub question: DeliveredQuestion,
+    pub reasks: Vec<i64>,
+    pub turns: i64,
 }
 
 /// Who queued a question.
@@ -294,6 +362,20 @@ pub struct ClaimEvidence {
     pub repeated: bool,
 }
 
+/// A `moment.withheld`: the moment, and the objective before it (the last
+/// correct workspace evaluation's geometric mean) and the last workspace
+/// evaluation (the one the moment was about), as a question's would be read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Withheld {
+    pub moment: String,
+    pub detector: String,
+    /// The campaign's `[questions] withhold` share it was drawn with.
+    pub share: f64,
+    pub evaluation_before: Option<i64>,
+    pub objective_evaluation: Option<i64>,
+    pub objective_before: Option<f64>,
+}
+
 /// What became of a moment.
 #[derive(Debug, Clone, PartialEq)]
 pub enum MomentOutcome {
@@ -376,6 +458,16 @@ pub enum Event {
         question: DeliveredQuestion,
         reason: String,
     },
+    /// `question.answered`: fresh evidence followed a delivered question
+    /// (a changed tree evaluated, or files the agent filed for it).
+    QuestionAnswered(Answered),
+    /// `question.reasked`: a delivered question left unanswered for
+    /// `[questions] answer_within_turns` turns, queued again in another
+    /// form (`question_id` is the new row).
+    QuestionReasked(Reasked),
+    /// `question.escalated`: its re-ask went unanswered too; a person is
+    /// told.
+    QuestionEscalated(Escalated),
     Violation(Violation),
     StopUngated {
         why: String,
@@ -468,6 +560,10 @@ pub enum Event {
         why: String,
         quote: String,
     },
+    /// `moment.withheld`: an autonomous moment left without its bank
+    /// question (`[questions] withhold`), the control arm of the bank's
+    /// learning: what followed it is measured as what follows a question.
+    MomentWithheld(Withheld),
     GainRecheck {
         evaluation_id: i64,
         tree: String,

@@ -495,6 +495,20 @@ fn moments() {
         "moment.escalated",
         json!({"moment": "limit_claim", "why": "repeated", "quote": "q"}),
     );
+    let withheld = crate::events::Withheld {
+        moment: "plateau".into(),
+        detector: "plateau".into(),
+        share: 0.1,
+        evaluation_before: Some(5),
+        objective_evaluation: Some(4),
+        objective_before: Some(1.25),
+    };
+    check(
+        Event::MomentWithheld(withheld),
+        "moment.withheld",
+        json!({"moment": "plateau", "detector": "plateau", "share": 0.1, "evaluation_before": 5,
+               "objective_evaluation": 4, "objective_before": 1.25}),
+    );
 }
 
 #[test]
@@ -630,5 +644,55 @@ fn claims_their_verdicts_and_block_streaks() {
         Event::BlockStreak { blocks: 3, best_geomean: Some(1.2), escalated: true },
         "block.streak",
         json!({"blocks": 3, "best_geomean": 1.2, "escalated": true}),
+    );
+}
+
+#[test]
+fn answers_reasks_and_escalations() {
+    check(
+        Event::QuestionAnswered(Answered {
+            question_id: 7,
+            reask_of: None,
+            turns: 2,
+            by: AnsweredBy::Evaluation { evaluation_id: 12, tree: "t2".into(), baseline: Some("t1".into()) },
+        }),
+        "question.answered",
+        json!({"question_id": 7, "reask_of": null, "turns": 2, "by": "evaluation", "evaluation_id": 12,
+               "tree": "t2", "baseline_tree": "t1"}),
+    );
+    check(
+        Event::QuestionAnswered(Answered {
+            question_id: 9,
+            reask_of: Some(7),
+            turns: 0,
+            by: AnsweredBy::Artifact {
+                files: vec![ClaimFile { name: "ncu.txt".into(), text: "dram 91%".into() }],
+                why: None,
+            },
+        }),
+        "question.answered",
+        json!({"question_id": 9, "reask_of": 7, "turns": 0, "by": "artifact",
+               "evidence": [{"name": "ncu.txt", "text": "dram 91%"}], "why": null}),
+    );
+    check(
+        Event::QuestionReasked(Reasked {
+            question_id: 9,
+            reask_of: 7,
+            form: ReaskForm::AnotherEntry,
+            bank_id: Some("gap-002".into()),
+            text: "Again?".into(),
+            turns: 3,
+        }),
+        "question.reasked",
+        json!({"question_id": 9, "reask_of": 7, "form": "another_entry", "bank_id": "gap-002", "text": "Again?",
+               "turns": 3}),
+    );
+    let first =
+        DeliveredQuestion { question_id: 7, source: "human".into(), bank_id: None, moment: None, text: "Why?".into() };
+    check(
+        Event::QuestionEscalated(Escalated { question: first, reasks: vec![9], turns: 6 }),
+        "question.escalated",
+        json!({"question_id": 7, "source": "human", "bank_id": null, "moment": null, "text": "Why?",
+               "reasks": [9], "turns": 6}),
     );
 }

@@ -428,6 +428,11 @@ pub fn prefer_groups(eval: &Evaluation) -> Vec<&'static str> {
     }
 }
 
+/// The line after the question a block reason carries; the stop service
+/// names the question's id and how to answer it right after this line
+/// (`app/answers.rs`), so both read this one constant.
+pub const ANSWER_LINE: &str = "Answer it with a measurement or an experiment, not an argument.\n";
+
 /// The reason shown to the agent when a stop is blocked: every failing
 /// scenario in a compact table, the aggregate, evaluation-level failures
 /// and one question.
@@ -506,7 +511,7 @@ pub fn block_reason(eval: &Evaluation, predicate: &PredicateSpec, question: Opti
             format!("Question ({})", q.source)
         };
         out.push_str(&format!("\n{label}: {}\n", q.text));
-        out.push_str("Answer it with a measurement or an experiment, not an argument.\n");
+        out.push_str(ANSWER_LINE);
     }
     if !v.holds {
         out.push_str("Keep working until every scenario passes, then try to stop again.");

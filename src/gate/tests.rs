@@ -475,7 +475,8 @@ fn blocks_without_gain_count_from_the_last_gain_or_allow() {
 fn stops_the_daemon_did_not_judge_neither_add_to_nor_end_a_streak() {
     // The agent replays forged "blocked by the hook" records through its
     // hook token, and escapes the gate once: the streak of real blocks
-    // stands (a reset would switch the escalated checks off).
+    // stands (a reset would switch the escalated checks off). The first
+    // block sets the best; two blocks without gain follow.
     let forged = [
         ("block", Some(1.2)),
         ("block", Some(1.2)),
@@ -484,11 +485,11 @@ fn stops_the_daemon_did_not_judge_neither_add_to_nor_end_a_streak() {
         ("ungated", None),
         ("block", Some(1.1)),
     ];
-    assert_eq!(blocks_without_gain(&forged), 3);
+    assert_eq!(blocks_without_gain(&forged), 2);
     // Nor do they count as blocks on their own.
     assert_eq!(blocks_without_gain(&[("unavailable_block", None), ("unavailable_block", None)]), 0);
     // An unknown decision is not a verdict either.
-    assert_eq!(blocks_without_gain(&[("block", Some(1.0)), ("something_new", None), ("block", None)]), 2);
+    assert_eq!(blocks_without_gain(&[("block", Some(1.0)), ("something_new", None), ("block", None)]), 1);
 }
 
 #[test]

@@ -151,6 +151,53 @@ impl<T: Copy> Seen<T> {
     }
 }
 
+/// Why a withheld moment asked nothing (its `moment` event's `no_question`).
+pub const WITHHELD_WHY: &str =
+    "withheld: no question at this moment, drawn by [questions] withhold, so that gadfly bank stats can compare what follows a question with what follows none";
+
+/// Whether this moment's bank question is withheld (`[questions]
+/// withhold` = `share`, drawn by [`withhold_draw`]), for the daemon
+/// (`app/moments.rs`) and `gadfly replay` alike. Only a numeric moment's
+/// own bank question may be: never a claim's challenge question (a claim
+/// the agent made is always answered), never a beam's new-family question,
+/// never the campaign's start (no evaluation before it, so nothing to
+/// measure what follows against), and never a person's question or the
+/// gate's (they do not come through here).
+pub fn withheld(campaign_id: &str, share: f64, f: &Finding, moment: &crate::events::Moment) -> bool {
+    if moment.claim.is_some() || f.moment == "start" {
+        return false;
+    }
+    let count = match &moment.evidence {
+        crate::events::MomentEvidence::Finding { evaluation_count, .. } => *evaluation_count,
+        crate::events::MomentEvidence::Family { .. } => return false,
+    };
+    withhold_draw(campaign_id, &f.moment, &f.detector, &f.detail, count, share)
+}
+
+/// Whether a moment is left without its question: a draw of `share` from
+/// a seed of the campaign, the moment, its detector, its detail (two idle
+/// plateaus between the same evaluations differ by their count of tool
+/// calls) and the campaign's evaluation count. Random across campaigns and
+/// moments, yet the same for the same record (the `moment` event holds
+/// each), so a replay of the campaign can draw it again.
+pub fn withhold_draw(
+    campaign_id: &str,
+    moment: &str,
+    detector: &str,
+    detail: &str,
+    evaluation_count: usize,
+    share: f64,
+) -> bool {
+    use rand::{Rng, SeedableRng};
+    use std::hash::{Hash, Hasher};
+    if share <= 0.0 {
+        return false;
+    }
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    ("withhold", campaign_id, moment, detector, detail, evaluation_count).hash(&mut h);
+    rand::rngs::StdRng::seed_from_u64(h.finish()).gen::<f64>() < share
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -204,5 +251,20 @@ mod tests {
         assert!(seen.first_sight("c", Some("s"), "Done.", 200.0, expired(200.0)), "forgotten after SEEN_FOR");
         assert_eq!(act_for(Mode::Autonomous), Act::Queue);
         assert_eq!(act_for(Mode::Audit), Act::Record);
+    }
+
+    #[test]
+    fn the_withhold_draw_takes_its_share_and_is_reproducible() {
+        let drawn = (0..4000).filter(|i| withhold_draw(&format!("c-{i}"), "plateau", "plateau", "d", 3, 0.1)).count();
+        assert!((300..500).contains(&drawn), "{drawn} of 4000 at 0.1");
+        assert_eq!(
+            withhold_draw("c-1", "plateau", "plateau", "d", 3, 0.5),
+            withhold_draw("c-1", "plateau", "plateau", "d", 3, 0.5)
+        );
+        assert!((0..100).all(|i| !withhold_draw(&format!("c-{i}"), "plateau", "plateau", "d", i, 0.0)));
+        assert!((0..100).all(|i| withhold_draw(&format!("c-{i}"), "plateau", "plateau", "d", i, 1.0)));
+        // Two idle plateaus between the same evaluations are two draws.
+        let idle = |c: &str, detail: &str| withhold_draw(c, "plateau", "tool_calls_without_evaluation", detail, 4, 0.5);
+        assert!((0..200).map(|i| format!("c-{i}")).any(|c| idle(&c, "60 tool calls") != idle(&c, "120 tool calls")));
     }
 }

@@ -343,6 +343,13 @@ impl Replayer<'_> {
 
     fn raise_with(&mut self, n: usize, f: &Finding, mut moment: crate::events::Moment) {
         match plan::act_for(self.spec.mode) {
+            // The daemon's own draw (`[questions] withhold`): the same
+            // moments go without their question here (a replay has no beam,
+            // so none asks for a new family instead).
+            Act::Queue if plan::withheld(&self.campaign, self.spec.withhold, f, &moment) => {
+                moment.outcome = MomentOutcome::NoQuestion(plan::WITHHELD_WHY.into());
+                self.record_moment(n, moment);
+            }
             Act::Queue => {
                 let evidence = crate::bank::evidence::Evidence::of_finding(
                     &f.moment,

@@ -235,11 +235,13 @@ impl Store {
         Ok((ids.into_iter().map(|(a, _)| a).collect(), total))
     }
 
-    /// What learned yield is computed from: every delivered bank question
-    /// and every evaluation's objective, over all campaigns.
-    pub async fn yield_history(
-        &self,
-    ) -> anyhow::Result<(Vec<crate::bank::learn::Asked>, Vec<crate::bank::learn::EvalPoint>)> {
+    /// What learned value is computed from ([`crate::bank::learn`]): the
+    /// latest delivered bank questions, the latest moments left without a
+    /// question, and the latest evaluations with whose they are (the
+    /// workspace's, a beam candidate, a re-check), whether they are correct
+    /// and whether gadfly's re-check rejected their gain, over all campaigns.
+    pub async fn yield_history(&self) -> anyhow::Result<crate::bank::learn::History> {
+        use crate::bank::learn::{Asked, EvalPoint, Evaluated, History, Withheld};
         // The latest YIELD_QUESTIONS questions and YIELD_EVALUATIONS
         // evaluations: what a selection costs stays bounded however long
         // the campaigns run (the daemon picks a question at every moment).
@@ -256,7 +258,7 @@ impl Store {
         let asked = qs
             .iter()
             .map(|r| {
-                Ok(crate::bank::learn::Asked {
+                Ok(Asked {
                     question_id: r.try_get("id")?,
                     campaign_id: r.try_get("campaign_id")?,
                     bank_id: r.try_get("bank_id")?,
@@ -265,26 +267,60 @@ impl Store {
                 })
             })
             .collect::<anyhow::Result<Vec<_>>>()?;
+        let ws = sqlx::query(WITHHELD_LATEST).bind(YIELD_QUESTIONS).fetch_all(&self.pool).await?;
+        let mut withheld = Vec::with_capacity(ws.len());
+        for r in ws.iter().rev() {
+            let payload: String = r.try_get("payload")?;
+            let payload: serde_json::Value = serde_json::from_str(&payload).unwrap_or_default();
+            let Some(moment) = payload["moment"].as_str() else { continue };
+            withheld.push(Withheld {
+                id: r.try_get("id")?,
+                campaign_id: r.try_get("campaign_id")?,
+                moment: moment.to_string(),
+                at: r.try_get("created_at")?,
+            });
+        }
         let es = sqlx::query(
-            "select id, campaign_id, created_at, geomean from (
-                 select id, campaign_id, created_at, geomean from evaluations order by id desc limit $1) latest
+            "select id, campaign_id, created_at, geomean, origin, incorrect, tree from (
+                 select id, campaign_id, created_at, geomean, origin, incorrect, tree from evaluations
+                 order by id desc limit $1) latest
              order by id",
         )
         .bind(YIELD_EVALUATIONS)
         .fetch_all(&self.pool)
         .await?;
+        // A re-check is stored as `TREE+recheck-SEED`; it runs only on a
+        // correct evaluation, so one of its trees now incorrect had its
+        // gain rejected (the outcome is written into its own row).
+        let mut rechecked: std::collections::HashSet<(String, String)> = std::collections::HashSet::new();
+        for r in &es {
+            let tree: String = r.try_get("tree")?;
+            if let Some((base, _)) = tree.split_once("+recheck-") {
+                rechecked.insert((r.try_get("campaign_id")?, base.to_string()));
+            }
+        }
         let evals = es
             .iter()
             .map(|r| {
-                Ok(crate::bank::learn::EvalPoint {
-                    id: r.try_get("id")?,
-                    campaign_id: r.try_get("campaign_id")?,
-                    created_at: r.try_get("created_at")?,
-                    geomean: r.try_get("geomean")?,
+                let campaign_id: String = r.try_get("campaign_id")?;
+                let tree: String = r.try_get("tree")?;
+                let origin = crate::evaluation::Origin::parse(&r.try_get::<String, _>("origin")?);
+                let correct = r.try_get::<i64, _>("incorrect")? == 0;
+                let rejected = !correct && rechecked.contains(&(campaign_id.clone(), tree.clone()));
+                Ok(Evaluated {
+                    point: EvalPoint {
+                        id: r.try_get("id")?,
+                        campaign_id,
+                        created_at: r.try_get("created_at")?,
+                        geomean: r.try_get("geomean")?,
+                    },
+                    workspace: origin == crate::evaluation::Origin::Workspace && !tree.contains("+recheck-"),
+                    correct,
+                    rejected,
                 })
             })
             .collect::<anyhow::Result<Vec<_>>>()?;
-        Ok((asked, evals))
+        Ok(History { asked, withheld, evals })
     }
 }
 
@@ -308,6 +344,12 @@ macro_rules! claim_next_sql {
 }
 
 use claim_next_sql;
+
+/// The latest moments left without a question, newest first. The kind is
+/// written in the statement, not bound: only then may either engine read
+/// the partial index `events_withheld` (a seek, not a scan of every event).
+const WITHHELD_LATEST: &str =
+    "select id, campaign_id, created_at, payload from events where kind = 'moment.withheld' order by id desc limit $1";
 
 /// How often each bank id (and none: a person's question) was asked in a
 /// campaign, by latest ask; read from the index on (campaign_id, bank_id).
@@ -468,5 +510,68 @@ mod tests {
         }
         assert_eq!(got, vec![q], "the question reaches one call");
         assert_eq!(store.claims_sent.load(std::sync::atomic::Ordering::Relaxed), 1, "one claim statement for all ten");
+    }
+
+    /// What learning reads (#35): delivered bank questions, withheld
+    /// moments (through their partial index, whatever else the log holds),
+    /// and evaluations with whose they are, whether correct, and whether
+    /// gadfly's re-check rejected their gain (incorrect, with a re-check
+    /// row of their tree; an evaluation incorrect of itself is not).
+    #[tokio::test]
+    async fn yield_history_reads_withheld_moments_and_rejected_gains() {
+        assert_eq!(crate::events::kind::MOMENT_WITHHELD, "moment.withheld", "the kind WITHHELD_LATEST names");
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::connect(&format!("sqlite:{}", dir.path().join("g.db").display())).await.unwrap();
+        store.insert_campaign(&test_campaign("c1")).await.unwrap();
+        let plan = sqlite_plan(&store, sqlx::query(&format!("explain query plan {WITHHELD_LATEST}")).bind(5)).await;
+        assert!(plan.iter().any(|p| p.contains("events_withheld")), "plan: {plan:?}");
+        for (tree, geomean, origin, incorrect) in [
+            ("t1", 1.0, "workspace", 0),
+            ("t2", 2.0, "workspace", 1),
+            ("t2+recheck-7", 1.1, "recheck", 0),
+            ("t3", 1.5, "beam", 0),
+            ("t4", 1.2, "workspace", 1),
+        ] {
+            sqlx::query(
+                "insert into evaluations (campaign_id, tree, holds, geomean, failing_count, body, duration_ms, created_at, origin, incorrect)
+                 values ('c1', $1, 0, cast($2 as double precision), 0, '{}', 0, '2026-01-01T00:00:00.000Z', $3, $4)",
+            )
+            .bind(tree)
+            .bind(geomean)
+            .bind(origin)
+            .bind(incorrect as i64)
+            .execute(&store.pool)
+            .await
+            .unwrap();
+        }
+        let payload = serde_json::json!({"moment": "plateau", "detector": "plateau", "share": 0.1});
+        let at = "2026-01-01T00:00:01.000Z";
+        store.append_event("c1", None, "moment", None, &payload, at).await.unwrap();
+        let (withheld_id, _) = store.append_event("c1", None, "moment.withheld", None, &payload, at).await.unwrap();
+        store.queue_question("c1", "bank", Some("gap-001"), Some("plateau"), "q?").await.unwrap();
+        store.claim_next_question("c1", "hook_additional_context", None).await.unwrap().unwrap();
+
+        let h = store.yield_history().await.unwrap();
+        assert_eq!(
+            h.asked.iter().map(|a| (a.bank_id.as_deref(), a.moment.as_deref())).collect::<Vec<_>>(),
+            [(Some("gap-001"), Some("plateau"))]
+        );
+        assert_eq!(h.withheld.len(), 1);
+        assert_eq!(
+            (h.withheld[0].id, h.withheld[0].moment.as_str(), h.withheld[0].at.as_str()),
+            (withheld_id, "plateau", at)
+        );
+        let seen: Vec<(i64, bool, bool, bool)> =
+            h.evals.iter().map(|e| (e.point.id, e.workspace, e.correct, e.rejected)).collect();
+        assert_eq!(
+            seen,
+            [
+                (1, true, true, false),
+                (2, true, false, true),
+                (3, false, true, false),
+                (4, false, true, false),
+                (5, true, false, false)
+            ]
+        );
     }
 }

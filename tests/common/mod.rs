@@ -217,6 +217,17 @@ impl Fixture {
         git(&ws, &["init", "-q"]);
         git(&ws, &["add", "-A"]);
         git(&ws, &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "initial"]);
+        // A fixture asks at every moment unless its test says otherwise: a
+        // moment left without its question (`[questions] withhold`, one in
+        // ten by default, drawn per campaign) would fail a test that waits
+        // for that question one run in ten.
+        let (extra_spec, withhold_after) = if extra_spec.contains("withhold") {
+            (extra_spec.to_string(), "")
+        } else if extra_spec.contains("[questions]\n") {
+            (extra_spec.replacen("[questions]\n", "[questions]\nwithhold = 0\n", 1), "")
+        } else {
+            (extra_spec.to_string(), "\n[questions]\nwithhold = 0\n")
+        };
         let spec = format!(
             r#"name = "fixture"
 workspace = "ws"
@@ -232,7 +243,7 @@ protected = ["harness/**"]
 correct = true
 min_speedup = 1.1
 min_geomean_speedup = 1.2
-"#
+{withhold_after}"#
         );
         std::fs::write(dir.path().join("campaign.toml"), spec).unwrap();
         Fixture { dir }

@@ -949,6 +949,30 @@ try {
     assert(err.includes('not a replay report') && err.includes('`steps`') && err.includes('`summary`') && err.includes('`mode`'), err);
   });
 
+  await check('open questions: each unanswered one with its age, turns and re-asks; the escalated one marked (issue #35)', async () => {
+    const asked = encodeURIComponent(process.env.ASKED_CAMPAIGN || '');
+    assert(asked, 'ASKED_CAMPAIGN is set');
+    const open = await api(`/campaigns/${asked}/questions/open`);
+    const esc = open.find((q) => q.escalated);
+    assert(esc && esc.reasks.length === 1 && open.length >= 2, JSON.stringify(open).slice(0, 600));
+    await page.goto(`${BASE}/campaigns/${asked}`);
+    const items = page.locator('#open-questions li.q.open');
+    await until(async () => (await items.count()) === open.length, 'one item per open question');
+    const item = page.locator(`#open-questions li.q[data-question="${esc.question_id}"]`);
+    eq(await item.getAttribute('data-escalated'), 'true', 'the escalated one is marked');
+    eq(await item.getAttribute('data-reasks'), '1', 'with its re-ask');
+    eq((await item.locator('.q-status').textContent()).trim(), 'escalated', 'its pill');
+    const text = await item.textContent();
+    assert(text.includes(`re-ask #${esc.reasks[0].question_id}`) && text.includes('escalated') && text.includes('the agent answered neither form'), text);
+    assert(text.includes('delivered ') && text.includes(`${esc.turns} stop attempts without an answer`), text);
+    const other = page.locator('#open-questions li.q[data-escalated="false"]').first();
+    eq((await other.locator('.q-status').textContent()).trim(), 'open', 'a question not asked again yet');
+    assert((await page.locator('#open-questions-count').textContent()).includes('1 escalated'), await page.locator('#open-questions-count').textContent());
+    // The feed tells the re-ask and the escalation.
+    await until(async () => (await page.locator('.feed-list').textContent()).includes(`question ${esc.question_id} still unanswered`), 'the escalation in the feed');
+    await page.locator('.card-open-questions').screenshot({ path: join(SHOTS, 'console-open-questions.png') });
+  });
+
   await check('no script error, no request leaves the daemon, only expected HTTP errors', async () => {
     eq(pageErrors, [], 'page errors');
     eq(foreign, [], 'requests to other hosts');

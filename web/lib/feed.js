@@ -45,12 +45,16 @@ const LABELS = {
   'question.queued': 'question queued',
   'question.delivered': 'question delivered',
   'question.expired': 'question expired',
+  'question.answered': 'answered',
+  'question.reasked': 'asked again',
+  'question.escalated': 'unanswered',
   'session.failed_start': 'failed start',
   'agent.message': 'message',
   'agent.tool_call': 'tool call',
   'agent.tool_result': 'tool result',
   moment: 'moment',
   'moment.escalated': 'escalated',
+  'moment.withheld': 'withheld',
 };
 
 export function label(kind) {
@@ -120,6 +124,12 @@ export function describe(ev) {
       return { text: `delivered${p.via ? ` via ${p.via}` : ''}: ${oneLine(p.text)}`, tone: 'ask' };
     case 'question.expired':
       return { text: `expired (${oneLine(str(p.reason))}): ${oneLine(p.text)}`, tone: '' };
+    case 'question.answered':
+      return { text: `question ${p.question_id} answered by ${p.by === 'artifact' ? `evidence filed: ${(p.evidence || []).map((f) => f.name).join(', ')}` : `evaluation ${p.evaluation_id} of a changed tree ${shortTree(p.tree)}`}`, tone: 'pass' };
+    case 'question.reasked':
+      return { text: `question ${p.reask_of} unanswered after ${p.turns} turns, asked again (${p.form === 'another_entry' ? `another way, ${p.bank_id}` : 'repeated'})`, tone: 'ask' };
+    case 'question.escalated':
+      return { text: `question ${p.question_id} still unanswered after ${p.turns} turns and ${(p.reasks || []).length} re-ask(s): escalated · ${oneLine(p.text)}`, tone: 'fail' };
     case 'session.failed_start':
       return { text: `${oneLine(str(p.why))}${p.error ? ` · ${oneLine(str(p.error))}` : ''}`, tone: 'warn' };
     case 'agent.message':
@@ -145,6 +155,11 @@ export function describe(ev) {
       return { text: `${p.blocks} blocked stops in a row without a gain${p.escalated ? ' · reminded of gadfly claim limit' : ''}`, tone: p.escalated ? 'fail' : 'warn' };
     case 'moment.escalated':
       return { text: `${p.moment || 'moment'} escalated${p.why ? ` · ${oneLine(p.why)}` : ''}`, tone: 'fail' };
+    case 'moment.withheld': {
+      // The bank's control arm: no question, so that what follows can be compared (gadfly bank stats).
+      const before = typeof p.objective_before === 'number' ? ` · objective before ${p.objective_before.toFixed(2)}x` : '';
+      return { text: `${p.moment || 'moment'} left without a question (withheld: ${p.share} of moments, the bank's base rate)${before}`, tone: '' };
+    }
     case 'redteam.started':
       return { text: `red team ${p.id || ''}: ${p.attacks ?? ''} attacks against the harness (${p.why || ''})`, tone: '' };
     case 'redteam.attack': {

@@ -10,6 +10,7 @@ import { EventStream } from '../lib/sse.js';
 import { SpendCard } from './spend.js';
 import { RedteamCard } from './redteam.js';
 import { ClaimsCard } from './claims.js';
+import { OpenQuestionsCard } from './open_questions.js';
 import { agentOf, statePill, agentCell } from './campaigns.js';
 
 export const MOMENTS = [
@@ -99,6 +100,8 @@ export function mount(root, ctx, id) {
   const redteamCard = new RedteamCard(base);
   // The agent's own claims and a person's verdict on a limit (issue #34).
   const claimsCard = new ClaimsCard(base);
+  // The questions asked and not answered with fresh evidence yet (issue #35).
+  const openCard = new OpenQuestionsCard(base);
 
   // ---- actions: evaluate now, archive -----------------------------------
   const evalBtn = h('button', { type: 'button', class: 'btn small', id: 'evaluate-now', title: 'Evaluate the workspace as it is now (what `gadfly eval` does)', onclick: () => evaluateNow() }, 'Evaluate now');
@@ -359,6 +362,7 @@ export function mount(root, ctx, id) {
         h('section', { class: 'card card-questions', 'aria-labelledby': 'h-questions' },
           h('div', { class: 'card-head' }, h('h2', { id: 'h-questions' }, 'Questions'), questionsCount),
           questionsList),
+        openCard.el,
         claimsCard.el,
         spendCard.el)));
   selectTab('feed');
@@ -786,6 +790,7 @@ export function mount(root, ctx, id) {
       spendCard.onEvent(kind);
       redteamCard.onEvent(kind);
       claimsCard.onEvent(kind, data);
+      openCard.onEvent(kind);
       feed.push(data);
       lastEventSoon();
       // A moment event refreshes the campaign, whose latest_moment says
@@ -811,6 +816,7 @@ export function mount(root, ctx, id) {
   spendCard.load();
   redteamCard.load();
   claimsCard.load();
+  openCard.load();
   (async () => {
     await loadAll();
     let after = 0;
@@ -825,7 +831,10 @@ export function mount(root, ctx, id) {
     if (st.detail && document.visibilityState === 'visible') renderLastEvent();
   }, 5000);
   const slowTick = setInterval(() => {
-    if (st.detail && document.visibilityState === 'visible') renderHead();
+    if (st.detail && document.visibilityState === 'visible') {
+      renderHead();
+      openCard.tick();
+    }
   }, 60000);
 
   return {
@@ -834,6 +843,7 @@ export function mount(root, ctx, id) {
       spendCard.dispose();
       redteamCard.dispose();
       claimsCard.dispose();
+      openCard.dispose();
       if (stream) stream.close();
       chart.dispose();
       clearInterval(tick);

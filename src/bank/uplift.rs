@@ -1,0 +1,152 @@
+//! The uplift of a group of questions: the reward rate after its questions
+//! against the rate after moments left without a question (withheld) of
+//! the same moments, with a 95% Newcombe interval (see [`super::learn`] for
+//! how each ask and each withheld moment is scored).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use super::groups::Kind;
+use super::learn::{Attribution, Control};
+
+/// At least this many on each side before a rate is compared.
+pub const MIN_ARM: u32 = 5;
+
+/// One side of a comparison: how many, how many rewarded.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+pub struct Arm {
+    pub n: u32,
+    pub rewarded: u32,
+    pub rate: Option<f64>,
+}
+
+impl Arm {
+    fn of(n: u32, rewarded: u32) -> Arm {
+        Arm { n, rewarded, rate: (n > 0).then(|| rewarded as f64 / n as f64) }
+    }
+}
+
+/// The reward rate after questions against the rate after withheld moments
+/// of the same moments: for every group of a kind (`group` none), one
+/// group over the moments it was asked at (`moment` none), or one group
+/// at one moment.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Uplift {
+    pub kind: Kind,
+    pub group: Option<String>,
+    pub moment: Option<String>,
+    pub asked: Arm,
+    pub withheld: Arm,
+    /// The difference of the rates (asked minus withheld), with at least
+    /// [`MIN_ARM`] on each side.
+    pub uplift: Option<f64>,
+    /// Its 95% interval (Newcombe's hybrid score method).
+    pub interval: Option<[f64; 2]>,
+    /// Why there is no uplift, when there is none.
+    pub note: Option<String>,
+}
+
+/// The uplift rows: per kind, per group, and per group and moment where
+/// the group was asked at least [`MIN_ARM`] times there. `group_of` gives a
+/// bank id's group (an id it does not know is left out). A row over
+/// several moments pools them unweighted on both sides: where a group was
+/// asked at its moments in other proportions than moments were withheld,
+/// its per-moment rows are the fair comparison.
+pub fn uplift(
+    attributions: &[Attribution],
+    controls: &[Control],
+    group_of: &dyn Fn(&str) -> Option<String>,
+) -> Vec<Uplift> {
+    let row = |kind: Kind, group: Option<&str>, moment: Option<&str>| -> Option<Uplift> {
+        let asked: Vec<&Attribution> = attributions
+            .iter()
+            .filter(|a| a.kind == kind)
+            .filter(|a| {
+                let g = a.bank_id.as_deref().and_then(group_of);
+                g.is_some() && group.is_none_or(|want| g.as_deref() == Some(want))
+            })
+            .filter(|a| moment.is_none_or(|m| a.moment.as_deref() == Some(m)))
+            .collect();
+        if asked.is_empty() {
+            return None;
+        }
+        let moments: BTreeSet<&str> = asked.iter().filter_map(|a| a.moment.as_deref()).collect();
+        let control: Vec<&Control> = controls.iter().filter(|c| moments.contains(c.moment.as_str())).collect();
+        let a = Arm::of(asked.len() as u32, asked.iter().filter(|a| a.rewarded).count() as u32);
+        let w = Arm::of(control.len() as u32, control.iter().filter(|c| c.rewarded(kind)).count() as u32);
+        let note = if w.n < MIN_ARM {
+            Some("not enough withheld moments".to_string())
+        } else if a.n < MIN_ARM {
+            Some("not enough questions".to_string())
+        } else {
+            None
+        };
+        let (uplift, interval) = match note {
+            Some(_) => (None, None),
+            None => {
+                let (lo, hi) = newcombe(a.rewarded, a.n, w.rewarded, w.n);
+                (Some(a.rate.unwrap_or(0.0) - w.rate.unwrap_or(0.0)), Some([lo, hi]))
+            }
+        };
+        Some(Uplift {
+            kind,
+            group: group.map(str::to_string),
+            moment: moment.map(str::to_string),
+            asked: a,
+            withheld: w,
+            uplift,
+            interval,
+            note,
+        })
+    };
+    let mut out = Vec::new();
+    for kind in [Kind::Performance, Kind::Validity] {
+        out.extend(row(kind, None, None));
+    }
+    let mut by_group: BTreeMap<String, (Kind, BTreeMap<String, u32>)> = BTreeMap::new();
+    for a in attributions {
+        let Some(g) = a.bank_id.as_deref().and_then(group_of) else { continue };
+        let entry = by_group.entry(g).or_insert((a.kind, BTreeMap::new()));
+        if let Some(m) = &a.moment {
+            *entry.1.entry(m.clone()).or_default() += 1;
+        }
+    }
+    for (g, (kind, moments)) in &by_group {
+        out.extend(row(*kind, Some(g), None));
+        for (m, n) in moments {
+            if *n >= MIN_ARM {
+                out.extend(row(*kind, Some(g), Some(m)));
+            }
+        }
+    }
+    out
+}
+
+/// The 95% Wilson score interval of `k` successes in `n`.
+pub fn wilson(k: u32, n: u32) -> (f64, f64) {
+    if n == 0 {
+        return (0.0, 1.0);
+    }
+    let (z, n, p) = (Z95, n as f64, k as f64 / n as f64);
+    let z2 = z * z;
+    let centre = (p + z2 / (2.0 * n)) / (1.0 + z2 / n);
+    let half = z / (1.0 + z2 / n) * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
+    ((centre - half).max(0.0), (centre + half).min(1.0))
+}
+
+/// The 95% interval of p1 − p2 (k1 of n1 against k2 of n2) by Newcombe's
+/// hybrid score method (his method 10): each rate's Wilson interval,
+/// combined. Unlike the Wald interval it stays inside [−1, 1] and is not
+/// degenerate when a rate is 0 or 1.
+pub fn newcombe(k1: u32, n1: u32, k2: u32, n2: u32) -> (f64, f64) {
+    let p1 = if n1 == 0 { 0.0 } else { k1 as f64 / n1 as f64 };
+    let p2 = if n2 == 0 { 0.0 } else { k2 as f64 / n2 as f64 };
+    let (l1, u1) = wilson(k1, n1);
+    let (l2, u2) = wilson(k2, n2);
+    let d = p1 - p2;
+    (d - ((p1 - l1).powi(2) + (u2 - p2).powi(2)).sqrt(), d + ((u1 - p1).powi(2) + (p2 - l2).powi(2)).sqrt())
+}
+
+/// The two-sided 95% normal quantile.
+const Z95: f64 = 1.959_963_984_540_054;
