@@ -86,6 +86,7 @@ impl Supervisor {
                         evaluations: latest.as_ref().and_then(|e| e.id).into_iter().collect(),
                         scenarios: vec![],
                         detail: format!("claim {id}, filed with `gadfly claim limit` ({files} evidence files)"),
+                        facts: [("evidence_files".to_string(), files.to_string())].into(),
                     },
                     quote: why.to_string(),
                     waiting,
@@ -274,6 +275,11 @@ impl Supervisor {
                                 "after {streak} blocked stops without a gain, the candidate's added lines: {}",
                                 found.join("; ")
                             ),
+                            facts: [
+                                ("blocks_without_gain".to_string(), streak.to_string()),
+                                ("findings".to_string(), found.len().to_string()),
+                            ]
+                            .into(),
                         };
                         let count = self.store().count_evaluations(campaign_id).await? as usize;
                         super::moments::raise(self, campaign_id, spec, &f, "numeric", count).await?;

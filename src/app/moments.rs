@@ -286,6 +286,7 @@ async fn raise_with(
                         &f.detail,
                         f.evaluations.len(),
                         moment.claim.as_ref().map(|c| c.quote.as_str()),
+                        &f.facts,
                     );
                     sup.pick_question_for(campaign_id, spec, &f.moment, groups_for(&f.moment), Some(&evidence)).await?
                 }

@@ -97,8 +97,9 @@ impl Evidence {
 
     /// The evidence of a detector's finding (its parts, so that the bank
     /// needs no detector types): the moment, the detector, its scenarios,
-    /// its one-line account, the evaluations it read and a claim's quote.
-    /// The campaign's start has nothing to name.
+    /// its one-line account, the evaluations it read, a claim's quote and
+    /// the numbers it saw (`found`: `{facts.NAME}`). The campaign's start
+    /// has nothing to name.
     pub fn of_finding(
         moment: &str,
         detector: &str,
@@ -106,11 +107,13 @@ impl Evidence {
         detail: &str,
         evaluations: usize,
         quote: Option<&str>,
+        found: &BTreeMap<String, String>,
     ) -> Evidence {
         if moment == "start" {
             return Evidence { detector: Some(detector.to_string()), ..Default::default() };
         }
-        let mut facts = BTreeMap::new();
+        // The detector's own numbers, then how many evaluations it read.
+        let mut facts = found.clone();
         if evaluations > 0 {
             facts.insert("evaluations".to_string(), evaluations.to_string());
         }
@@ -339,5 +342,24 @@ mod tests {
         assert!(ev(&["s1", "s2"]).on_small_scenarios(&all));
         assert!(!ev(&["s1", "l1"]).on_small_scenarios(&all));
         assert!(!ev(&[]).on_small_scenarios(&all));
+    }
+
+    /// Issue 35, item 1: a detector's numbers reach the delivered text
+    /// (`moments::detect` tests that the detectors fill them).
+    #[test]
+    fn a_findings_facts_fill_the_entrys_placeholders() {
+        let found: BTreeMap<String, String> =
+            [("best_before".to_string(), "1.5".to_string()), ("best_window".to_string(), "1.509".to_string())].into();
+        let ev = Evidence::of_finding("plateau", "plateau", &["b".into()], "flat", 3, None, &found);
+        assert_eq!(ev.facts.get("best_before").map(String::as_str), Some("1.5"));
+        assert_eq!(ev.facts.get("evaluations").map(String::as_str), Some("3"));
+        let mut entry = entry("Your best is {facts.best_window}x against {facts.best_before}x: which level is left?");
+        assert_eq!(
+            render(&entry, Some(&ev)).as_deref(),
+            Some("Your best is 1.509x against 1.5x: which level is left?")
+        );
+        // A fact the detector did not give leaves the entry unpicked.
+        entry.text = "What does {facts.bandwidth_pct} mean?".into();
+        assert_eq!(render(&entry, Some(&ev)), None);
     }
 }

@@ -5,6 +5,8 @@
 //! jump of timing variation) and correctness regressions. Each finding
 //! carries its evidence: which evaluations, which scenarios, which numbers.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::evaluation::Evaluation;
@@ -63,7 +65,7 @@ impl Settings {
 }
 
 /// One detected moment with its evidence.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Finding {
     /// The moment it raises: plateau, suspicious_gain, correctness_dismissal...
     pub moment: String,
@@ -73,6 +75,29 @@ pub struct Finding {
     pub evaluations: Vec<i64>,
     pub scenarios: Vec<String>,
     pub detail: String,
+    /// The numbers the detector saw, by name (`best_before`, `ratio`,
+    /// `tool_calls`, ...), as the question's evidence shows them
+    /// (`{facts.NAME}` in a bank entry; [`crate::bank`]'s evidence).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub facts: BTreeMap<String, String>,
+}
+
+/// A finding's facts from `(name, value)` pairs, numbers shown with at
+/// most three decimals.
+fn facts(pairs: &[(&str, f64)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .filter(|(_, v)| v.is_finite())
+        .map(|(k, v)| {
+            let shown = if v.fract() == 0.0 && v.abs() < 1e15 {
+                format!("{v:.0}")
+            } else {
+                let t = format!("{v:.3}");
+                t.trim_end_matches('0').trim_end_matches('.').to_string()
+            };
+            (k.to_string(), shown)
+        })
+        .collect()
 }
 
 fn id(e: &Evaluation) -> i64 {
@@ -119,6 +144,12 @@ pub fn plateau(history: &[Evaluation], s: &Settings) -> Option<Finding> {
             if best_window.is_finite() { format!("{best_window:.3}x") } else { "unknown".into() },
             s.plateau_min_gain * 100.0
         ),
+        facts: facts(&[
+            ("window", n as f64),
+            ("best_before", best_before),
+            ("best_window", best_window),
+            ("min_gain_pct", s.plateau_min_gain * 100.0),
+        ]),
     })
 }
 
@@ -140,6 +171,7 @@ pub fn idle_plateau(tool_calls_since_evaluation: usize, s: &Settings) -> Option<
         evaluations: vec![],
         scenarios: vec![],
         detail: format!("{tool_calls_since_evaluation} tool calls since the last evaluation"),
+        facts: facts(&[("tool_calls", tool_calls_since_evaluation as f64)]),
     })
 }
 
@@ -164,6 +196,7 @@ pub fn geomean_jump(history: &[Evaluation], s: &Settings) -> Option<Finding> {
             b / a,
             s.suspicious_gain
         ),
+        facts: facts(&[("from", a), ("to", b), ("ratio", b / a), ("threshold", s.suspicious_gain)]),
     })
 }
 
@@ -186,6 +219,12 @@ pub fn faster_than_bound(history: &[Evaluation]) -> Option<Finding> {
         evaluations: vec![id(last)],
         scenarios: hits.iter().map(|h| h.0.clone()).collect(),
         detail: hits.iter().map(|(s, t, b)| format!("{s}: {t:.2} us < bound {b:.2} us")).collect::<Vec<_>>().join("; "),
+        // The first scenario's figures: the time and the bound it beats.
+        facts: facts(&[
+            ("scenarios_under_bound", hits.len() as f64),
+            ("time_us", hits.first().map_or(f64::NAN, |h| h.1)),
+            ("bound_us", hits.first().map_or(f64::NAN, |h| h.2)),
+        ]),
     })
 }
 
@@ -214,6 +253,7 @@ pub fn zero_error(history: &[Evaluation]) -> Option<Finding> {
             "error exactly 0 against the reference while the reference is itself rounded, on {}",
             hits.join(", ")
         ),
+        facts: facts(&[("scenarios_exact", hits.len() as f64)]),
     })
 }
 
@@ -250,6 +290,12 @@ pub fn concentrated_gain(history: &[Evaluation], s: &Settings) -> Option<Finding
             top / total * 100.0,
             gains.len()
         ),
+        facts: facts(&[
+            ("share_pct", top / total * 100.0),
+            ("few", few as f64),
+            ("of", gains.len() as f64),
+            ("step_gain", total.exp()),
+        ]),
     })
 }
 
@@ -273,6 +319,7 @@ pub fn cv_jump(history: &[Evaluation], s: &Settings) -> Option<Finding> {
         evaluations: vec![id(prev), id(last)],
         scenarios: hits.iter().map(|h| h.split(' ').next().unwrap_or("").to_string()).collect(),
         detail: format!("timing variation jumped: {}", hits.join(", ")),
+        facts: facts(&[("scenarios_noisier", hits.len() as f64), ("cv_jump", s.cv_jump)]),
     })
 }
 
@@ -293,6 +340,7 @@ pub fn correctness_regression(history: &[Evaluation]) -> Option<Finding> {
         evaluations: vec![id(prev), id(last)],
         scenarios: hits.clone(),
         detail: format!("correct before, incorrect now: {}", hits.join(", ")),
+        facts: facts(&[("scenarios_broken", hits.len() as f64)]),
     })
 }
 
@@ -362,6 +410,25 @@ mod tests {
         assert_eq!(plateau(&h[..3], &s), None);
         assert!(idle_plateau(60, &Settings::default()).is_some());
         assert!(idle_plateau(59, &Settings::default()).is_none());
+    }
+
+    /// Issue 35, item 1: a finding carries the numbers its detector saw
+    /// (`bank::evidence` tests that they reach the question).
+    #[test]
+    fn findings_carry_the_numbers_their_detector_saw_into_the_evidence() {
+        let s = Settings { plateau_evaluations: 3, plateau_min_gain: 0.01, ..Default::default() };
+        let h = vec![flat(1, 1.5), flat(2, 1.50), flat(3, 1.505), flat(4, 1.509)];
+        let f = plateau(&h, &s).unwrap();
+        let fact = |f: &Finding, k: &str| f.facts.get(k).cloned().unwrap_or_default();
+        assert_eq!(
+            (fact(&f, "best_before"), fact(&f, "best_window"), fact(&f, "window"), fact(&f, "min_gain_pct")),
+            ("1.5".to_string(), "1.509".to_string(), "3".to_string(), "1".to_string()),
+            "{:?}",
+            f.facts
+        );
+        let j = geomean_jump(&[flat(1, 1.0), flat(2, 1.6)], &Settings::default()).unwrap();
+        assert_eq!((fact(&j, "from"), fact(&j, "to"), fact(&j, "ratio")), ("1".into(), "1.6".into(), "1.6".into()));
+        assert_eq!(fact(&idle_plateau(75, &Settings::default()).unwrap(), "tool_calls"), "75");
     }
 
     #[test]

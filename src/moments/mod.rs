@@ -76,6 +76,12 @@ fn edit_loop_finding(store: &std::path::Path, history: &[Evaluation], s: &Settin
             "{re} of the {total} lines added over the last {window} snapshots ({:.0}%) are identical to lines deleted earlier",
             re as f64 / total as f64 * 100.0
         ),
+        facts: [
+            ("readded_lines".to_string(), re.to_string()),
+            ("added_lines".to_string(), total.to_string()),
+            ("snapshots".to_string(), window.to_string()),
+        ]
+        .into(),
     })
 }
 
@@ -112,6 +118,7 @@ pub fn claims_in(text: &str) -> Vec<ClaimMoment> {
                 evaluations: vec![],
                 scenarios: vec![],
                 detail: format!("the agent wrote: \"{quote}\""),
+                ..Default::default()
             },
             waiting: false,
             quote,
@@ -145,6 +152,7 @@ pub fn at_start() -> Finding {
         evaluations: vec![],
         scenarios: vec![],
         detail: "the campaign starts".into(),
+        ..Default::default()
     }
 }
 
@@ -192,6 +200,7 @@ mod tests {
             evaluations: vec![3, 4],
             scenarios: vec!["a".into()],
             detail: "flat".into(),
+            ..Default::default()
         };
         let m = finding_moment(&f, "numeric", 4);
         assert_eq!(m.source, "numeric");

@@ -213,6 +213,7 @@ mod tests {
             evaluations: vec![],
             scenarios: vec![],
             detail: String::new(),
+            ..Default::default()
         }
     }
 

@@ -358,6 +358,7 @@ impl Replayer<'_> {
                     &f.detail,
                     f.evaluations.len(),
                     moment.claim.as_ref().map(|c| c.quote.as_str()),
+                    &f.facts,
                 );
                 let q = self.pick_for(&f.moment, groups_for(&f.moment), Some(&evidence));
                 let id = self.queue_question(false, Some(&q.source), Some(&f.moment), &q.text);
