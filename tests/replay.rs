@@ -527,3 +527,59 @@ fn a_spawned_claude_code_run_replays_with_the_live_decisions_and_moments() {
     replayed.sort();
     assert_eq!(replayed, live_moments);
 }
+
+/// Issue 35, on real moments: the three real Claude Code sessions
+/// (tests/data/corpus, public transcripts nobody here wrote), replayed in
+/// autonomous mode under several seeds. Every question asked at a moment
+/// other than the start names what it is about (the failing scenarios, the
+/// detector's account or the agent's own words) before the question, and
+/// the plateaus' picks spread over at least four groups. (Before the
+/// stop's picks carried evidence, the completion questions asked at a
+/// failing stop named nothing.)
+#[test]
+fn questions_on_real_sessions_name_their_evidence_and_plateaus_spread_over_groups() {
+    let spec = repo(VSLA_SPEC);
+    let spec = spec.to_str().unwrap();
+    let mut groups: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> = Default::default();
+    let mut asked = 0;
+    for seed in ["1", "2", "3", "4"] {
+        for file in [
+            "069508a5-1193-487c-a9b5-a6f5f3ae4f98",
+            "6dc88126-2048-43a9-b5c2-b9747d5a0301",
+            "9034225e-c367-4ab6-b1eb-1f478a7ae27a",
+        ] {
+            let path = repo(&format!("tests/data/corpus/{file}.jsonl"));
+            let args = [
+                "replay",
+                path.to_str().unwrap(),
+                "--from",
+                "claude-code",
+                "--spec",
+                spec,
+                "--mode",
+                "autonomous",
+                "--seed",
+                seed,
+            ];
+            let r = replay_json(&args);
+            for (_, d) in of(&r, "queued") {
+                let q = &d["question"];
+                let (moment, text) = (q["moment"].as_str().unwrap(), q["text"].as_str().unwrap());
+                let group = q["source"].as_str().unwrap().split('-').next().unwrap().to_string();
+                groups.entry(moment.to_string()).or_default().insert(group);
+                asked += 1;
+                if moment != "start" {
+                    assert!(
+                        text.starts_with("About ") || text.starts_with("You wrote: "),
+                        "{file} seed {seed}: a {moment} question names nothing: {text}"
+                    );
+                }
+            }
+        }
+    }
+    eprintln!("{asked} questions; groups by moment: {groups:?}");
+    for moment in ["plateau", "correctness_dismissal", "completion_claim"] {
+        assert!(groups.contains_key(moment), "no {moment} question on the real sessions: {groups:?}");
+    }
+    assert!(groups["plateau"].len() >= 4, "plateau picks from too few groups: {groups:?}");
+}

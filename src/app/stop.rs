@@ -144,7 +144,11 @@ impl Supervisor {
         };
         let (plan, asked) = match &accepted {
             Some(_) => (gate::plan_stop(&input).limit_accepted(&input), None),
-            None => self.deliver_at_stop(campaign_id, spec, &mut input, &waiting, objective).await?,
+            None => {
+                let quotes: Vec<(&str, &str)> =
+                    claims.iter().map(|c| (c.finding.moment.as_str(), c.quote.as_str())).collect();
+                self.deliver_at_stop(campaign_id, spec, &mut input, &waiting, objective, &quotes).await?
+            }
         };
         let mut reason = match &accepted {
             Some(a) => Some(format!("stopped: limit accepted by {} (claim {})", a.by, a.claim_id)),
@@ -288,6 +292,7 @@ impl Supervisor {
         input: &mut gate::StopInput<'_>,
         waiting: &[crate::store::QuestionRow],
         objective: Option<f64>,
+        quotes: &[(&str, &str)],
     ) -> anyhow::Result<(gate::StopPlan, Option<(i64, Question)>)> {
         // Each waiting question is lost at most once; a fresh pick lost to
         // a hook that claimed it within moments is picked again, a few times.
@@ -299,7 +304,11 @@ impl Supervisor {
                     waiting.iter().find(|q| q.id == *id).context("a planned question not in the queue")?,
                 ),
                 Some(gate::Ask::Pick { moment, groups }) => {
-                    self.pick_question(campaign_id, spec, moment, groups).await?
+                    // The question names what it is about: the failing
+                    // scenarios, the stop's own words.
+                    let quote = quotes.iter().find(|(m, _)| m == moment).map(|(_, q)| *q);
+                    let evidence = gate::stop_evidence(input.judged, moment, quote);
+                    self.pick_question_for(campaign_id, spec, moment, groups, Some(&evidence)).await?
                 }
             };
             let id = match question.queued_id {

@@ -428,6 +428,34 @@ pub fn prefer_groups(eval: &Evaluation) -> Vec<&'static str> {
     }
 }
 
+/// The evidence a question picked at the stop names (issue 35: every
+/// delivered question says what it is about): the scenarios the judged
+/// candidate fails (worst first by how they fail: missing or incorrect,
+/// then too slow; five at most) and the stop's own words for `moment`
+/// when they show it (`quote`), with the counts as facts.
+pub fn stop_evidence(judged: Judged<'_>, moment: &str, quote: Option<&str>) -> crate::bank::evidence::Evidence {
+    let mut ev = crate::bank::evidence::Evidence {
+        detector: Some("stop".into()),
+        quote: quote.map(str::to_string).filter(|q| !q.trim().is_empty()),
+        ..Default::default()
+    };
+    if let Judged::Evaluated(e) = judged {
+        let mut failing: Vec<&crate::predicate::ScenarioVerdict> =
+            e.verdict.scenarios.iter().filter(|s| !s.passes).collect();
+        failing.sort_by_key(|s| (s.present && s.correct, s.scenario.clone()));
+        ev.scenarios = failing.iter().take(5).map(|s| s.scenario.clone()).collect();
+        ev.facts.insert("failing".into(), failing.len().to_string());
+        ev.facts.insert("scenarios".into(), e.verdict.scenarios.len().to_string());
+        if let Some(g) = e.verdict.geomean_speedup {
+            ev.facts.insert("geomean".into(), format!("{g:.3}"));
+        }
+    }
+    if moment == "start" {
+        ev.scenarios.clear();
+    }
+    ev
+}
+
 /// The line after the question a block reason carries; the stop service
 /// names the question's id and how to answer it right after this line
 /// (`app/answers.rs`), so both read this one constant.

@@ -658,7 +658,9 @@ impl Replayer<'_> {
                 })
             }
             Some(gate::Ask::Pick { moment, groups }) => {
-                let q = self.pick(moment, groups);
+                let quote = claims.iter().find(|c| c.finding.moment == *moment).map(|c| c.quote.as_str());
+                let evidence = gate::stop_evidence(input.judged, moment, quote);
+                let q = self.pick_for(moment, groups, Some(&evidence));
                 let id = self.queue_question(false, Some(&q.source), Some(&q.moment), &q.text);
                 let queued = self.queue_ref(id);
                 self.did(n, Did::Queued { question: queued });
