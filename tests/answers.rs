@@ -20,16 +20,6 @@ use serde_json::Value;
 const SLOW: &str = "a true 100 100\nb true 100 100\nc true 100 100\n";
 const SLOW_2: &str = "a true 99 100\nb true 100 100\nc true 100 100\n";
 
-fn log(d: &Daemon, id: &str, kind: &str) -> Vec<Value> {
-    d.api_get(&format!("/campaigns/{id}/log?limit=10000"))
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["kind"] == kind)
-        .map(|e| e["payload"].clone())
-        .collect()
-}
-
 fn open(d: &Daemon, id: &str) -> Vec<Value> {
     d.api_get(&format!("/campaigns/{id}/questions/open")).as_array().unwrap().clone()
 }
@@ -84,12 +74,12 @@ fn a_question_is_answered_by_a_changed_tree_or_filed_evidence_never_by_words() {
     // Words alone: the agent says it checked, changes nothing, stops again.
     reason(&d.stop(&id, "I checked: the kernel dominates every scenario, nothing else matters."));
     assert!(open_ids(&d, &id).contains(&person), "words do not answer a question");
-    assert!(log(&d, &id, "question.answered").is_empty());
+    assert!(d.events(&id, "question.answered").is_empty());
     // The same tree evaluated again, forced: no fresh evidence either.
     let out = d.run(&["eval", &id, "--force", "--json"]);
     assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(open_ids(&d, &id).contains(&person), "an unchanged tree re-evaluated does not answer");
-    assert!(log(&d, &id, "question.answered").is_empty());
+    assert!(d.events(&id, "question.answered").is_empty());
     let turns = open(&d, &id).iter().find(|q| q["question_id"] == person).unwrap()["turns"].as_i64();
     assert_eq!(turns, Some(1), "one stop attempt since it was delivered");
 
@@ -100,7 +90,7 @@ fn a_question_is_answered_by_a_changed_tree_or_filed_evidence_never_by_words() {
     assert_eq!(out.status.code(), Some(1));
     let evaluation = serde_json::from_slice::<Value>(&out.stdout).unwrap()["id"].as_i64();
     assert!(open(&d, &id).is_empty(), "every open question answered: {:?}", open(&d, &id));
-    let answered = log(&d, &id, "question.answered");
+    let answered = d.events(&id, "question.answered");
     let mine = answered.iter().find(|a| a["question_id"] == person).expect("the person's question answered");
     assert_eq!(mine["by"], "evaluation");
     assert_eq!(mine["evaluation_id"].as_i64(), evaluation, "{mine}");
@@ -148,7 +138,7 @@ fn a_question_is_answered_by_a_changed_tree_or_filed_evidence_never_by_words() {
     let told: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!((told["question_id"].as_i64(), told["answered"].as_i64()), (Some(bank_q), Some(1)), "{told}");
     assert!(open(&d, &id).is_empty());
-    let filed = log(&d, &id, "question.answered").into_iter().find(|a| a["question_id"] == bank_q).unwrap();
+    let filed = d.events(&id, "question.answered").into_iter().find(|a| a["question_id"] == bank_q).unwrap();
     assert_eq!(filed["by"], "artifact");
     assert_eq!(filed["evidence"][0]["name"], "profile.txt");
     assert_eq!(filed["why"], "the profile says where the time goes");
@@ -232,12 +222,12 @@ fn a_persons_unanswered_question_is_repeated_then_escalated() {
     let o = open(&d, &id);
     assert_eq!((o[0]["turns"].as_i64(), o[0]["session"].as_str()), (Some(0), Some("sess-1")), "{o:?}");
     assert!(d.stop(&id, "Done, as I said.").is_none(), "allowed: nothing waits");
-    assert!(log(&d, &id, "question.reasked").is_empty(), "one turn is not enough");
+    assert!(d.events(&id, "question.reasked").is_empty(), "one turn is not enough");
     // The second turn without an answer: asked again, on this very stop.
     let r = reason(&d.stop(&id, "Done."));
     assert!(r.contains(&format!("Question {q} is still unanswered after 2 turns")), "{r}");
     assert!(r.contains(&format!("Asked again: {text}")), "{r}");
-    let reasked = log(&d, &id, "question.reasked");
+    let reasked = d.events(&id, "question.reasked");
     assert_eq!(reasked.len(), 1, "{reasked:?}");
     assert_eq!((reasked[0]["reask_of"].as_i64(), reasked[0]["form"].as_str()), (Some(q), Some("repeated")));
     let again = reasked[0]["question_id"].as_i64().unwrap();
@@ -248,9 +238,9 @@ fn a_persons_unanswered_question_is_repeated_then_escalated() {
     assert_eq!(o[0]["reasks"][0]["status"], "delivered");
 
     assert!(d.stop(&id, "Done.").is_none());
-    assert!(log(&d, &id, "question.escalated").is_empty(), "the repeat had one turn");
+    assert!(d.events(&id, "question.escalated").is_empty(), "the repeat had one turn");
     assert!(d.stop(&id, "Done.").is_none());
-    let escalated = log(&d, &id, "question.escalated");
+    let escalated = d.events(&id, "question.escalated");
     assert_eq!(escalated.len(), 1, "{escalated:?}");
     assert_eq!(escalated[0]["question_id"].as_i64(), Some(q));
     assert_eq!(escalated[0]["reasks"], serde_json::json!([again]));
@@ -260,7 +250,7 @@ fn a_persons_unanswered_question_is_repeated_then_escalated() {
     common::wait_until("the webhook told", || rx.kinds.lock().unwrap().iter().any(|k| k == "question_escalated"));
     // Escalated once, whatever follows.
     assert!(d.stop(&id, "Done.").is_none());
-    assert_eq!(log(&d, &id, "question.escalated").len(), 1);
+    assert_eq!(d.events(&id, "question.escalated").len(), 1);
     // Evidence still answers it, and its repeat with it.
     let hook_token = d.api_get(&format!("/campaigns/{id}/hook-token"))["token"].as_str().unwrap().to_string();
     let cold = f.dir.path().join("cold.txt");
@@ -275,7 +265,7 @@ fn a_persons_unanswered_question_is_repeated_then_escalated() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(open(&d, &id).is_empty());
     let answered: Vec<i64> =
-        log(&d, &id, "question.answered").iter().map(|a| a["question_id"].as_i64().unwrap()).collect();
+        d.events(&id, "question.answered").iter().map(|a| a["question_id"].as_i64().unwrap()).collect();
     assert_eq!(answered, [q, again], "the thread is answered");
 }
 
@@ -309,7 +299,7 @@ fn a_bank_question_is_asked_again_another_way() {
     let first = last_stop_question(&d, &id).expect("a bank question");
     reason(&d.stop(&id, "Done."));
     let r = reason(&d.stop(&id, "Done."));
-    let reasked = log(&d, &id, "question.reasked");
+    let reasked = d.events(&id, "question.reasked");
     let mine = reasked.iter().find(|x| x["reask_of"] == first).unwrap_or_else(|| panic!("{reasked:?}"));
     assert_eq!(mine["form"], "another_entry", "{mine}");
     assert!(r.contains(&format!("Question {first} is still unanswered after 2 turns")), "{r}");

@@ -96,17 +96,6 @@ fn stop_for(d: &Daemon, id: &str, event_id: &Value) -> Value {
     found[0].clone()
 }
 
-/// The payloads of the campaign's events of `kind`, oldest first.
-fn events(d: &Daemon, id: &str, kind: &str) -> Vec<Value> {
-    d.api_get(&format!("/campaigns/{id}/log?limit=10000"))
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["kind"] == kind)
-        .map(|e| e["payload"].clone())
-        .collect()
-}
-
 /// Evaluates `candidate` through `gadfly eval` (which runs the numeric
 /// moment detectors, so a moment's question is queued before it returns).
 fn evaluate(d: &Daemon, f: &Fixture, id: &str, candidate: &str) -> Value {
@@ -134,7 +123,7 @@ fn with_a_queued_regression_question(d: &Daemon, f: &Fixture, id: &str) -> Value
 
 /// The claim moments recorded from the stop's words (source `text`).
 fn text_moments(d: &Daemon, id: &str, moment: &str) -> Vec<Value> {
-    events(d, id, "moment").into_iter().filter(|m| m["source"] == "text" && m["moment"] == moment).collect()
+    d.events(id, "moment").into_iter().filter(|m| m["source"] == "text" && m["moment"] == moment).collect()
 }
 
 // ---------------------------------------------------------------------------
@@ -191,13 +180,13 @@ fn a_persons_question_wins_over_a_claim_moment_and_a_queued_moment_question() {
     assert_eq!((q["status"].as_str(), q["delivered_via"].as_str()), (Some("delivered"), Some("stop_hook_reason")));
     assert_eq!(question(&d, &id, newer)["status"], "queued", "the newer person's question still waits");
     assert_eq!(question(&d, &id, moment_q["id"].as_i64().unwrap())["status"], "queued");
-    let delivered = events(&d, &id, "question.delivered");
+    let delivered = d.events(&id, "question.delivered");
     assert_eq!(delivered.len(), 1, "{delivered:#?}");
     assert_eq!(delivered[0]["question_id"], older);
     assert_eq!(delivered[0]["source"], "human");
     assert_eq!(delivered[0]["bank_id"], Value::Null);
     assert_eq!(delivered[0]["via"], "stop_hook_reason");
-    let decision = events(&d, &id, "decision");
+    let decision = d.events(&id, "decision");
     assert_eq!(decision.last().unwrap()["question_id"], older);
 
     // The claimed limit lost the stop to the person: it is raised by mode
@@ -297,7 +286,7 @@ fn the_latest_queued_moment_question_wins_over_the_completion_claim_and_the_star
     assert_eq!(question(&d, &id, start[0]["id"].as_i64().unwrap())["status"], "queued", "never rides on a stop");
     // The words asked nothing of their own: no claim moment but a
     // completion claim, which is judged at the stop itself.
-    for m in events(&d, &id, "moment").iter().filter(|m| m["source"] == "text") {
+    for m in d.events(&id, "moment").iter().filter(|m| m["source"] == "text") {
         assert_eq!(m["moment"], "completion_claim", "{m}");
         assert_eq!(m["no_question"], "judged at the stop itself", "{m}");
     }
@@ -326,7 +315,7 @@ fn with_no_moment_question_waiting_a_blocked_stop_asks_a_completion_claim_questi
     assert!(bank_id.starts_with("correct-"), "{q}");
     assert!(r.contains(&format!("\nQuestion ({bank_id}): {}\n", q["text"].as_str().unwrap())), "{r}");
     assert_eq!(question(&d, &id, start[0]["id"].as_i64().unwrap())["status"], "queued", "the start question waits");
-    let delivered = events(&d, &id, "question.delivered");
+    let delivered = d.events(&id, "question.delivered");
     assert_eq!(delivered.len(), 1, "{delivered:#?}");
     assert_eq!(delivered[0]["bank_id"], bank_id);
     assert_eq!(delivered[0]["moment"], "completion_claim");
@@ -400,7 +389,7 @@ fn on_an_incorrect_candidate_the_queued_correctness_question_wins_over_a_claimed
     let gains = text_moments(&d, &id, "suspicious_gain");
     assert_eq!(gains.len(), 1, "the classifier reads a claimed gain in {GAIN_CLAIM:?}: {gains:#?}");
     assert_eq!(gains[0]["no_question"], "a question for this moment already waits", "{}", gains[0]);
-    let delivered = events(&d, &id, "question.delivered");
+    let delivered = d.events(&id, "question.delivered");
     assert_eq!(delivered.len(), 1, "{delivered:#?}");
     assert_eq!(delivered[0]["moment"], "correctness_dismissal");
 }
@@ -448,7 +437,7 @@ fn attach_and_tamper(d: &Daemon, f: &Fixture, id: &str) {
 }
 
 fn hooks_changed_violations(d: &Daemon, id: &str) -> Vec<Value> {
-    events(d, id, "violation").into_iter().filter(|v| v["kind"] == "hooks_changed").collect()
+    d.events(id, "violation").into_iter().filter(|v| v["kind"] == "hooks_changed").collect()
 }
 
 #[test]
@@ -480,9 +469,9 @@ fn tampered_hooks_block_a_stop_outside_audit_mode_even_when_the_predicate_holds(
     assert_eq!(s["holds"], true, "the verdict is kept: {s}");
     assert_eq!(s["question_id"], Value::Null, "{s}");
     assert_eq!(s["reason"].as_str(), Some(r.as_str()));
-    assert!(events(&d, &id, "question.delivered").is_empty());
+    assert!(d.events(&id, "question.delivered").is_empty());
     assert_eq!(hooks_changed_violations(&d, &id).len(), 1, "the stop recorded the violation");
-    let decision = events(&d, &id, "decision");
+    let decision = d.events(&id, "decision");
     assert_eq!(decision.last().unwrap()["decision"], "block");
     assert_eq!(decision.last().unwrap()["holds"], true);
 }
@@ -601,7 +590,7 @@ fn a_spooled_stop_the_hook_let_through_is_recorded_as_ungated_with_a_stop_ungate
     assert_eq!(s["holds"], false);
     assert_eq!(s["stop_hook_active"], false, "record_ungated stores false whatever the payload said: {s}");
     assert_eq!(s["question_id"], Value::Null);
-    let ungated = events(&d, &id, "stop.ungated");
+    let ungated = d.events(&id, "stop.ungated");
     assert_eq!(ungated.len(), 1, "{ungated:#?}");
     assert_eq!(ungated[0]["why"], s["reason"]);
     assert_eq!(ungated[0]["event_id"], reply["event_id"]);
@@ -609,12 +598,12 @@ fn a_spooled_stop_the_hook_let_through_is_recorded_as_ungated_with_a_stop_ungate
     assert_eq!(ungated[0]["holds"], false);
     assert_eq!(ungated[0]["claim"], "Done.");
     // The hook call itself is recorded with what the hook did then.
-    let calls = events(&d, &id, "hook.stop");
+    let calls = d.events(&id, "hook.stop");
     assert_eq!(calls.len(), 1);
     assert_eq!(calls[0]["spooled"], json!({"at": at, "outcome": "allowed", "why": "connection refused"}));
     // Not judged now: no evaluation, no decision event, no question.
-    assert!(events(&d, &id, "decision").is_empty());
-    assert!(events(&d, &id, "question.delivered").is_empty());
+    assert!(d.events(&id, "decision").is_empty());
+    assert!(d.events(&id, "question.delivered").is_empty());
 
     // Not pinned: a stop replayed with outcome `passed`. The committed
     // handle_spooled_hook records it as `ungated` too (`("stop", _)`), but
@@ -643,8 +632,8 @@ fn a_spooled_stop_the_hook_blocked_is_recorded_as_unavailable_block() {
     assert_eq!(s["evaluation_id"], Value::Null, "no evaluation is attached, though one exists: {s}");
     assert_eq!(s["holds"], false, "though the latest evaluation holds: {s}");
     assert_eq!(s["stop_hook_active"], true, "taken from the payload: {s}");
-    assert!(events(&d, &id, "stop.ungated").is_empty(), "no stop.ungated event for a block");
-    assert!(events(&d, &id, "decision").is_empty());
+    assert!(d.events(&id, "stop.ungated").is_empty(), "no stop.ungated event for a block");
+    assert!(d.events(&id, "decision").is_empty());
     // A spooled non-stop event is recorded with no decision at all.
     let other = replay(
         &d,
@@ -673,8 +662,8 @@ fn a_spooled_stop_replayed_twice_with_one_call_id_is_recorded_once() {
     assert_eq!(first["event_id"], second["event_id"], "{first} {second}");
     assert_eq!(second["decision"], "ungated");
     assert_eq!(stops(&d, &id).len(), 1);
-    assert_eq!(events(&d, &id, "stop.ungated").len(), 1);
-    assert_eq!(events(&d, &id, "hook.stop").len(), 1);
+    assert_eq!(d.events(&id, "stop.ungated").len(), 1);
+    assert_eq!(d.events(&id, "hook.stop").len(), 1);
     // Today the reply's decision follows the replay's own outcome even for
     // a call already recorded, while the record keeps the first one.
     let third = replay(&d, &c, &id, "stop", "call-1", "blocked", &at, &body);
@@ -741,7 +730,7 @@ fn a_session_that_ends_without_an_allowed_stop_is_recorded_as_ungated() {
     let all = stops(&d, &id);
     let decisions: Vec<&str> = all.iter().map(|s| s["decision"].as_str().unwrap()).collect();
     assert_eq!(decisions, ["block", "ungated", "unavailable_block", "ungated", "ungated", "allow", "ungated"]);
-    assert_eq!(events(&d, &id, "stop.ungated").len(), 4);
+    assert_eq!(d.events(&id, "stop.ungated").len(), 4);
     for s in all.iter().filter(|s| s["decision"] == "ungated") {
         assert_eq!(s["claim"], Value::Null, "{s}");
         assert!(s["evaluation_id"].is_i64(), "the latest evaluation is attached: {s}");
@@ -751,7 +740,7 @@ fn a_session_that_ends_without_an_allowed_stop_is_recorded_as_ungated() {
     end(&audit, "session-end", "a1");
     end(&audit, "stop-failure", "a1");
     assert!(stops(&d, &audit).is_empty());
-    assert!(events(&d, &audit, "stop.ungated").is_empty());
+    assert!(d.events(&audit, "stop.ungated").is_empty());
 }
 
 /// The Claude Code transcripts of tests/data/claude-code (README there).
@@ -817,9 +806,9 @@ fn a_claude_code_session_that_failed_at_start_up_is_a_failed_start_not_an_ungate
     assert_eq!(all[0]["decision"], "ungated");
     assert_eq!(all[0]["event_id"], failure["event_id"]);
     assert_eq!(all[0]["reason"], "the turn ended on a failure (StopFailure), with no Stop hook decision");
-    let ungated = events(&d, &id, "stop.ungated");
+    let ungated = d.events(&id, "stop.ungated");
     assert_eq!(ungated.len(), 1, "{ungated:#?}");
-    let failed = events(&d, &id, "session.failed_start");
+    let failed = d.events(&id, "session.failed_start");
     assert_eq!(
         failed,
         [
@@ -871,7 +860,7 @@ fn a_stop_is_allowed_when_the_predicate_holds_and_blocked_when_it_fails() {
     assert_eq!(s["reason"].as_str(), Some(r.as_str()));
     let eval_id = s["evaluation_id"].as_i64().expect("the evaluation judged");
     let q = s["question_id"].as_i64().expect("a blocked stop carries a question");
-    let decision = events(&d, &id, "decision");
+    let decision = d.events(&id, "decision");
     assert_eq!(decision.len(), 1);
     assert_eq!(
         decision[0],
@@ -888,7 +877,7 @@ fn a_stop_is_allowed_when_the_predicate_holds_and_blocked_when_it_fails() {
     assert_eq!(s["reason"], Value::Null);
     assert_eq!(s["question_id"], Value::Null);
     assert!(s["evaluation_id"].as_i64().unwrap() > eval_id, "a new tree, a new evaluation");
-    let decision = events(&d, &id, "decision");
+    let decision = d.events(&id, "decision");
     assert_eq!(decision.len(), 2);
     assert_eq!(decision[1]["decision"], "allow");
     assert_eq!(decision[1]["reason"], Value::Null);
@@ -927,7 +916,7 @@ fn an_allowed_stop_expires_the_questions_still_waiting_with_why() {
     let blocked = stop(&d, &c, &id, "s1", "Done.");
     block_reason(&blocked);
     let carried = stop_for(&d, &id, &blocked["event_id"])["question_id"].clone();
-    assert!(events(&d, &id, "question.expired").is_empty());
+    assert!(d.events(&id, "question.expired").is_empty());
     let waiting: Vec<i64> =
         questions(&d, &id).iter().filter(|q| q["status"] == "queued").map(|q| q["id"].as_i64().unwrap()).collect();
     assert_eq!(waiting.len(), 2, "{:#?}", questions(&d, &id));
@@ -936,7 +925,7 @@ fn an_allowed_stop_expires_the_questions_still_waiting_with_why() {
     f.set_candidate(ALL_PASS);
     let allowed = stop(&d, &c, &id, "s1", "Done, every scenario passes.");
     assert_eq!(allowed["decision"], "allow", "{allowed}");
-    let expired = events(&d, &id, "question.expired");
+    let expired = d.events(&id, "question.expired");
     let expired_ids: Vec<i64> = expired.iter().map(|e| e["question_id"].as_i64().unwrap()).collect();
     assert_eq!(expired_ids, waiting, "every question still waiting, once: {expired:#?}");
     for e in &expired {
@@ -995,7 +984,7 @@ fn the_decision_by_mode_human_blocks_and_allows_audit_records() {
     assert!(!r.contains("\nQuestion"), "{r}");
     assert!(r.ends_with("Keep working until every scenario passes, then try to stop again."), "{r}");
     assert!(questions(&d, &human).is_empty(), "{:#?}", questions(&d, &human));
-    assert!(events(&d, &human, "question.delivered").is_empty());
+    assert!(d.events(&human, "question.delivered").is_empty());
     let ar = stop(&d, &c, &audit, "s1", "Done.");
     assert_eq!(ar["decision"], "record", "{ar}");
     assert_eq!(ar["output"], Value::Null);
@@ -1050,7 +1039,7 @@ fn a_stop_that_cannot_be_evaluated_is_blocked_fail_closed_and_only_recorded_in_a
     assert_eq!(s["holds"], false);
     assert_eq!(s["evaluation_id"], Value::Null);
     assert_eq!(s["question_id"], Value::Null, "no question without an evaluation: {s}");
-    assert!(events(&d, &id, "question.delivered").is_empty());
+    assert!(d.events(&id, "question.delivered").is_empty());
 
     let reply = stop(&d, &c, &audit, "s1", "Done.");
     assert_eq!(reply["decision"], "record", "{reply}");

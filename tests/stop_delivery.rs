@@ -30,16 +30,6 @@ fn ask(d: &Daemon, c: &reqwest::blocking::Client, id: &str, text: &str) -> i64 {
     r.json::<Value>().unwrap()["id"].as_i64().unwrap()
 }
 
-fn events(d: &Daemon, id: &str, kind: &str) -> Vec<Value> {
-    d.api_get(&format!("/campaigns/{id}/log?limit=10000"))
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["kind"] == kind)
-        .map(|e| e["payload"].clone())
-        .collect()
-}
-
 /// Rounds of: QUESTIONS persons' questions queued, then STOPS stops (one
 /// session each) and TOOLS PostToolUse calls (each of its own session)
 /// posted at once.
@@ -101,8 +91,8 @@ fn a_question_claimed_elsewhere_meanwhile_is_neither_carried_nor_recorded_again(
         replies.extend(got);
     }
 
-    let delivered = events(&d, &id, "question.delivered");
-    let expired = events(&d, &id, "question.expired");
+    let delivered = d.events(&id, "question.delivered");
+    let expired = d.events(&id, "question.expired");
     let stops = d.api_get(&format!("/campaigns/{id}/stops")).as_array().unwrap().clone();
     let questions = d.api_get(&format!("/campaigns/{id}/questions")).as_array().unwrap().clone();
     let context = || format!("delivered: {delivered:#?}\nstops: {stops:#?}");

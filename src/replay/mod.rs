@@ -468,12 +468,8 @@ impl Replayer<'_> {
         (asked, self.queue.len(), stats)
     }
 
-    /// The question for `moment` (the daemon's `pick_question`).
-    fn pick(&self, moment: &str, prefer: &[&str]) -> Question {
-        self.pick_for(moment, prefer, None)
-    }
-
-    /// [`Self::pick`] with the moment's evidence (the daemon's `pick_question_for`).
+    /// The question for `moment`, with the moment's evidence (the daemon's
+    /// `pick_question_for`).
     fn pick_for(&self, moment: &str, prefer: &[&str], evidence: Option<&crate::bank::evidence::Evidence>) -> Question {
         let (asked, total, stats) = self.selection_inputs();
         let req = select::Request {

@@ -141,6 +141,17 @@ impl Daemon {
         }
     }
 
+    /// The payloads of campaign `id`'s events of `kind`, oldest first.
+    pub fn events(&self, id: &str, kind: &str) -> Vec<Value> {
+        self.api_get(&format!("/campaigns/{id}/log?limit=10000"))
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["kind"] == kind)
+            .map(|e| e["payload"].clone())
+            .collect()
+    }
+
     pub fn api_get(&self, path: &str) -> Value {
         let out = Command::new("curl")
             .args(["-sf", "-H"])
