@@ -123,6 +123,28 @@ fn newcombe(k1: u32, n1: u32, k2: u32, n2: u32) -> (f64, f64) {
     (p1 - p2 - ((p1 - l1).powi(2) + (u2 - p2).powi(2)).sqrt(), p1 - p2 + ((u1 - p1).powi(2) + (p2 - l2).powi(2)).sqrt())
 }
 
+/// The interval of the asked rate minus a weighted sum of withheld rates
+/// ((weight, rewarded, n) a moment), by Zou and Donner's MOVER from the
+/// Wilson intervals: Newcombe's method, for the weighted sum.
+fn mover(k1: u32, n1: u32, strata: &[(f64, u32, u32)]) -> (f64, f64) {
+    let z: f64 = 1.959_964;
+    let wilson = |k: u32, n: u32| {
+        let (n, p) = (n as f64, k as f64 / n as f64);
+        let c = (p + z * z / (2.0 * n)) / (1.0 + z * z / n);
+        let h = z / (1.0 + z * z / n) * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt();
+        (p, (c - h).max(0.0), (c + h).min(1.0))
+    };
+    let (p1, l1, u1) = wilson(k1, n1);
+    let (mut p2, mut below, mut above) = (0.0, 0.0, 0.0);
+    for (w, k, n) in strata {
+        let (p, l, u) = wilson(*k, *n);
+        p2 += w * p;
+        below += (w * (p - l)).powi(2);
+        above += (w * (u - p)).powi(2);
+    }
+    (p1 - p2 - ((p1 - l1).powi(2) + above).sqrt(), p1 - p2 + ((u1 - p1).powi(2) + below).sqrt())
+}
+
 #[test]
 fn bank_stats_show_uplift_against_withheld_moments() {
     let withheld_all = Fixture::new(&format!("{MOMENTS}[questions]\nwithhold = 1.0\n"));
@@ -232,8 +254,30 @@ fn bank_stats_show_uplift_against_withheld_moments() {
             None => moments_of(Some(validity), group),
         };
         let ctl: Vec<&(String, bool, bool)> = control.iter().filter(|c| moments.contains(&c.0)).collect();
-        let (n1, k1) = (mine.len() as u32, mine.iter().filter(|x| x.3).count() as u32);
-        let (n2, k2) = (ctl.len() as u32, ctl.iter().filter(|c| if validity { c.2 } else { c.1 }).count() as u32);
+        let won = |c: &&(String, bool, bool)| if validity { c.2 } else { c.1 };
+        // Moment by moment: the questions asked at a moment never withheld
+        // are left out (unless no moment of the row was withheld at all),
+        // and the withheld rate is weighted to the questions' moments.
+        let withheld_at: BTreeSet<&str> = ctl.iter().map(|c| c.0.as_str()).collect();
+        let matched: Vec<&&(bool, String, String, bool)> =
+            mine.iter().filter(|x| withheld_at.is_empty() || withheld_at.contains(x.2.as_str())).collect();
+        let (n1, k1) = (matched.len() as u32, matched.iter().filter(|x| x.3).count() as u32);
+        let (n2, k2) = (ctl.len() as u32, ctl.iter().filter(|c| won(c)).count() as u32);
+        // (weight, rewarded, n) of each moment of the withheld arm
+        let strata: Vec<(f64, u32, u32)> = withheld_at
+            .iter()
+            .map(|m| {
+                let asked_here = matched.iter().filter(|x| x.2 == *m).count() as f64;
+                let here: Vec<&&(String, bool, bool)> = ctl.iter().filter(|c| c.0 == *m).collect();
+                (asked_here / n1 as f64, here.iter().filter(|c| won(c)).count() as u32, here.len() as u32)
+            })
+            .collect();
+        let rate2 = strata.iter().map(|(w, k, n)| w * *k as f64 / *n as f64).sum::<f64>();
+        assert_eq!(
+            row["unmatched"].as_u64(),
+            (!withheld_at.is_empty()).then_some((mine.len() - matched.len()) as u64),
+            "questions left out of {row}"
+        );
         assert_eq!(
             (row["asked"]["n"].as_u64(), row["asked"]["rewarded"].as_u64()),
             (Some(n1 as u64), Some(k1 as u64)),
@@ -253,21 +297,30 @@ fn bank_stats_show_uplift_against_withheld_moments() {
             .unwrap_or_else(|| panic!("no line for {row} in\n{text}"));
         let pct = |k: u32, n: u32| format!("{k}/{n} {:.1}%", 100.0 * k as f64 / n as f64);
         assert!(line.contains(&pct(k1, n1)), "{line}: {}", pct(k1, n1));
-        if n2 > 0 {
+        if n2 > 0 && (rate2 - k2 as f64 / n2 as f64).abs() > 1e-9 {
+            let adj = format!("{k2}/{n2} adj {:.1}%", 100.0 * rate2);
+            assert!(line.contains(&adj), "{line}: {adj}");
+        } else if n2 > 0 {
             assert!(line.contains(&pct(k2, n2)), "{line}: {}", pct(k2, n2));
         }
         if n2 < 5 {
-            assert!(line.ends_with("not enough withheld moments") && row["uplift"].is_null(), "{line}");
+            assert!(line.contains("not enough withheld moments") && row["uplift"].is_null(), "{line}");
         } else if n1 < 5 {
-            assert!(line.ends_with("not enough questions") && row["uplift"].is_null(), "{line}");
+            assert!(line.contains("not enough questions") && row["uplift"].is_null(), "{line}");
         } else {
-            let uplift = k1 as f64 / n1 as f64 - k2 as f64 / n2 as f64;
-            let (lo, hi) = newcombe(k1, n1, k2, n2);
+            let uplift = k1 as f64 / n1 as f64 - rate2;
+            let (lo, hi) = if let [(_, k, n)] = strata[..] { newcombe(k1, n1, k, n) } else { mover(k1, n1, &strata) };
             assert!((row["uplift"].as_f64().unwrap() - uplift).abs() < 1e-9, "{row}");
             let interval = row["interval"].as_array().unwrap();
             assert!((interval[0].as_f64().unwrap() - lo).abs() < 1e-5, "{row}: {lo}");
             assert!((interval[1].as_f64().unwrap() - hi).abs() < 1e-5, "{row}: {hi}");
-            let printed = format!("{:+.1} pts [{:+.1}, {:+.1}]", uplift * 100.0, lo * 100.0, hi * 100.0);
+            // Printed from the row's own figure (checked above to 1e-9), so
+            // that a difference of zero printed as -0.0 or +0.0 matches.
+            let shown = row["uplift"].as_f64().unwrap();
+            let mut printed = format!("{:+.1} pts [{:+.1}, {:+.1}]", shown * 100.0, lo * 100.0, hi * 100.0);
+            if mine.len() > matched.len() {
+                printed += &format!(" ({} asked at moments never withheld left out)", mine.len() - matched.len());
+            }
             assert!(line.ends_with(&printed), "{line}: {printed}");
             compared += 1;
         }

@@ -583,3 +583,143 @@ fn questions_on_real_sessions_name_their_evidence_and_plateaus_spread_over_group
     }
     assert!(groups["plateau"].len() >= 4, "plateau picks from too few groups: {groups:?}");
 }
+
+/// `gadfly bank stats --replay`: the figures and uplift of `gadfly bank
+/// stats` learned offline from replay reports pooled. A timeline that
+/// plateaus again and again, replayed with half its moments withheld under
+/// two seeds: the uplift rows count exactly the questions and withheld
+/// moments the two reports show, the text has the uplift table, and a file
+/// that is not a report is refused with its path.
+#[test]
+fn bank_stats_learn_offline_from_replay_reports_pooled() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("spec.toml");
+    std::fs::write(
+        &spec,
+        "name = 'plateaus'\nworkspace = '.'\n[harness]\nrun = 'true {results}'\nscenarios = ['a', 'b']\n\
+         [predicate]\nmin_speedup = 1.0\n[questions]\nmode = 'autonomous'\nwithhold = 0.5\n\
+         [moments]\nplateau_evaluations = 2\n",
+    )
+    .unwrap();
+    // 60 evaluations: a slow climb with stalls (plateaus), every seventh
+    // one incorrect; each followed by a tool call and its result, which
+    // carries the waiting question to the agent.
+    let mut lines = vec![r#"{"v":1,"kind":"header","source":"test","campaign":"plateaus-1"}"#.to_string()];
+    for k in 0..60u32 {
+        let g = 1.0 + 0.04 * f64::from(k / 5) + if k % 5 == 2 { 0.05 } else { 0.0 };
+        let correct = k % 7 != 3;
+        let t = f64::from(k) * 10.0;
+        let scenarios: Vec<String> = ["a", "b"]
+            .iter()
+            .map(|s| {
+                format!(r#"{{"scenario":"{s}","correct":{correct},"time_us":{:.3},"baseline_us":100}}"#, 100.0 / g)
+            })
+            .collect();
+        lines.push(format!(r#"{{"t":{t},"kind":"evaluation","scenarios":[{}]}}"#, scenarios.join(",")));
+        lines.push(format!(r#"{{"t":{},"kind":"tool_call","tool":"Bash","text":"make bench"}}"#, t + 1.0));
+        lines.push(format!(r#"{{"t":{},"kind":"tool_result","text":"done"}}"#, t + 2.0));
+    }
+    let timeline = dir.path().join("t.jsonl");
+    std::fs::write(&timeline, lines.join("\n") + "\n").unwrap();
+    let bank_dir = repo("question_bank");
+    let bank = gadfly::bank::load::load_dir(&bank_dir).unwrap();
+    let (timeline, spec, bank_arg) =
+        (timeline.to_str().unwrap(), spec.to_str().unwrap(), bank_dir.to_str().unwrap().to_string());
+
+    // What the two reports show: each delivered bank question (kind, group,
+    // moment) and each withheld moment.
+    let mut asked: Vec<(String, String, String)> = vec![];
+    let mut withheld: Vec<String> = vec![];
+    let mut files = vec![];
+    for seed in ["1", "2"] {
+        let r = replay_json(&["replay", timeline, "--spec", spec, "--seed", seed, "--bank", &bank_arg]);
+        let evaluated = of(&r, "evaluated");
+        assert!(evaluated.iter().any(|(_, d)| d["incorrect"] == true), "seed {seed}: no incorrect evaluation");
+        assert!(evaluated.iter().any(|(_, d)| d["incorrect"] == false), "seed {seed}: no correct evaluation");
+        let mine: Vec<String> = of(&r, "moment")
+            .iter()
+            .filter(|(_, d)| d["outcome"] == "withheld")
+            .map(|(_, d)| d["moment"].as_str().unwrap().to_string())
+            .collect();
+        let delivered: Vec<&Value> =
+            of(&r, "delivered").into_iter().map(|(_, d)| &d["question"]).filter(|q| q["source"] != "human").collect();
+        let at_withheld =
+            delivered.iter().filter(|q| q["moment"].as_str().is_some_and(|m| mine.iter().any(|w| w == m))).count();
+        assert!(!mine.is_empty() && at_withheld > 0, "seed {seed}: {} withheld, {at_withheld} asked there", mine.len());
+        for q in delivered {
+            let group = bank.get(q["source"].as_str().unwrap()).map_or("", |e| e.group.as_str()).to_string();
+            let kind = serde_json::to_value(gadfly::bank::groups::kind_of_group(&group)).unwrap();
+            asked.push((kind.as_str().unwrap().to_string(), group, q["moment"].as_str().unwrap_or("").to_string()));
+        }
+        withheld.extend(mine);
+        let file = dir.path().join(format!("seed-{seed}.json"));
+        std::fs::write(&file, serde_json::to_string(&r).unwrap()).unwrap();
+        files.push(file.to_str().unwrap().to_string());
+    }
+
+    let args = ["bank", "stats", "--replay", &files[0], "--replay", &files[1], "--bank", &bank_arg];
+    let stats: Value = serde_json::from_str(&gadfly_ok(&[&args[..], &["--json"]].concat())).unwrap();
+    let rows = stats["uplift"].as_array().unwrap();
+    assert!(!rows.is_empty(), "{stats}");
+    // Every row counts what the reports show: of the questions of its kind,
+    // group and moment, those asked at a moment that was withheld somewhere,
+    // against the withheld moments of those moments (the rest `unmatched`;
+    // a row with nothing to compare counts every question against none).
+    for row in rows {
+        let mine: Vec<&(String, String, String)> = asked
+            .iter()
+            .filter(|(kind, group, moment)| {
+                !group.is_empty()
+                    && row["kind"] == kind.as_str()
+                    && (row["group"].is_null() || row["group"] == group.as_str())
+                    && (row["moment"].is_null() || row["moment"] == moment.as_str())
+            })
+            .collect();
+        let matched: Vec<&&(String, String, String)> = mine.iter().filter(|(_, _, m)| withheld.contains(m)).collect();
+        let moments: std::collections::BTreeSet<&String> = matched.iter().map(|(_, _, m)| m).collect();
+        let controls = withheld.iter().filter(|m| moments.contains(m)).count();
+        let want = if matched.is_empty() { (mine.len(), 0) } else { (matched.len(), controls) };
+        assert_eq!(
+            (row["asked"]["n"].as_u64(), row["withheld"]["n"].as_u64()),
+            (Some(want.0 as u64), Some(want.1 as u64)),
+            "{row}"
+        );
+    }
+    // The rows over all groups of each kind: together every question asked
+    // at a withheld moment, and every withheld moment.
+    let kind_rows: Vec<&Value> = rows.iter().filter(|r| r["group"].is_null()).collect();
+    let compared: u64 =
+        kind_rows.iter().filter(|r| r["withheld"]["n"] != 0).map(|r| r["asked"]["n"].as_u64().unwrap()).sum();
+    let at_withheld = asked.iter().filter(|(_, g, m)| !g.is_empty() && withheld.contains(m)).count() as u64;
+    assert_eq!(compared, at_withheld, "{kind_rows:?}");
+    assert!(kind_rows.iter().any(|r| r["withheld"]["n"] == withheld.len()), "{kind_rows:?}");
+    // The entries: the asks of each bank id add up to the questions asked.
+    let asks: u64 = stats
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(k, _)| *k != "uplift")
+        .map(|(_, s)| s["asks"].as_u64().unwrap())
+        .sum();
+    assert_eq!(asks, asked.len() as u64);
+
+    let text = gadfly_ok(&args);
+    eprintln!("gadfly bank stats --replay (seeds 1 and 2):\n{text}");
+    assert!(
+        text.contains("\nuplift: the rate of reward after a question minus the rate after a withheld moment"),
+        "{text}"
+    );
+    assert!(text.contains("withheld (n)"), "{text}");
+
+    // A file that is not a report, and one that is not JSON, are refused with their path.
+    let not_report = dir.path().join("not-a-report.json");
+    std::fs::write(&not_report, r#"{"hello": 1}"#).unwrap();
+    let not_json = dir.path().join("not-json.json");
+    std::fs::write(&not_json, "steps: []").unwrap();
+    for (bad, why) in [(&not_report, "not a replay report: no `steps`"), (&not_json, "not JSON")] {
+        let bad = bad.to_str().unwrap();
+        let out = common::gadfly().args(["bank", "stats", "--replay", &files[0], "--replay", bad]).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains(bad) && err.contains(why), "{err}");
+    }
+}

@@ -9,15 +9,8 @@ use regex::Regex;
 use serde_json::Value;
 
 use crate::events::{AgentResult, Event};
+pub use crate::replay::timeline::Imported;
 use crate::replay::timeline::{Header, Measured, Step, StepKind, Timeline};
-
-/// A session read: its timeline, and the lines or matches that could not
-/// be used (each naming its line).
-#[derive(Debug, Clone, Default)]
-pub struct Imported {
-    pub timeline: Timeline,
-    pub problems: Vec<String>,
-}
 
 /// Builds the steps in time order, with an evaluation after each tool
 /// result the pattern finds scenarios in.

@@ -166,7 +166,5 @@ pub(super) async fn bank(State(state): State<AppState>) -> ApiResult<Json<Value>
     responses((status = 200, description = "ok", body = Object), Unauthorized, Forbidden, Internal))]
 pub(super) async fn bank_stats(State(state): State<AppState>) -> ApiResult<Json<Value>> {
     let (stats, uplift) = state.supervisor.bank_report().await?;
-    let mut out = json!(stats);
-    out["uplift"] = json!(uplift);
-    Ok(Json(out))
+    Ok(Json(crate::bank::learn::report_json(&stats, &uplift)))
 }

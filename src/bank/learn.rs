@@ -431,6 +431,16 @@ pub fn report(h: &History, bank: &super::Bank) -> (BTreeMap<String, EntryStats>,
     (stats(&attributions), rows)
 }
 
+/// [`report`] as one JSON object: each entry's figures under its bank id,
+/// and the uplift rows under the key `uplift` (no bank id). What the
+/// daemon's `GET /bank/stats` returns and `gadfly bank stats --replay`
+/// prints, so both have one shape.
+pub fn report_json(stats: &BTreeMap<String, EntryStats>, uplift: &[Uplift]) -> serde_json::Value {
+    let mut out = serde_json::json!(stats);
+    out["uplift"] = serde_json::json!(uplift);
+    out
+}
+
 pub use super::uplift::{newcombe, uplift, wilson, Arm, Uplift, MIN_ARM};
 
 #[cfg(test)]
@@ -723,6 +733,21 @@ mod tests {
         assert!(c[0].validity, "the 1.2x disappeared (1.1x at best): {c:?}");
     }
 
+    /// `/bank/stats` and `gadfly bank stats --replay` have one shape: the
+    /// entries under their bank ids, the uplift rows under `uplift`.
+    #[test]
+    fn the_report_is_one_object_of_entries_and_uplift_rows() {
+        let evals = vec![point(1, "01", Some(1.0), true), point(2, "03", Some(1.2), true)];
+        let h = History { asked: vec![q(10, "c", "gap-001", "02")], withheld: vec![], evals };
+        let (stats, rows) = report(&h, super::super::embedded());
+        let v = report_json(&stats, &rows);
+        assert_eq!(v["gap-001"]["asks"], 1, "{v}");
+        assert_eq!(v["gap-001"]["rewards"], 1, "{v}");
+        assert_eq!(v["uplift"][0]["asked"]["n"], 1, "{v}");
+        assert_eq!(v["uplift"][0]["withheld"]["n"], 0, "{v}");
+        assert_eq!(v.as_object().unwrap().len(), stats.len() + 1, "{v}");
+    }
+
     /// Newcombe's own example (Statistics in Medicine 1998, method 10):
     /// 56/70 against 48/80, difference 0.2, 95% interval 0.0524 to 0.3339.
     #[test]
@@ -784,5 +809,73 @@ mod tests {
             rows.iter().find(|r| r.group.as_deref() == Some("gap_analysis") && r.moment.is_some()).unwrap();
         assert_eq!((at_plateau.asked.n, at_plateau.withheld.n), (6, 5));
         assert!(!rows.iter().any(|r| r.group.as_deref() == Some("benchmark_validity") && r.moment.is_some()));
+    }
+
+    /// Questions that change nothing, asked mostly at plateaus (rewarded
+    /// half the time whether asked or not) and rarely at suspicious gains
+    /// (a tenth of the time), while moments were withheld the other way
+    /// round. Pooled unweighted, the arms differ by 32 points (Simpson's
+    /// paradox); moment by moment they do not differ at all. A claim's
+    /// questions, never withheld, are left out of the comparison.
+    #[test]
+    fn a_row_over_several_moments_compares_moment_by_moment() {
+        let att = |id: i64, moment: &str, rewarded: bool| Attribution {
+            question_id: id,
+            campaign_id: "c".into(),
+            bank_id: Some("gap-001".into()),
+            before: None,
+            before_evaluation: None,
+            best_after: None,
+            best_evaluation: None,
+            window: vec![],
+            gain: None,
+            followed_by_gain: rewarded,
+            moment: Some(moment.into()),
+            kind: Kind::Performance,
+            questioned_evaluation: None,
+            rewarded,
+            reward: None,
+        };
+        let ctl = |id: i64, moment: &str, rewarded: bool| Control {
+            withheld_id: id,
+            campaign_id: "c".into(),
+            moment: moment.into(),
+            before: None,
+            window: vec![],
+            performance: rewarded,
+            validity: false,
+        };
+        let mut atts: Vec<Attribution> = (0..90).map(|i| att(i, "plateau", i % 2 == 0)).collect();
+        atts.extend((90..100).map(|i| att(i, "suspicious_gain", i == 90)));
+        atts.extend((100..107).map(|i| att(i, "limit_claim", true)));
+        let mut controls: Vec<Control> = (0..10).map(|i| ctl(i, "plateau", i % 2 == 0)).collect();
+        controls.extend((10..100).map(|i| ctl(i, "suspicious_gain", i % 10 == 0)));
+        let rows = uplift(&atts, &controls, &|_| Some("gap_analysis".into()));
+        let all = &rows[0];
+        assert_eq!((all.kind, all.group.as_deref(), all.moment.as_deref()), (Kind::Performance, None, None));
+        assert_eq!((all.asked.n, all.asked.rewarded), (100, 46), "the claim's 7 questions are left out");
+        assert_eq!(all.unmatched, Some(7));
+        assert_eq!((all.withheld.n, all.withheld.rewarded), (100, 14));
+        // Unweighted it would read 46% against 14%; standardized, 46% against 46%.
+        assert!((all.withheld.rate.unwrap() - 0.46).abs() < 1e-12, "{:?}", all.withheld);
+        assert!(all.uplift.unwrap().abs() < 1e-12, "{all:?}");
+        // The interval by MOVER, written out: the asked rate's Wilson
+        // interval; the weighted rate's from each moment's, weighted 0.9
+        // (plateau, 5 of 10) and 0.1 (suspicious gain, 9 of 90).
+        let (l1, u1) = wilson(46, 100);
+        let ((lp, up), (ls, us)) = (wilson(5, 10), wilson(9, 90));
+        let below = ((0.9 * (0.5 - lp)).powi(2) + (0.1 * (0.1 - ls)).powi(2)).sqrt();
+        let above = ((0.9 * (up - 0.5)).powi(2) + (0.1 * (us - 0.1)).powi(2)).sqrt();
+        let expected = [-((0.46 - l1).powi(2) + above.powi(2)).sqrt(), ((u1 - 0.46).powi(2) + below.powi(2)).sqrt()];
+        let [lo, hi] = all.interval.unwrap();
+        assert!((lo - expected[0]).abs() < 1e-9 && (hi - expected[1]).abs() < 1e-9, "{lo} {hi} {expected:?}");
+        assert!(lo < 0.0 && hi > 0.0);
+        // Moment by moment, the rows are the plain comparison.
+        let at_plateau = rows.iter().find(|r| r.moment.as_deref() == Some("plateau")).unwrap();
+        assert_eq!(at_plateau.interval.map(|[l, h]| (l, h)), Some(newcombe(45, 90, 5, 10)));
+        assert_eq!(at_plateau.unmatched, Some(0));
+        let at_claim = rows.iter().find(|r| r.moment.as_deref() == Some("limit_claim")).unwrap();
+        assert_eq!((at_claim.asked.n, at_claim.withheld.n, at_claim.unmatched), (7, 0, None));
+        assert_eq!(at_claim.note.as_deref(), Some("not enough withheld moments"));
     }
 }

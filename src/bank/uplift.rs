@@ -3,7 +3,7 @@
 //! the same moments, with a 95% Newcombe interval (see [`super::learn`] for
 //! how each ask and each withheld moment is scored).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use serde::Serialize;
 
@@ -37,7 +37,14 @@ pub struct Uplift {
     pub group: Option<String>,
     pub moment: Option<String>,
     pub asked: Arm,
+    /// The withheld moments of the row's moments; its `rate` is
+    /// standardized to the asked arm's moments (see [`uplift`]), so for a
+    /// row over several moments it is not `rewarded / n`.
     pub withheld: Arm,
+    /// Questions asked at moments that were never withheld, left out of
+    /// the comparison (none when nothing could be compared).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unmatched: Option<u32>,
     /// The difference of the rates (asked minus withheld), with at least
     /// [`MIN_ARM`] on each side.
     pub uplift: Option<f64>,
@@ -49,10 +56,18 @@ pub struct Uplift {
 
 /// The uplift rows: per kind, per group, and per group and moment where
 /// the group was asked at least [`MIN_ARM`] times there. `group_of` gives a
-/// bank id's group (an id it does not know is left out). A row over
-/// several moments pools them unweighted on both sides: where a group was
-/// asked at its moments in other proportions than moments were withheld,
-/// its per-moment rows are the fair comparison.
+/// bank id's group (an id it does not know is left out).
+///
+/// A row over several moments compares moment by moment: its withheld rate
+/// is each moment's withheld rate weighted by how many of the row's
+/// questions were asked at that moment (standardized to the asked arm), and
+/// questions asked at a moment that was never withheld (a claim's, the
+/// start's) are left out of the comparison (`unmatched`). Pooling the two
+/// arms unweighted finds an uplift where there is none as soon as a group
+/// is asked at its moments in other proportions than moments are withheld
+/// (on replayed campaigns, where questions can have no effect, it did: see
+/// docs/REPLAY.md). The interval is Newcombe's, extended to the weighted
+/// rate by the same method (MOVER): for one moment, exactly Newcombe's.
 pub fn uplift(
     attributions: &[Attribution],
     controls: &[Control],
@@ -71,10 +86,34 @@ pub fn uplift(
         if asked.is_empty() {
             return None;
         }
-        let moments: BTreeSet<&str> = asked.iter().filter_map(|a| a.moment.as_deref()).collect();
-        let control: Vec<&Control> = controls.iter().filter(|c| moments.contains(c.moment.as_str())).collect();
-        let a = Arm::of(asked.len() as u32, asked.iter().filter(|a| a.rewarded).count() as u32);
-        let w = Arm::of(control.len() as u32, control.iter().filter(|c| c.rewarded(kind)).count() as u32);
+        // moment -> (asked, rewarded, withheld, rewarded)
+        let mut strata: BTreeMap<&str, Stratum> = BTreeMap::new();
+        for a in &asked {
+            let s = strata.entry(a.moment.as_deref().unwrap_or("")).or_default();
+            s.asked += 1;
+            s.asked_rewarded += u32::from(a.rewarded);
+        }
+        for c in controls {
+            if let Some(s) = strata.get_mut(c.moment.as_str()) {
+                s.withheld += 1;
+                s.withheld_rewarded += u32::from(c.rewarded(kind));
+            }
+        }
+        let matched: Vec<&Stratum> = strata.values().filter(|s| s.withheld > 0).collect();
+        let unmatched: u32 = strata.values().filter(|s| s.withheld == 0).map(|s| s.asked).sum();
+        let (a, w, interval) = if matched.is_empty() {
+            let a = Arm::of(asked.len() as u32, asked.iter().filter(|a| a.rewarded).count() as u32);
+            (a, Arm::default(), None)
+        } else {
+            let a = Arm::of(matched.iter().map(|s| s.asked).sum(), matched.iter().map(|s| s.asked_rewarded).sum());
+            let (rate, interval) = standardized(&matched);
+            let w = Arm {
+                n: matched.iter().map(|s| s.withheld).sum(),
+                rewarded: matched.iter().map(|s| s.withheld_rewarded).sum(),
+                rate: Some(rate),
+            };
+            (a, w, Some(interval))
+        };
         let note = if w.n < MIN_ARM {
             Some("not enough withheld moments".to_string())
         } else if a.n < MIN_ARM {
@@ -82,12 +121,9 @@ pub fn uplift(
         } else {
             None
         };
-        let (uplift, interval) = match note {
-            Some(_) => (None, None),
-            None => {
-                let (lo, hi) = newcombe(a.rewarded, a.n, w.rewarded, w.n);
-                (Some(a.rate.unwrap_or(0.0) - w.rate.unwrap_or(0.0)), Some([lo, hi]))
-            }
+        let (uplift, interval) = match (&note, interval) {
+            (None, Some(i)) => (Some(a.rate.unwrap_or(0.0) - w.rate.unwrap_or(0.0)), Some(i)),
+            _ => (None, None),
         };
         Some(Uplift {
             kind,
@@ -95,6 +131,7 @@ pub fn uplift(
             moment: moment.map(str::to_string),
             asked: a,
             withheld: w,
+            unmatched: (!matched.is_empty()).then_some(unmatched),
             uplift,
             interval,
             note,
@@ -121,6 +158,45 @@ pub fn uplift(
         }
     }
     out
+}
+
+/// One moment of a row: its questions and its withheld moments, with how
+/// many of each were rewarded.
+#[derive(Debug, Clone, Copy, Default)]
+struct Stratum {
+    asked: u32,
+    asked_rewarded: u32,
+    withheld: u32,
+    withheld_rewarded: u32,
+}
+
+/// The withheld rate standardized to the asked arm (each moment's rate
+/// weighted by its share of the questions), and the 95% interval of the
+/// asked rate minus it: the asked rate's Wilson interval, and the weighted
+/// rate's from each moment's Wilson interval (Zou and Donner's MOVER for a
+/// weighted sum), combined as Newcombe combines two. With one moment it is
+/// [`newcombe`].
+fn standardized(strata: &[&Stratum]) -> (f64, [f64; 2]) {
+    if let [s] = strata {
+        let (lo, hi) = newcombe(s.asked_rewarded, s.asked, s.withheld_rewarded, s.withheld);
+        return (s.withheld_rewarded as f64 / s.withheld as f64, [lo, hi]);
+    }
+    let n1: u32 = strata.iter().map(|s| s.asked).sum();
+    let k1: u32 = strata.iter().map(|s| s.asked_rewarded).sum();
+    let p1 = if n1 == 0 { 0.0 } else { k1 as f64 / n1 as f64 };
+    let (l1, u1) = wilson(k1, n1);
+    let (mut p2, mut below, mut above) = (0.0, 0.0, 0.0);
+    for s in strata {
+        let weight = if n1 == 0 { 1.0 / strata.len() as f64 } else { s.asked as f64 / n1 as f64 };
+        let p = s.withheld_rewarded as f64 / s.withheld as f64;
+        let (l, u) = wilson(s.withheld_rewarded, s.withheld);
+        p2 += weight * p;
+        below += (weight * (p - l)).powi(2);
+        above += (weight * (u - p)).powi(2);
+    }
+    let (l2, u2) = (p2 - below.sqrt(), p2 + above.sqrt());
+    let d = p1 - p2;
+    (p2, [d - ((p1 - l1).powi(2) + (u2 - p2).powi(2)).sqrt(), d + ((u1 - p1).powi(2) + (p2 - l2).powi(2)).sqrt()])
 }
 
 /// The 95% Wilson score interval of `k` successes in `n`.

@@ -234,8 +234,8 @@ struct RawQuestions {
 /// a choice a campaign makes (0.1, one moment in ten, gives a base rate
 /// over a long campaign at a small cost in questions): by default every
 /// moment gets its question, so that what gadfly asks stays predictable
-/// from the record (and `gadfly replay`, which withholds nothing, agrees
-/// with the live campaign).
+/// from the record (`gadfly replay` under seed 0 draws the same moments a
+/// campaign withheld, so it agrees with the live campaign either way).
 pub const DEFAULT_WITHHOLD: f64 = 0.0;
 
 struct Locator<'a> {

@@ -68,8 +68,12 @@ pub(super) async fn run(cmd: BankCommand, client: fn(Duration) -> anyhow::Result
             }
             Ok(ExitCode::SUCCESS)
         }
-        BankCommand::Stats { json } => {
-            let stats = client(Duration::from_secs(60))?.get("/bank/stats").await?;
+        BankCommand::Stats { json, replay, bank } => {
+            let stats = if replay.is_empty() {
+                client(Duration::from_secs(60))?.get("/bank/stats").await?
+            } else {
+                replay_stats(&replay, &local_bank(bank)?)?
+            };
             if json {
                 println!("{}", serde_json::to_string_pretty(&stats)?);
             } else {
@@ -100,6 +104,37 @@ pub(super) async fn run(cmd: BankCommand, client: fn(Duration) -> anyhow::Result
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// `gadfly bank stats --replay`: the figures and uplift of `/bank/stats`,
+/// in its shape, learned from replay reports pooled, each a campaign of
+/// its own (its `campaign`, else its file name; suffixed with the file's
+/// place on the command line when two share one).
+fn replay_stats(files: &[PathBuf], bank: &Bank) -> anyhow::Result<Value> {
+    let mut reports = Vec::with_capacity(files.len());
+    for path in files {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| anyhow::anyhow!("cannot read replay report {}: {e}", path.display()))?;
+        let report: Value = serde_json::from_str(&text)
+            .map_err(|e| anyhow::anyhow!("replay report {}: not JSON: {e}", path.display()))?;
+        let id = match report.get("campaign").and_then(Value::as_str) {
+            Some(c) => c.to_string(),
+            None => path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned()),
+        };
+        reports.push((path, report, id));
+    }
+    let mut history = crate::bank::learn::History::default();
+    for (i, (path, report, id)) in reports.iter().enumerate() {
+        let shared = reports.iter().filter(|(_, _, other)| other == id).count() > 1;
+        let campaign = if shared { format!("{id}#{}", i + 1) } else { id.clone() };
+        let h = crate::replay::learning::history_of(report, &campaign)
+            .map_err(|e| anyhow::anyhow!("replay report {}: {e}", path.display()))?;
+        history.asked.extend(h.asked);
+        history.withheld.extend(h.withheld);
+        history.evals.extend(h.evals);
+    }
+    let (stats, uplift) = crate::bank::learn::report(&history, bank);
+    Ok(crate::bank::learn::report_json(&stats, &uplift))
 }
 
 /// `gadfly bank pick`: the question the daemon would deliver at `moment`
@@ -214,7 +249,8 @@ pub fn stats_text(stats: &Value) -> String {
     let _ = writeln!(
         out,
         "\nuplift: the rate of reward after a question minus the rate after a withheld moment of the same moments\n\
-         (performance: a verified gain; validity: the questioned gain gone or a failure caught; 95% Newcombe interval)"
+         (performance: a verified gain; validity: the questioned gain gone or a failure caught; 95% Newcombe interval;\n\
+         over several moments, moment by moment: adj = the withheld rate weighted to the questions' moments)"
     );
     if rows.is_empty() {
         let _ = writeln!(out, "no bank question delivered yet");
@@ -236,6 +272,10 @@ pub fn stats_text(stats: &Value) -> String {
             ),
             _ => r["note"].as_str().unwrap_or("").to_string(),
         };
+        let figures = match r["unmatched"].as_u64() {
+            Some(u) if u > 0 => format!("{figures} ({u} asked at moments never withheld left out)"),
+            _ => figures,
+        };
         let _ = writeln!(
             out,
             "{:<12} {:<20} {:<22} {:>17} {:>17}  {}",
@@ -250,10 +290,16 @@ pub fn stats_text(stats: &Value) -> String {
     out
 }
 
-/// One side of an uplift row: "3/10 30.0%".
+/// One side of an uplift row: "3/10 30.0%", or "3/10 adj 42.0%" where the
+/// rate is weighted to the questions' moments (a withheld arm over several
+/// moments).
 fn arm(a: &Value) -> String {
+    let (k, n) = (a["rewarded"].as_u64().unwrap_or(0), a["n"].as_u64().unwrap_or(0));
     match a["rate"].as_f64() {
-        Some(rate) => format!("{}/{} {:.1}%", a["rewarded"], a["n"], rate * 100.0),
-        None => format!("{}/{}", a["rewarded"], a["n"]),
+        Some(rate) if n > 0 && (rate - k as f64 / n as f64).abs() > 1e-9 => {
+            format!("{k}/{n} adj {:.1}%", rate * 100.0)
+        }
+        Some(rate) => format!("{k}/{n} {:.1}%", rate * 100.0),
+        None => format!("{k}/{n}"),
     }
 }

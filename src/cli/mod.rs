@@ -421,10 +421,16 @@ pub enum BankCommand {
         #[arg(long)]
         dir: Option<PathBuf>,
     },
-    /// Asks, gains and status per entry, learned by the daemon from its campaigns.
+    /// Asks, gains and status per entry, learned by the daemon from its campaigns (or offline, from replay reports).
     Stats {
         #[arg(long)]
         json: bool,
+        /// A `gadfly replay --json` report to learn from instead of the daemon (repeat to pool several, each a campaign).
+        #[arg(long, value_name = "REPORT.json")]
+        replay: Vec<PathBuf>,
+        /// Bank folder for the entries' kinds and groups with --replay (default: ./question_bank if present, else the bank built into the binary).
+        #[arg(long, requires = "replay")]
+        bank: Option<PathBuf>,
     },
     /// Write the learned statistics as TOML that can be merged into the bank's provenance.
     ExportStats { file: PathBuf },

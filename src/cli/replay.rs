@@ -55,12 +55,15 @@ pub enum ReplayCommand {
     Import {
         #[arg(value_enum)]
         agent: SessionKind,
-        /// A Claude Code session transcript, or a Codex rollout file (or `codex exec --json` output).
+        /// A Claude Code session transcript, a Codex rollout file (or `codex exec --json`
+        /// output), or an experiment log (a TSV or CSV table, one row per experiment).
         file: PathBuf,
         /// A campaign spec whose [replay] evaluation pattern finds the harness's results in
         /// the tool results.
         #[arg(long)]
         spec: Option<PathBuf>,
+        #[command(flatten)]
+        log: LogArgs,
     },
     /// Write a live campaign's recorded events as a timeline, on stdout (from the daemon at
     /// $GADFLY_URL).
@@ -78,6 +81,32 @@ pub enum Source {
 pub enum SessionKind {
     ClaudeCode,
     Codex,
+    /// An optimization loop's experiment log (autoresearch's `results.tsv` and the like).
+    Experiments,
+}
+
+/// How to read an experiment log (`gadfly replay import experiments`).
+#[derive(Args, Debug, Default)]
+pub struct LogArgs {
+    /// The objective's column (default `val_bpb`, autoresearch's).
+    #[arg(long)]
+    pub metric: Option<String>,
+    /// Higher values of the objective are better (throughput); by default lower are (loss,
+    /// latency).
+    #[arg(long)]
+    pub maximize: bool,
+    /// Only the rows whose COLUMN holds VALUE (repeatable), e.g. `--where kernel_type=matmul`.
+    #[arg(long = "where", value_name = "COLUMN=VALUE", value_parser = crate::replay::experiments::column_value)]
+    pub only: Vec<(String, String)>,
+    /// Seconds between two experiments in the timeline (the log has no clock).
+    #[arg(long, default_value_t = 300.0)]
+    pub every: f64,
+}
+
+impl LogArgs {
+    fn said(&self) -> bool {
+        self.metric.is_some() || self.maximize || !self.only.is_empty() || self.every != 300.0
+    }
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -99,7 +128,23 @@ impl ModeArg {
 
 pub async fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     match args.command {
-        Some(ReplayCommand::Import { agent, file, spec }) => {
+        Some(ReplayCommand::Import { agent: SessionKind::Experiments, file, spec, log }) => {
+            if spec.is_some() {
+                anyhow::bail!(
+                    "an experiment log needs no --spec: its rows are the evaluations (--metric says which column)"
+                );
+            }
+            let imported = import_log(&file, &log)?;
+            for p in &imported.problems {
+                eprintln!("warning: {}: {p}", file.display());
+            }
+            print!("{}", timeline::write(&imported.timeline));
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(ReplayCommand::Import { agent, file, spec, log }) => {
+            if log.said() {
+                anyhow::bail!("--metric, --maximize, --where and --every read an experiment log: `gadfly replay import experiments FILE`");
+            }
             let pattern = match &spec {
                 Some(p) => pattern_of(&crate::campaign::load_detached(p)?)?,
                 None => None,
@@ -194,8 +239,30 @@ fn import(
     let imported = match kind {
         SessionKind::ClaudeCode => crate::agent::timeline::from_claude_code(&text, pattern),
         SessionKind::Codex => crate::agent::timeline::from_codex(&text, pattern),
+        SessionKind::Experiments => return import_log(file, &LogArgs::default()),
     };
     let mut imported = imported.with_context(|| format!("importing {}", file.display()))?;
+    imported.timeline.header.extra.insert(
+        "file".into(),
+        serde_json::Value::String(file.file_name().unwrap_or_default().to_string_lossy().into()),
+    );
+    Ok(imported)
+}
+
+/// An experiment log read as a timeline, its file named in the header.
+fn import_log(file: &Path, log: &LogArgs) -> anyhow::Result<timeline::Imported> {
+    if !(log.every.is_finite() && log.every > 0.0) {
+        anyhow::bail!("--every must be a positive number of seconds, got {}", log.every);
+    }
+    let text = std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+    let layout = crate::replay::experiments::Layout {
+        metric: log.metric.clone(),
+        maximize: log.maximize,
+        only: log.only.clone(),
+        every: log.every,
+    };
+    let mut imported =
+        crate::replay::experiments::import(&text, &layout).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
     imported.timeline.header.extra.insert(
         "file".into(),
         serde_json::Value::String(file.file_name().unwrap_or_default().to_string_lossy().into()),

@@ -19,7 +19,9 @@
 //! as the daemon did for the recorded campaign (its id, from the header);
 //! any other seed mixes in.
 
+pub mod experiments;
 pub mod export;
+pub mod learning;
 pub mod render;
 pub mod timeline;
 
@@ -284,6 +286,10 @@ impl Replayer<'_> {
         };
         let (outcome, question, suggestions, why) = match &m.outcome {
             MomentOutcome::Recorded => ("recorded", None, vec![], None),
+            // Withheld is told apart by its own outcome, not by its words.
+            MomentOutcome::NoQuestion(why) if why == plan::WITHHELD_WHY => {
+                ("withheld", None, vec![], Some(why.clone()))
+            }
             MomentOutcome::NoQuestion(why) => ("no_question", None, vec![], Some(why.clone())),
             MomentOutcome::Question { question_id, bank_id, text, .. } => (
                 "question",
@@ -343,10 +349,12 @@ impl Replayer<'_> {
 
     fn raise_with(&mut self, n: usize, f: &Finding, mut moment: crate::events::Moment) {
         match plan::act_for(self.spec.mode) {
-            // The daemon's own draw (`[questions] withhold`): the same
-            // moments go without their question here (a replay has no beam,
-            // so none asks for a new family instead).
-            Act::Queue if plan::withheld(&self.campaign, self.spec.withhold, f, &moment) => {
+            // `[questions] withhold`: under seed 0 the daemon's own draw,
+            // so the same moments go without their question here; under
+            // another seed another draw, so that replays under several
+            // seeds are independent samples of which moments go without
+            // (a replay has no beam, so none asks for a new family instead).
+            Act::Queue if plan::withheld(&self.seed_key, self.spec.withhold, f, &moment) => {
                 moment.outcome = MomentOutcome::NoQuestion(plan::WITHHELD_WHY.into());
                 self.record_moment(n, moment);
             }
@@ -749,6 +757,7 @@ fn evaluated(e: &Evaluation, cached: bool) -> Did {
         failing,
         failures,
         cached,
+        incorrect: e.incorrect(),
     }
 }
 

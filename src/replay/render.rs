@@ -85,6 +85,7 @@ pub fn did_lines(d: &Did) -> Vec<String> {
                     }
                 }
                 "no_question" => v.push(format!("  -> no question: {}", why.as_deref().unwrap_or(""))),
+                "withheld" => v.push(format!("  -> withheld: {}", why.as_deref().unwrap_or(""))),
                 _ => v.push("  -> recorded".to_string()),
             }
             v
@@ -103,7 +104,7 @@ pub fn did_lines(d: &Did) -> Vec<String> {
         Did::Expired { question, reason } => {
             vec![format!("expired question {} ({}): {reason}", question.id.unwrap_or(0), question.source)]
         }
-        Did::Evaluated { evaluation, holds, geomean_speedup, failing, failures, cached } => {
+        Did::Evaluated { evaluation, holds, geomean_speedup, failing, failures, cached, .. } => {
             let mut v = vec![format!(
                 "{} evaluation {evaluation}: the predicate {}; geomean {}",
                 if *cached { "judged on" } else { "EVALUATED" },

@@ -70,7 +70,9 @@ pub enum Did {
         message_step: Option<usize>,
         repeated: bool,
         /// `question` (queued, or asked at the stop), `suggestions`,
-        /// `recorded`, `no_question`.
+        /// `recorded`, `no_question`, or `withheld` (left without its
+        /// question by `[questions] withhold`: the control arm of the
+        /// bank's uplift; `why` says so).
         outcome: String,
         #[serde(skip_serializing_if = "Option::is_none")]
         question: Option<QuestionRef>,
@@ -99,6 +101,9 @@ pub enum Did {
         failures: Vec<String>,
         /// The daemon's cache gave it (no detectors ran).
         cached: bool,
+        /// Its figures are no result (`Evaluation::incorrect`): a scenario
+        /// incorrect or missing, or the evaluation failed.
+        incorrect: bool,
     },
     /// A suspicious gain on a candidate that passes: the daemon re-runs
     /// the harness with another seed before it counts; a replay cannot.

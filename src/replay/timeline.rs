@@ -106,6 +106,14 @@ impl StepKind {
     }
 }
 
+/// A recorded session or log read as a timeline, with the lines or
+/// matches that could not be used (each naming its line).
+#[derive(Debug, Clone, Default)]
+pub struct Imported {
+    pub timeline: Timeline,
+    pub problems: Vec<String>,
+}
+
 /// A timeline line that cannot be read: its line number (1-based), the
 /// field (empty for the line as a whole) and what is wrong.
 #[derive(Debug, Clone, PartialEq)]
