@@ -54,6 +54,10 @@ pub struct Asked {
     pub delivered_at: String,
     /// The moment it was asked at, where recorded.
     pub moment: Option<String>,
+    /// Asked at a claim in the agent's words: such a moment is never
+    /// withheld (`moments::plan::withheld`), so it has no control and
+    /// stays out of the uplift's comparison.
+    pub claim: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -121,6 +125,9 @@ pub struct Attribution {
     /// A verified gain followed (whatever the kind).
     pub followed_by_gain: bool,
     pub moment: Option<String>,
+    /// Asked at a claim (see [`Asked::claim`]).
+    #[serde(default)]
+    pub claim: bool,
     pub kind: Kind,
     /// The last workspace evaluation before (what a validity question is about).
     pub questioned_evaluation: Option<i64>,
@@ -327,6 +334,7 @@ pub fn attribute_history(
             gain,
             followed_by_gain,
             moment: q.moment.clone(),
+            claim: q.claim,
             kind,
             questioned_evaluation: a.questioned.map(|e| e.point.id),
             rewarded: reward.is_some(),
@@ -530,6 +538,7 @@ mod tests {
                 bank_id: b.then(|| format!("q-{}", i % 4)),
                 delivered_at: stamp(*m),
                 moment: None,
+                claim: false,
             }).collect();
             let evals: Vec<EvalPoint> = e.iter().enumerate().map(|(i, (c, m, g))| EvalPoint {
                 id: i as i64,
@@ -556,6 +565,7 @@ mod tests {
             bank_id: Some(bank.into()),
             delivered_at: format!("2026-01-01T00:00:{t}.000Z"),
             moment: Some("plateau".into()),
+            claim: false,
         }
     }
 
@@ -776,6 +786,7 @@ mod tests {
             gain: None,
             followed_by_gain: false,
             moment: Some(moment.into()),
+            claim: false,
             kind: kinds(bank),
             questioned_evaluation: None,
             rewarded,
@@ -831,6 +842,7 @@ mod tests {
             gain: None,
             followed_by_gain: rewarded,
             moment: Some(moment.into()),
+            claim: moment.ends_with("_claim"),
             kind: Kind::Performance,
             questioned_evaluation: None,
             rewarded,
@@ -877,5 +889,22 @@ mod tests {
         let at_claim = rows.iter().find(|r| r.moment.as_deref() == Some("limit_claim")).unwrap();
         assert_eq!((at_claim.asked.n, at_claim.withheld.n, at_claim.unmatched), (7, 0, None));
         assert_eq!(at_claim.note.as_deref(), Some("not enough withheld moments"));
+        // At one moment, questions asked at the agent's claims (never
+        // withheld: no control) are left out, the others compared.
+        let mut atts: Vec<Attribution> = (0..10).map(|i| att(i, "suspicious_gain", i < 5)).collect();
+        atts.extend((10..30).map(|i| Attribution { claim: true, ..att(i, "suspicious_gain", true) }));
+        let controls: Vec<Control> = (0..10).map(|i| ctl(i, "suspicious_gain", i < 5)).collect();
+        let all = &uplift(&atts, &controls, &|_| Some("gap_analysis".into()))[0];
+        assert_eq!((all.asked.n, all.asked.rewarded, all.unmatched), (10, 5, Some(20)));
+        assert_eq!(all.interval.map(|[l, h]| (l, h)), Some(newcombe(5, 10, 5, 10)));
+        // Six withheld moments, but three at each of two moments: too few
+        // at either to compare, so no uplift (both arms shown whole).
+        let atts: Vec<Attribution> =
+            (0..10).map(|i| att(i, if i < 5 { "plateau" } else { "suspicious_gain" }, true)).collect();
+        let controls: Vec<Control> =
+            (0..6).map(|i| ctl(i, if i < 3 { "plateau" } else { "suspicious_gain" }, false)).collect();
+        let all = &uplift(&atts, &controls, &|_| Some("gap_analysis".into()))[0];
+        assert_eq!((all.asked.n, all.withheld.n, all.unmatched, all.uplift), (10, 6, None, None));
+        assert_eq!(all.note.as_deref(), Some("not enough withheld moments"));
     }
 }

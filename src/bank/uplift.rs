@@ -41,8 +41,8 @@ pub struct Uplift {
     /// standardized to the asked arm's moments (see [`uplift`]), so for a
     /// row over several moments it is not `rewarded / n`.
     pub withheld: Arm,
-    /// Questions asked at moments that were never withheld, left out of
-    /// the comparison (none when nothing could be compared).
+    /// Questions asked at moments withheld fewer than [`MIN_ARM`] times,
+    /// left out of the comparison (none when nothing could be compared).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unmatched: Option<u32>,
     /// The difference of the rates (asked minus withheld), with at least
@@ -61,8 +61,10 @@ pub struct Uplift {
 /// A row over several moments compares moment by moment: its withheld rate
 /// is each moment's withheld rate weighted by how many of the row's
 /// questions were asked at that moment (standardized to the asked arm), and
-/// questions asked at a moment that was never withheld (a claim's, the
-/// start's) are left out of the comparison (`unmatched`). Pooling the two
+/// questions asked at a claim in the agent's words (never withheld) or at a
+/// moment withheld fewer than [`MIN_ARM`] times (never, for the start) are
+/// left out of the comparison (`unmatched`), as a row for that moment
+/// alone would say "not enough". Pooling the two
 /// arms unweighted finds an uplift where there is none as soon as a group
 /// is asked at its moments in other proportions than moments are withheld
 /// (on replayed campaigns, where questions can have no effect, it did: see
@@ -88,7 +90,12 @@ pub fn uplift(
         }
         // moment -> (asked, rewarded, withheld, rewarded)
         let mut strata: BTreeMap<&str, Stratum> = BTreeMap::new();
+        let mut at_claims = 0u32;
         for a in &asked {
+            if a.claim {
+                at_claims += 1;
+                continue;
+            }
             let s = strata.entry(a.moment.as_deref().unwrap_or("")).or_default();
             s.asked += 1;
             s.asked_rewarded += u32::from(a.rewarded);
@@ -99,11 +106,14 @@ pub fn uplift(
                 s.withheld_rewarded += u32::from(c.rewarded(kind));
             }
         }
-        let matched: Vec<&Stratum> = strata.values().filter(|s| s.withheld > 0).collect();
-        let unmatched: u32 = strata.values().filter(|s| s.withheld == 0).map(|s| s.asked).sum();
+        let matched: Vec<&Stratum> = strata.values().filter(|s| s.withheld >= MIN_ARM).collect();
+        let unmatched: u32 = at_claims + strata.values().filter(|s| s.withheld < MIN_ARM).map(|s| s.asked).sum::<u32>();
         let (a, w, interval) = if matched.is_empty() {
+            // Nothing to compare: both arms as they are, for the record.
             let a = Arm::of(asked.len() as u32, asked.iter().filter(|a| a.rewarded).count() as u32);
-            (a, Arm::default(), None)
+            let w =
+                Arm::of(strata.values().map(|s| s.withheld).sum(), strata.values().map(|s| s.withheld_rewarded).sum());
+            (a, w, None)
         } else {
             let a = Arm::of(matched.iter().map(|s| s.asked).sum(), matched.iter().map(|s| s.asked_rewarded).sum());
             let (rate, interval) = standardized(&matched);
@@ -114,7 +124,7 @@ pub fn uplift(
             };
             (a, w, Some(interval))
         };
-        let note = if w.n < MIN_ARM {
+        let note = if matched.is_empty() || w.n < MIN_ARM {
             Some("not enough withheld moments".to_string())
         } else if a.n < MIN_ARM {
             Some("not enough questions".to_string())

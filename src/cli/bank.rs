@@ -273,7 +273,7 @@ pub fn stats_text(stats: &Value) -> String {
             _ => r["note"].as_str().unwrap_or("").to_string(),
         };
         let figures = match r["unmatched"].as_u64() {
-            Some(u) if u > 0 => format!("{figures} ({u} asked at moments never withheld left out)"),
+            Some(u) if u > 0 => format!("{figures} ({u} asked at moments rarely or never withheld left out)"),
             _ => figures,
         };
         let _ = writeln!(

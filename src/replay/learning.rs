@@ -44,6 +44,9 @@ pub fn history_of(report: &Value, campaign: &str) -> Result<History, String> {
     let mut h = History::default();
     let mut ids = Ids::default();
     let mut seq = 0usize;
+    // The report's ids of questions asked at a claim in the agent's words
+    // (a moment with a `quote`): never withheld, out of the uplift.
+    let mut at_claims = std::collections::HashSet::new();
     for (i, step) in steps.iter().enumerate() {
         let at = |what: &str| format!("step {i}: {what}");
         let step = step.as_object().ok_or_else(|| at("not an object"))?;
@@ -81,6 +84,7 @@ pub fn history_of(report: &Value, campaign: &str) -> Result<History, String> {
                         continue;
                     }
                     h.asked.push(Asked {
+                        claim: id.is_some_and(|id| at_claims.contains(&id)),
                         question_id: ids.asked.take(id),
                         campaign_id: campaign.to_string(),
                         bank_id: Some(source.to_string()),
@@ -89,6 +93,11 @@ pub fn history_of(report: &Value, campaign: &str) -> Result<History, String> {
                     });
                 }
                 "moment" => {
+                    if let (Some(Value::String(_)), Some(id)) =
+                        (d.get("quote"), d.get("question").and_then(|q| q.get("id")).and_then(Value::as_i64))
+                    {
+                        at_claims.insert(id);
+                    }
                     if str_of("outcome")? != "withheld" {
                         continue;
                     }
@@ -234,6 +243,21 @@ mod tests {
         .collect();
         assert_eq!(stamps, order);
         assert!(h.evals[2].point.created_at.starts_with("00000000100.250#"), "{}", h.evals[2].point.created_at);
+    }
+
+    /// A question asked at a claim in the agent's words (its moment quotes
+    /// the claim) is marked so: such a moment is never withheld.
+    #[test]
+    fn a_question_asked_at_a_claim_is_marked() {
+        let r = report();
+        assert!(history_of(&r, "c").unwrap().asked.iter().all(|a| !a.claim));
+        let mut r = r;
+        let claim = json!({"what": "moment", "moment": "plateau", "outcome": "question", "quote": "This is the ceiling.",
+                           "question": {"id": 3, "source": "bench-002", "moment": "plateau", "text": "t"}});
+        r["steps"][1]["did"].as_array_mut().unwrap().push(claim);
+        let h = history_of(&r, "c").unwrap();
+        let claims: Vec<(i64, bool)> = h.asked.iter().map(|a| (a.question_id, a.claim)).collect();
+        assert_eq!(claims, [(1, false), (3, true)]);
     }
 
     /// Two questions with one id (a report edited by hand) still get ids

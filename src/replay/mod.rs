@@ -457,6 +457,8 @@ impl Replayer<'_> {
                     bank_id: q.bank_id.clone(),
                     delivered_at: stamp(at),
                     moment: q.moment.clone(),
+                    // Selection reads no uplift, the one figure this changes.
+                    claim: false,
                 })
             })
             .collect();

@@ -255,12 +255,24 @@ impl Store {
         .bind(YIELD_QUESTIONS)
         .fetch_all(&self.pool)
         .await?;
+        // The questions asked at an agent's claim (a moment event with the
+        // claim's quote): never withheld, so the uplift leaves them out.
+        let mut at_claims: std::collections::HashSet<(String, i64)> = std::collections::HashSet::new();
+        for r in sqlx::query(CLAIM_MOMENTS_LATEST).bind(YIELD_QUESTIONS).fetch_all(&self.pool).await? {
+            let payload: String = r.try_get("payload")?;
+            let payload: serde_json::Value = serde_json::from_str(&payload).unwrap_or_default();
+            if let (true, Some(q)) = (payload["quote"].is_string(), payload["question"]["question_id"].as_i64()) {
+                at_claims.insert((r.try_get("campaign_id")?, q));
+            }
+        }
         let asked = qs
             .iter()
             .map(|r| {
+                let (question_id, campaign_id): (i64, String) = (r.try_get("id")?, r.try_get("campaign_id")?);
                 Ok(Asked {
-                    question_id: r.try_get("id")?,
-                    campaign_id: r.try_get("campaign_id")?,
+                    claim: at_claims.contains(&(campaign_id.clone(), question_id)),
+                    question_id,
+                    campaign_id,
                     bank_id: r.try_get("bank_id")?,
                     delivered_at: r.try_get("delivered_at")?,
                     moment: r.try_get("moment")?,
@@ -348,6 +360,11 @@ use claim_next_sql;
 /// The latest moments left without a question, newest first. The kind is
 /// written in the statement, not bound: only then may either engine read
 /// the partial index `events_withheld` (a seek, not a scan of every event).
+/// The latest moments raised by a claim in the agent's words (their
+/// payload holds the claim's `quote`).
+const CLAIM_MOMENTS_LATEST: &str = "select campaign_id, payload from events
+     where kind = 'moment' and payload like '%\"quote\":%' order by id desc limit $1";
+
 const WITHHELD_LATEST: &str =
     "select id, campaign_id, created_at, payload from events where kind = 'moment.withheld' order by id desc limit $1";
 
@@ -550,11 +567,18 @@ mod tests {
         let (withheld_id, _) = store.append_event("c1", None, "moment.withheld", None, &payload, at).await.unwrap();
         store.queue_question("c1", "bank", Some("gap-001"), Some("plateau"), "q?").await.unwrap();
         store.claim_next_question("c1", "hook_additional_context", None).await.unwrap().unwrap();
+        // A question asked at a claim in the agent's words: its moment
+        // event quotes the claim.
+        let claimed = store.queue_question("c1", "bank", Some("bound-001"), Some("limit_claim"), "why?").await.unwrap();
+        store.claim_next_question("c1", "hook_additional_context", None).await.unwrap().unwrap();
+        let claim = serde_json::json!({"moment": "limit_claim", "source": "text", "quote": "This is the ceiling.",
+                                       "question": {"question_id": claimed, "bank_id": "bound-001", "text": "why?"}});
+        store.append_event("c1", None, "moment", None, &claim, at).await.unwrap();
 
         let h = store.yield_history().await.unwrap();
         assert_eq!(
-            h.asked.iter().map(|a| (a.bank_id.as_deref(), a.moment.as_deref())).collect::<Vec<_>>(),
-            [(Some("gap-001"), Some("plateau"))]
+            h.asked.iter().map(|a| (a.bank_id.as_deref(), a.moment.as_deref(), a.claim)).collect::<Vec<_>>(),
+            [(Some("gap-001"), Some("plateau"), false), (Some("bound-001"), Some("limit_claim"), true)]
         );
         assert_eq!(h.withheld.len(), 1);
         assert_eq!(
