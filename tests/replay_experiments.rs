@@ -135,3 +135,32 @@ fn a_log_that_cannot_be_read_as_asked_is_refused_saying_what_is_wrong() {
     let last: Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
     assert_eq!(last["t"], 34.0 * 60.0);
 }
+
+/// `tests/real-campaigns/sweep.py`, the command behind the figures on the
+/// published logs, run here on this test's log laid out as one of the
+/// manifest's (the real ones are not committed): it imports, replays and
+/// pools the reports through `gadfly bank stats --replay`, and names the
+/// logs it could not find.
+#[test]
+fn the_sweep_over_real_campaigns_runs_on_the_logs_it_finds() {
+    let dir = tempfile::tempdir().unwrap();
+    let logs = dir.path().join("logs");
+    let at = logs.join("Djordje-Stojanovic+TrainRTX5070");
+    std::fs::create_dir_all(&at).unwrap();
+    std::fs::write(at.join("results.tsv"), log()).unwrap();
+    let out = std::process::Command::new("python3")
+        .arg(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/real-campaigns/sweep.py"))
+        .args(["--gadfly", env!("CARGO_BIN_EXE_gadfly"), "--logs", logs.to_str().unwrap(), "--seeds", "2", "--json"])
+        .args(["--out", dir.path().join("out").to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["logs"], 1, "{summary}");
+    assert_eq!(summary["per_log"][0]["evaluations"], 35);
+    assert_eq!(summary["skipped"].as_array().unwrap().len(), 8, "the other logs of the manifest are named as missing");
+    assert!(summary["asked_not_start"].as_u64().unwrap() > 0);
+    assert_eq!(summary["unnamed"], 0, "{summary}");
+    assert!(summary["groups_by_moment"]["plateau"].as_array().unwrap().len() >= 2, "{summary}");
+    assert!(summary["uplift"].is_array());
+}

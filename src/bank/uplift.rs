@@ -236,3 +236,167 @@ pub fn newcombe(k1: u32, n1: u32, k2: u32, n2: u32) -> (f64, f64) {
 
 /// The two-sided 95% normal quantile.
 const Z95: f64 = 1.959_963_984_540_054;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bank::learn::{Attribution, Control};
+
+    fn kinds(id: &str) -> Kind {
+        if id.starts_with("bench") || id.starts_with("correct") || id.starts_with("measure") {
+            Kind::Validity
+        } else {
+            Kind::Performance
+        }
+    }
+
+    /// Newcombe's own example (Statistics in Medicine 1998, method 10):
+    /// 56/70 against 48/80, difference 0.2, 95% interval 0.0524 to 0.3339.
+    #[test]
+    fn the_interval_is_newcombes() {
+        let (lo, hi) = newcombe(56, 70, 48, 80);
+        assert!((lo - 0.0524).abs() < 1e-4 && (hi - 0.3339).abs() < 1e-4, "{lo} {hi}");
+        let (lo, hi) = wilson(0, 10);
+        assert!(lo == 0.0 && (hi - 0.2775).abs() < 1e-4, "{lo} {hi}");
+        let (lo, hi) = newcombe(0, 5, 5, 5);
+        assert!(lo >= -1.0 && hi <= 0.0 && lo < -0.4, "{lo} {hi}");
+    }
+
+    /// The uplift needs enough on each side; the rows are per kind, per
+    /// group and per group and moment, the control arm matched by moment.
+    #[test]
+    fn uplift_rows_compare_rates_with_enough_on_each_side() {
+        let att = |id: i64, bank: &str, moment: &str, rewarded: bool| Attribution {
+            question_id: id,
+            campaign_id: "c".into(),
+            bank_id: Some(bank.into()),
+            before: None,
+            before_evaluation: None,
+            best_after: None,
+            best_evaluation: None,
+            window: vec![],
+            gain: None,
+            followed_by_gain: false,
+            moment: Some(moment.into()),
+            claim: false,
+            kind: kinds(bank),
+            questioned_evaluation: None,
+            rewarded,
+            reward: None,
+        };
+        let ctl = |id: i64, moment: &str, performance: bool| Control {
+            withheld_id: id,
+            campaign_id: "c".into(),
+            moment: moment.into(),
+            before: None,
+            window: vec![],
+            performance,
+            validity: !performance,
+        };
+        let mut atts: Vec<Attribution> = (0..6).map(|i| att(i, "gap-001", "plateau", i < 4)).collect();
+        atts.push(att(9, "bench-001", "suspicious_gain", true));
+        let mut controls: Vec<Control> = (0..5).map(|i| ctl(i, "plateau", i < 1)).collect();
+        controls.push(ctl(8, "suspicious_gain", false));
+        let group = |id: &str| Some(if id.starts_with("gap") { "gap_analysis" } else { "benchmark_validity" }.into());
+        let rows = uplift(&atts, &controls, &group);
+        let perf = &rows[0];
+        assert_eq!((perf.kind, perf.group.as_deref(), perf.moment.as_deref()), (Kind::Performance, None, None));
+        assert_eq!((perf.asked.n, perf.asked.rewarded, perf.withheld.n, perf.withheld.rewarded), (6, 4, 5, 1));
+        assert!((perf.uplift.unwrap() - (4.0 / 6.0 - 1.0 / 5.0)).abs() < 1e-12);
+        assert_eq!(perf.interval.map(|[l, h]| (l, h)), Some(newcombe(4, 6, 1, 5)));
+        let validity = &rows[1];
+        assert_eq!((validity.withheld.n, validity.withheld.rewarded), (1, 1), "matched by moment");
+        assert_eq!(validity.note.as_deref(), Some("not enough withheld moments"));
+        assert_eq!(validity.uplift, None);
+        let at_plateau =
+            rows.iter().find(|r| r.group.as_deref() == Some("gap_analysis") && r.moment.is_some()).unwrap();
+        assert_eq!((at_plateau.asked.n, at_plateau.withheld.n), (6, 5));
+        assert!(!rows.iter().any(|r| r.group.as_deref() == Some("benchmark_validity") && r.moment.is_some()));
+    }
+
+    /// Questions that change nothing, asked mostly at plateaus (rewarded
+    /// half the time whether asked or not) and rarely at suspicious gains
+    /// (a tenth of the time), while moments were withheld the other way
+    /// round. Pooled unweighted, the arms differ by 32 points (Simpson's
+    /// paradox); moment by moment they do not differ at all. A claim's
+    /// questions, never withheld, are left out of the comparison.
+    #[test]
+    fn a_row_over_several_moments_compares_moment_by_moment() {
+        let att = |id: i64, moment: &str, rewarded: bool| Attribution {
+            question_id: id,
+            campaign_id: "c".into(),
+            bank_id: Some("gap-001".into()),
+            before: None,
+            before_evaluation: None,
+            best_after: None,
+            best_evaluation: None,
+            window: vec![],
+            gain: None,
+            followed_by_gain: rewarded,
+            moment: Some(moment.into()),
+            claim: moment.ends_with("_claim"),
+            kind: Kind::Performance,
+            questioned_evaluation: None,
+            rewarded,
+            reward: None,
+        };
+        let ctl = |id: i64, moment: &str, rewarded: bool| Control {
+            withheld_id: id,
+            campaign_id: "c".into(),
+            moment: moment.into(),
+            before: None,
+            window: vec![],
+            performance: rewarded,
+            validity: false,
+        };
+        let mut atts: Vec<Attribution> = (0..90).map(|i| att(i, "plateau", i % 2 == 0)).collect();
+        atts.extend((90..100).map(|i| att(i, "suspicious_gain", i == 90)));
+        atts.extend((100..107).map(|i| att(i, "limit_claim", true)));
+        let mut controls: Vec<Control> = (0..10).map(|i| ctl(i, "plateau", i % 2 == 0)).collect();
+        controls.extend((10..100).map(|i| ctl(i, "suspicious_gain", i % 10 == 0)));
+        let rows = uplift(&atts, &controls, &|_| Some("gap_analysis".into()));
+        let all = &rows[0];
+        assert_eq!((all.kind, all.group.as_deref(), all.moment.as_deref()), (Kind::Performance, None, None));
+        assert_eq!((all.asked.n, all.asked.rewarded), (100, 46), "the claim's 7 questions are left out");
+        assert_eq!(all.unmatched, Some(7));
+        assert_eq!((all.withheld.n, all.withheld.rewarded), (100, 14));
+        // Unweighted it would read 46% against 14%; standardized, 46% against 46%.
+        assert!((all.withheld.rate.unwrap() - 0.46).abs() < 1e-12, "{:?}", all.withheld);
+        assert!(all.uplift.unwrap().abs() < 1e-12, "{all:?}");
+        // The interval by MOVER, written out: the asked rate's Wilson
+        // interval; the weighted rate's from each moment's, weighted 0.9
+        // (plateau, 5 of 10) and 0.1 (suspicious gain, 9 of 90).
+        let (l1, u1) = wilson(46, 100);
+        let ((lp, up), (ls, us)) = (wilson(5, 10), wilson(9, 90));
+        let below = ((0.9 * (0.5 - lp)).powi(2) + (0.1 * (0.1 - ls)).powi(2)).sqrt();
+        let above = ((0.9 * (up - 0.5)).powi(2) + (0.1 * (us - 0.1)).powi(2)).sqrt();
+        let expected = [-((0.46 - l1).powi(2) + above.powi(2)).sqrt(), ((u1 - 0.46).powi(2) + below.powi(2)).sqrt()];
+        let [lo, hi] = all.interval.unwrap();
+        assert!((lo - expected[0]).abs() < 1e-9 && (hi - expected[1]).abs() < 1e-9, "{lo} {hi} {expected:?}");
+        assert!(lo < 0.0 && hi > 0.0);
+        // Moment by moment, the rows are the plain comparison.
+        let at_plateau = rows.iter().find(|r| r.moment.as_deref() == Some("plateau")).unwrap();
+        assert_eq!(at_plateau.interval.map(|[l, h]| (l, h)), Some(newcombe(45, 90, 5, 10)));
+        assert_eq!(at_plateau.unmatched, Some(0));
+        let at_claim = rows.iter().find(|r| r.moment.as_deref() == Some("limit_claim")).unwrap();
+        assert_eq!((at_claim.asked.n, at_claim.withheld.n, at_claim.unmatched), (7, 0, None));
+        assert_eq!(at_claim.note.as_deref(), Some("not enough withheld moments"));
+        // At one moment, questions asked at the agent's claims (never
+        // withheld: no control) are left out, the others compared.
+        let mut atts: Vec<Attribution> = (0..10).map(|i| att(i, "suspicious_gain", i < 5)).collect();
+        atts.extend((10..30).map(|i| Attribution { claim: true, ..att(i, "suspicious_gain", true) }));
+        let controls: Vec<Control> = (0..10).map(|i| ctl(i, "suspicious_gain", i < 5)).collect();
+        let all = &uplift(&atts, &controls, &|_| Some("gap_analysis".into()))[0];
+        assert_eq!((all.asked.n, all.asked.rewarded, all.unmatched), (10, 5, Some(20)));
+        assert_eq!(all.interval.map(|[l, h]| (l, h)), Some(newcombe(5, 10, 5, 10)));
+        // Six withheld moments, but three at each of two moments: too few
+        // at either to compare, so no uplift (both arms shown whole).
+        let atts: Vec<Attribution> =
+            (0..10).map(|i| att(i, if i < 5 { "plateau" } else { "suspicious_gain" }, true)).collect();
+        let controls: Vec<Control> =
+            (0..6).map(|i| ctl(i, if i < 3 { "plateau" } else { "suspicious_gain" }, false)).collect();
+        let all = &uplift(&atts, &controls, &|_| Some("gap_analysis".into()))[0];
+        assert_eq!((all.asked.n, all.withheld.n, all.unmatched, all.uplift), (10, 6, None, None));
+        assert_eq!(all.note.as_deref(), Some("not enough withheld moments"));
+    }
+}

@@ -7,7 +7,9 @@
 //! another build. What it takes from each step:
 //!
 //! - **asked**: each `delivered` question whose `source` is a bank id (not
-//!   `human`), at the moment the question names;
+//!   `human`), at the moment the question names, marked `claim` when a
+//!   moment that quotes the agent's claim asked it (never withheld: it
+//!   stays out of the uplift);
 //! - **withheld**: each `moment` whose `outcome` is `withheld`;
 //! - **evals**: each `evaluated` that is not `cached` (the daemon's cache
 //!   gave it: it is an earlier evaluation judged again), as the
