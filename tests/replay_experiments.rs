@@ -101,6 +101,32 @@ fn an_experiment_log_replays_with_plateaus_whose_questions_name_their_evidence_f
         }
     }
     assert_eq!(failed, 4, "the crash row is a failed evaluation under every seed");
+    // In one step, `--from experiments`, the same replay.
+    let direct = ok(&[
+        "replay",
+        log_path.to_str().unwrap(),
+        "--from",
+        "experiments",
+        "--spec",
+        spec.to_str().unwrap(),
+        "--mode",
+        "autonomous",
+        "--seed",
+        "4",
+        "--json",
+    ]);
+    let two_steps = ok(&[
+        "replay",
+        tl.to_str().unwrap(),
+        "--spec",
+        spec.to_str().unwrap(),
+        "--mode",
+        "autonomous",
+        "--seed",
+        "4",
+        "--json",
+    ]);
+    assert_eq!(direct, two_steps);
     assert!(plateaus >= 8, "the flat stretch raises plateaus under every seed: {plateaus}");
     assert!(groups["plateau"].len() >= 4, "plateau picks from too few groups: {groups:?}");
 }
@@ -128,6 +154,10 @@ fn a_log_that_cannot_be_read_as_asked_is_refused_saying_what_is_wrong() {
     assert!(e.contains("needs no --spec"), "{e}");
     let e = err(&["replay", "import", "claude-code", p, "--metric", "val_bpb"]);
     assert!(e.contains("read an experiment log"), "{e}");
+    let spec = dir.path().join("log.toml");
+    std::fs::write(&spec, SPEC).unwrap();
+    let e = err(&["replay", p, "--from", "claude-code", "--spec", spec.to_str().unwrap(), "--maximize"]);
+    assert!(e.contains("--from experiments"), "{e}");
     // A higher-is-better column: the best row is the fastest.
     let out = ok(&["replay", "import", "experiments", p, "--metric", "memory_gb", "--maximize", "--every", "60"]);
     let evaluation: Value = serde_json::from_str(out.lines().find(|l| l.contains("\"evaluation\"")).unwrap()).unwrap();

@@ -21,14 +21,16 @@ use crate::replay::{self, render, timeline};
 pub struct ReplayArgs {
     #[command(subcommand)]
     pub command: Option<ReplayCommand>,
-    /// The timeline to replay (JSON lines, docs/REPLAY.md), or with --from a session file.
+    /// The timeline to replay (JSON lines, docs/REPLAY.md), or with --from a session file or an
+    /// experiment log.
     #[arg(required = true)]
     pub timeline: Option<PathBuf>,
     /// The campaign spec to judge with: its scenarios, predicate, mode, [moments] and
     /// [replay] sections.
     #[arg(long, required = true)]
     pub spec: Option<PathBuf>,
-    /// What TIMELINE is: a timeline (the default), or a session file to import first.
+    /// What TIMELINE is: a timeline (the default), or a session file or an experiment log to
+    /// import first.
     #[arg(long, value_enum, default_value = "timeline")]
     pub from: Source,
     /// Print the report as JSON (every step, then the summary).
@@ -47,6 +49,9 @@ pub struct ReplayArgs {
     /// A question bank folder (default: the bank built into this binary).
     #[arg(long, env = "GADFLY_BANK_DIR")]
     pub bank: Option<PathBuf>,
+    /// With --from experiments: how to read the log.
+    #[command(flatten)]
+    pub log: LogArgs,
 }
 
 #[derive(Subcommand, Debug)]
@@ -75,6 +80,8 @@ pub enum Source {
     Timeline,
     ClaudeCode,
     Codex,
+    /// An experiment log, read as `gadfly replay import experiments` reads it.
+    Experiments,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -185,7 +192,17 @@ pub async fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
                 anyhow::bail!("gadfly replay TIMELINE --spec CAMPAIGN.toml");
             };
             let spec = crate::campaign::load_detached(&spec_path)?;
+            if args.from != Source::Experiments && args.log.said() {
+                anyhow::bail!("--metric, --maximize, --where and --every read an experiment log: --from experiments");
+            }
             let t = match args.from {
+                Source::Experiments => {
+                    let imported = import_log(&path, &args.log)?;
+                    for p in &imported.problems {
+                        eprintln!("warning: {}: {p}", path.display());
+                    }
+                    imported.timeline
+                }
                 Source::Timeline => {
                     let text = std::fs::read_to_string(&path)
                         .with_context(|| format!("reading the timeline {}", path.display()))?;
