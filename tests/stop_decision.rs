@@ -929,10 +929,14 @@ fn an_allowed_stop_expires_the_questions_still_waiting_with_why() {
     let expired_ids: Vec<i64> = expired.iter().map(|e| e["question_id"].as_i64().unwrap()).collect();
     assert_eq!(expired_ids, waiting, "every question still waiting, once: {expired:#?}");
     for e in &expired {
-        assert_eq!(e["reason"], "the stop was allowed", "{e}");
+        // The passing candidate is 2.25x the last correct evaluation: a
+        // suspicious gain, re-checked with another seed before the allow,
+        // and the reason says so after its first words.
+        let reason = e["reason"].as_str().unwrap();
+        assert!(reason.starts_with("the stop was allowed"), "{e}");
         let q = question(&d, &id, e["question_id"].as_i64().unwrap());
         assert_eq!(q["status"], "expired", "{q}");
-        assert_eq!(q["expired_reason"], "the stop was allowed", "{q}");
+        assert_eq!(q["expired_reason"], reason, "{q}");
         assert!(q["expired_at"].is_string() && q["delivered_at"].is_null(), "{q}");
         assert_eq!((e["text"].clone(), e["source"].clone()), (q["text"].clone(), q["source"].clone()));
     }

@@ -183,16 +183,19 @@ fn last_two(history: &[Evaluation]) -> Option<(&Evaluation, &Evaluation)> {
 }
 
 /// The geometric mean jumped by more than `suspicious_gain` above the best
-/// any earlier evaluation measured. Against the best, not the previous
-/// one: in a real campaign most experiments are discarded, and the next
-/// one, built on the best version again, would otherwise "jump" from the
-/// discarded one (an experiment log of a kernel loop raised that false
-/// alarm after every regression, tests/real-campaigns); and an evaluation
-/// that measured nothing no longer hides the jump after it.
+/// any earlier correct evaluation measured. Against the best, not the
+/// previous one: in a real campaign most experiments are discarded, and
+/// the next one, built on the best version again, would otherwise "jump"
+/// from the discarded one (an experiment log of a kernel loop raised that
+/// false alarm after every regression, tests/real-campaigns); and an
+/// evaluation that measured nothing no longer hides the jump after it.
+/// Only correct evaluations set the bar: an agent cannot raise it with a
+/// forged figure that fails correctness, then pass a smaller forgery
+/// under it unquestioned.
 pub fn geomean_jump(history: &[Evaluation], s: &Settings) -> Option<Finding> {
     let (last, earlier) = history.split_last()?;
     let b = last.verdict.geomean_speedup?;
-    let best = earlier.iter().filter_map(|e| Some((e, e.verdict.geomean_speedup?))).fold(
+    let best = earlier.iter().filter(|e| !e.incorrect()).filter_map(|e| Some((e, e.verdict.geomean_speedup?))).fold(
         None,
         |m: Option<(&Evaluation, f64)>, (e, g)| match m {
             Some((_, mg)) if mg >= g => m,
@@ -468,6 +471,18 @@ mod tests {
         let f = geomean_jump(&[flat(1, 1.2), flat(2, 0.5), flat(3, 1.0), flat(4, 1.9)], &s).unwrap();
         assert_eq!(f.evaluations, vec![1, 4], "from the best, evaluation 1");
         assert_eq!(f.facts["from"], "1.2");
+    }
+
+    /// The agent plays the detector: a forged 10x that fails correctness
+    /// first, then a 5x that passes. Measured against the forgery, 5x
+    /// would be no jump; an incorrect evaluation sets no bar, so it is one.
+    #[test]
+    fn an_incorrect_evaluation_does_not_raise_the_bar() {
+        let s = Settings::default();
+        let wrong = ev(2, &[("a", false, 10.0), ("b", true, 10.0)]);
+        assert!(wrong.incorrect() && wrong.verdict.geomean_speedup.is_some());
+        let f = geomean_jump(&[flat(1, 1.0), wrong, flat(3, 5.0)], &s).expect("5x over the last correct 1x");
+        assert_eq!(f.evaluations, vec![1, 3]);
     }
 
     #[test]
