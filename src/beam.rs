@@ -8,17 +8,19 @@
 //! decision recorded with its reason.
 //!
 //! This file is the pure and git part: the `[beam]` settings, listing and
-//! tagging candidate refs with the hardened git, and the family and point
+//! tagging candidate refs (read and written as files, listed by git on a
+//! private view of the workspace's repository, never in it), and the family and point
 //! types. Registering, evaluating, the beam as stored, its events and its
 //! questions (everything that needs the store) are `crate::app::beam`.
 
 use std::path::Path;
 
-use anyhow::{anyhow, bail, Context};
+use anyhow::{anyhow, bail};
 use serde::{Deserialize, Serialize};
 
 use crate::campaign::CampaignSpec;
 use crate::evaluation::Evaluation;
+use crate::git::WorkspaceView;
 
 /// `[beam]` in the campaign spec; the beam is on when the section exists.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -50,18 +52,6 @@ pub fn settings(spec: &CampaignSpec) -> anyhow::Result<Option<Settings>> {
 pub const NEW_FAMILY_QUESTIONS: &[&str] = &["algo-001", "process-001"];
 pub const REVISIT_QUESTIONS: &[&str] = &["process-002"];
 
-fn git(ws: &Path, args: &[&str]) -> anyhow::Result<String> {
-    // The workspace's repository is the agent's: no hooks (update-ref would
-    // run its reference-transaction hook in the daemon), no fsmonitor, no
-    // replace refs, no global or system config.
-    let home = std::env::temp_dir().join("gadfly-no-home");
-    let out = crate::git::hardened_git(&home).arg("-C").arg(ws).args(args).output().context("running git")?;
-    if !out.status.success() {
-        bail!("git {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim());
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
-}
-
 pub fn valid_family(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 64
@@ -69,29 +59,44 @@ pub fn valid_family(name: &str) -> bool {
         && !name.starts_with(['-', '.'])
 }
 
-/// Points `refs/heads/beam/FAMILY` at the workspace's HEAD commit.
+/// Points `refs/heads/beam/FAMILY` at the commit `from` names (default the
+/// workspace's HEAD). `from` is resolved in a view of the workspace's
+/// repository (no git runs in the repository itself: [`WorkspaceView`]) and
+/// the ref is written as a file, never through a link.
 pub fn tag(ws: &Path, family: &str, from: &str) -> anyhow::Result<(String, String)> {
     if !valid_family(family) {
         bail!("family `{family}` must be lowercase letters, digits, `-`, `_` or `.` (at most 64)");
     }
-    let commit = git(ws, &["rev-parse", "--verify", &format!("{from}^{{commit}}")])
-        .with_context(|| format!("`{from}` is not a commit in the workspace (commit the candidate first)"))?;
+    if from.starts_with('-') || from.is_empty() || from.len() > 256 || from.chars().any(char::is_control) {
+        bail!("`{from}` is not a revision gadfly resolves (a ref name or a commit id)");
+    }
+    let view = WorkspaceView::open(ws)?;
+    let commit = view
+        .run(&["rev-parse", "--verify", "-q", &format!("{from}^{{commit}}")])
+        .ok()
+        .filter(|c| !c.is_empty())
+        .ok_or_else(|| anyhow!("`{from}` is not a commit in the workspace (commit the candidate first)"))?;
     let r = format!("refs/heads/beam/{family}");
-    git(ws, &["update-ref", &r, &commit])?;
+    view.write_ref(&r, &commit)?;
     Ok((r, commit))
 }
 
 /// The commit and tree a ref points at, if it exists.
 pub fn resolve(ws: &Path, r: &str) -> Option<(String, String)> {
-    let commit = git(ws, &["rev-parse", "--verify", "-q", &format!("{r}^{{commit}}")]).ok()?;
-    let tree = git(ws, &["rev-parse", "--verify", "-q", &format!("{r}^{{tree}}")]).ok()?;
+    if !crate::git::valid_ref_name(r) {
+        return None;
+    }
+    let view = WorkspaceView::open(ws).ok()?;
+    let commit = view.run(&["rev-parse", "--verify", "-q", &format!("{r}^{{commit}}")]).ok()?;
+    let tree = view.run(&["rev-parse", "--verify", "-q", &format!("{r}^{{tree}}")]).ok()?;
     Some((commit, tree))
 }
 
 /// Every candidate ref: (family, ref, commit, tree).
 pub fn candidates(ws: &Path) -> anyhow::Result<Vec<(String, String, String, String)>> {
+    let view = WorkspaceView::open(ws)?;
     let mut out = Vec::new();
-    let listing = git(ws, &["for-each-ref", "--format=%(refname) %(objectname) %(tree)", "refs/heads/"])?;
+    let listing = view.run(&["for-each-ref", "--format=%(refname) %(objectname) %(tree)", "refs/heads/"])?;
     for line in listing.lines() {
         let parts: Vec<&str> = line.split(' ').collect();
         let [r, commit, tree] = parts[..] else { continue };
@@ -99,8 +104,9 @@ pub fn candidates(ws: &Path) -> anyhow::Result<Vec<(String, String, String, Stri
             out.push((family.to_string(), r.to_string(), commit.to_string(), tree.to_string()));
             continue;
         }
-        let trailer =
-            git(ws, &["log", "-1", "--format=%(trailers:key=Gadfly-Family,valueonly)", r]).unwrap_or_default();
+        let trailer = view
+            .run(&["log", "-1", "--no-show-signature", "--format=%(trailers:key=Gadfly-Family,valueonly)", r])
+            .unwrap_or_default();
         if let Some(family) = trailer.lines().map(str::trim).find(|f| valid_family(f)) {
             if !out.iter().any(|(f, ..)| f == family) {
                 out.push((family.to_string(), r.to_string(), commit.to_string(), tree.to_string()));

@@ -14,10 +14,11 @@ use crate::predicate;
 use crate::process::{self, Exit, Outcome};
 use crate::{constraints, results, snapshot};
 
-/// The last snapshot of a workspace and the fingerprint it was taken at.
+/// The last snapshot of a workspace and the content fingerprint it was
+/// taken at.
 #[derive(Debug, Clone)]
 pub struct LastSnapshot {
-    pub fingerprint: u64,
+    pub fingerprint: [u8; 32],
     pub tree: String,
 }
 
@@ -25,9 +26,11 @@ pub struct LastSnapshot {
 /// (see [`snapshot::store_path`]), through gadfly's own persistent index
 /// at `index`. With `[harness] candidate`, the tree returned holds only
 /// the candidate's files (so it names exactly what is evaluated). When
-/// the workspace's stat fingerprint is settled and equal to `last`'s, the
-/// tree is known without running git. Returns the tree and what to
-/// remember for next time.
+/// the workspace's content fingerprint equals `last`'s, the tree is known
+/// without running git. A snapshot is remembered only when the content was
+/// the same before and after git read it (an edit made meanwhile, or an
+/// edit undone, can never pair a tree with content it does not hold).
+/// Returns the tree and what to remember for next time.
 pub async fn snapshot_tree(
     spec: &CampaignSpec,
     store: &Path,
@@ -37,9 +40,8 @@ pub async fn snapshot_tree(
     let ws = spec.workspace.clone();
     let (store, index, candidate) = (store.to_path_buf(), index.to_path_buf(), spec.harness.candidate.clone());
     tokio::task::spawn_blocking(move || {
-        // Taken before git runs: an edit made meanwhile changes it.
-        let fp = snapshot::fingerprint(&ws)?;
-        if let Some(last) = last.filter(|l| fp.settled && l.fingerprint == fp.hash) {
+        let before = snapshot::fingerprint(&ws, &candidate)?;
+        if let Some(last) = last.filter(|l| l.fingerprint == before.hash) {
             return Ok((last.tree.clone(), Some(last)));
         }
         if let Some(parent) = index.parent() {
@@ -49,36 +51,48 @@ pub async fn snapshot_tree(
         if !candidate.is_empty() {
             tree = snapshot::candidate_tree(&store, &tree, &candidate)?;
         }
-        let remember = fp.settled.then(|| LastSnapshot { fingerprint: fp.hash, tree: tree.clone() });
+        let after = snapshot::fingerprint(&ws, &candidate)?;
+        let remember = (after == before).then(|| LastSnapshot { fingerprint: before.hash, tree: tree.clone() });
         Ok((tree, remember))
     })
     .await?
 }
 
-/// Evaluates `tree` of the campaign's workspace in a fresh folder under
-/// `scratch`. `protected` maps protected paths to the hashes recorded at
-/// campaign creation: a difference is a violation. `pristine` is gadfly's
-/// own copy of those files: the build and the harness run with it, never
-/// with the agent's copies.
-pub async fn evaluate_tree(
-    spec: &CampaignSpec,
-    campaign_id: &str,
-    tree: &str,
-    protected: &BTreeMap<String, String>,
-    pristine: &[snapshot::PristineFile],
-    store: &Path,
-    scratch: &Path,
-) -> anyhow::Result<Evaluation> {
-    evaluate_tree_seeded(spec, campaign_id, tree, protected, pristine, store, scratch, DEFAULT_SEED).await
-}
-
-/// The seed of ordinary evaluations; a re-check of a suspicious gain uses
-/// another, so inputs (and memory contents) differ from what the candidate
-/// may have been tuned or cached for. Harnesses read it from `{seed}` in
-/// the run command or from `$GADFLY_SEED` (the run step's only; the build
-/// never sees it, and a harness must not pass it on to the candidate).
+/// A seed no evaluation uses: a re-check draws its own, never this one.
+/// (Before issue 45 every ordinary evaluation used it, a public constant:
+/// a kernel could regenerate the inputs and do the work where it was not
+/// timed.)
 pub const DEFAULT_SEED: u64 = 1;
 
+/// The secret seed of an evaluation: an HMAC of the campaign and the
+/// evaluation's key (its tree, and a forced re-run's number) under the
+/// daemon's master token. Nobody without the token can predict it, a new
+/// tree gets a new one, and the same evaluation asked again (a stop waiting
+/// for a worker, a second daemon on the same store) joins the same job.
+/// Harnesses read it from `{seed}` in the run command or from
+/// `$GADFLY_SEED` (the run step's only; the build never sees it, and a
+/// harness must not pass it on to the candidate). Never [`DEFAULT_SEED`].
+pub fn secret_seed(secret: &str, campaign_id: &str, key: &str) -> u64 {
+    use hmac::{Hmac, Mac};
+    let mut m = hmac::Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).expect("HMAC takes a key of any length");
+    m.update(b"gadfly evaluation seed v1\0");
+    m.update(campaign_id.as_bytes());
+    m.update(b"\0");
+    m.update(key.as_bytes());
+    let bytes: [u8; 32] = Hmac::finalize(m).into_bytes().into();
+    let seed = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]) as u64;
+    if seed == DEFAULT_SEED {
+        2
+    } else {
+        seed
+    }
+}
+
+/// Evaluates `tree` of the campaign's workspace in a fresh folder under
+/// `scratch` with the inputs of `seed` (see [`secret_seed`]). `protected`
+/// maps protected paths to the hashes recorded at campaign creation: a
+/// difference is a violation. `pristine` is gadfly's own copy of those
+/// files: the build and the harness run with it, never with the agent's.
 #[allow(clippy::too_many_arguments)]
 pub async fn evaluate_tree_seeded(
     spec: &CampaignSpec,
@@ -192,23 +206,32 @@ pub async fn evaluate_unpacked(
     // seed (a re-check's seed must not be visible to what it judges).
     let build_env = vec![("GADFLY_CAMPAIGN", campaign_id.to_string()), ("GADFLY_TREE", tree.to_string())];
     // The sandbox, if the campaign asks for one and the host has it.
+    // The sandbox: on unless the spec opts out; where it cannot work,
+    // nothing is judged (an error, never an unsandboxed verdict) unless the
+    // spec said `auto`.
     let jail = match spec.harness.sandbox {
         SandboxMode::None => None,
-        SandboxMode::Bwrap if !bwrap_works() => {
-            anyhow::bail!(
-                "the campaign asks for `sandbox = \"bwrap\"` but bubblewrap (bwrap) does not work on this host"
-            )
-        }
-        SandboxMode::Auto if !bwrap_works() => {
-            tracing::warn!("sandbox = \"auto\": bubblewrap does not work on this host; the harness runs unsandboxed");
-            None
-        }
-        _ => Some(sandbox.dir.path().to_path_buf()),
+        SandboxMode::Bwrap => match bwrap_problem() {
+            Some(why) => anyhow::bail!(
+                "cannot judge: the candidate must run sandboxed and {why}; install bubblewrap (Debian: `apt install \
+                 bubblewrap`) and allow unprivileged user namespaces, or opt out in the spec with `[harness] \
+                 sandbox = \"none\"` (the candidate then runs as the daemon's user)"
+            ),
+            None => Some(sandbox.dir.path().to_path_buf()),
+        },
+        SandboxMode::Auto => match bwrap_problem() {
+            Some(why) => {
+                tracing::warn!(%why, "sandbox = \"auto\": the harness runs unsandboxed");
+                None
+            }
+            None => Some(sandbox.dir.path().to_path_buf()),
+        },
     };
     let run = |command: String, what: &'static str, env: Vec<(&'static str, String)>| {
         let tree_dir = tree_dir.clone();
+        let writable = if what == "run" { Writable::ResultsOnly } else { Writable::EvaluationFolder };
         let command = match &jail {
-            Some(dir) => bwrap_command(&command, dir, &tree_dir),
+            Some(dir) => bwrap_command(&command, dir, &tree_dir, writable, &spec.harness.readable),
             None => command,
         };
         async move {
@@ -272,13 +295,18 @@ pub async fn evaluate_unpacked(
         // loads candidate code, and the candidate gets neither this path nor
         // the seed (harness/cpu/README.md, "Processes").
         let results_path = sandbox.results();
+        // The path as the harness sees it (inside the sandbox, its own).
+        let results_shown = match &jail {
+            Some(dir) => in_sandbox(dir, &results_path),
+            None => results_path.clone(),
+        };
         let mut run_env = build_env.clone();
-        run_env.push(("GADFLY_RESULTS", results_path.display().to_string()));
+        run_env.push(("GADFLY_RESULTS", results_shown.display().to_string()));
         run_env.push(("GADFLY_SEED", seed.to_string()));
         let command = spec
             .harness
             .run
-            .replace("{results}", &shell_quote(&results_path.display().to_string()))
+            .replace("{results}", &shell_quote(&results_shown.display().to_string()))
             .replace("{seed}", &seed.to_string());
         let outcome = run(command.clone(), "run", run_env).await?;
         if !outcome.exit.success() {
@@ -517,36 +545,122 @@ fn with_tail(message: String, o: &Outcome) -> String {
     }
 }
 
-/// Whether bubblewrap runs here (probed once).
+/// The host's folders a sandboxed build or harness sees, read-only: the
+/// system's programs, libraries and settings, nothing else of the host (no
+/// home folder, no workspace, no data dir, no other campaign). A spec adds
+/// its own with `[harness] readable`.
+pub const SYSTEM_FOLDERS: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt"];
+
+/// The namespaces every sandbox unshares: its own PID namespace (every
+/// process the candidate starts, `setsid` and double forks included, dies
+/// with the sandbox, and nothing outside it can be seen or signalled), its
+/// own user namespace (no privilege over the host, even for a daemon run as
+/// root), no network, no IPC with the host, its own host name and session.
+const UNSHARE: &[&str] =
+    &["--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--new-session"];
+
+/// Whether bubblewrap runs here with every namespace [`bwrap_command`]
+/// asks for (probed once).
 pub fn bwrap_works() -> bool {
     static WORKS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *WORKS.get_or_init(|| {
-        std::process::Command::new("bwrap")
-            .args(["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-net", "true"])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    })
+    *WORKS.get_or_init(|| bwrap_problem().is_none())
 }
 
-/// `command` run by `sh` in a bubblewrap sandbox: the whole file system
-/// read-only, `/tmp` empty, the daemon's data dir (the folder that holds
-/// `evaluations/`) hidden behind an empty one, only the evaluation's own
-/// folder `eval_dir` writable, devices available (GPUs), no network.
-pub fn bwrap_command(command: &str, eval_dir: &Path, cwd: &Path) -> String {
-    let mut args: Vec<String> = ["bwrap", "--die-with-parent", "--unshare-net", "--unshare-ipc", "--ro-bind", "/", "/"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    args.extend(["--dev-bind", "/dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"].map(String::from));
+/// Why bubblewrap does not work here, or None when it does (probed once).
+pub fn bwrap_problem() -> Option<String> {
+    static PROBLEM: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    PROBLEM
+        .get_or_init(|| {
+            let mut cmd = std::process::Command::new("bwrap");
+            cmd.args(["--die-with-parent"]).args(UNSHARE);
+            for f in SYSTEM_FOLDERS {
+                cmd.args(["--ro-bind-try", f, f]);
+            }
+            cmd.args(["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--", "true"]);
+            match cmd.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped()).output() {
+                Err(e) => Some(format!("bubblewrap (bwrap) cannot be started: {e}")),
+                Ok(o) if o.status.success() => None,
+                Ok(o) => Some(format!(
+                    "bubblewrap (bwrap) fails here with its own PID and user namespaces: {}",
+                    String::from_utf8_lossy(&o.stderr).trim()
+                )),
+            }
+        })
+        .clone()
+}
+
+/// What a step may write in a sandbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Writable {
+    /// The whole evaluation folder (the build writes its outputs in the tree).
+    EvaluationFolder,
+    /// Only the results folder: the tree the harness runs is read-only.
+    ResultsOnly,
+}
+
+/// `command` run by `sh` in a bubblewrap sandbox: its own PID, user,
+/// network, IPC and UTS namespaces ([`UNSHARE`]); the host's
+/// [`SYSTEM_FOLDERS`] and `readable` read-only and nothing else of the host
+/// (the daemon's data dir hidden behind an empty folder should it lie in
+/// one); a fresh `/tmp` that is also `HOME`; the evaluation folder
+/// `eval_dir` at [`SANDBOX_EVAL_DIR`] (its host path, under the data dir,
+/// never shown), writable as `writable` says (its `out/` folder, where the
+/// results go, always); `cwd` (a folder of `eval_dir`) as the working
+/// folder; the minimal devices plus the GPUs' (`/dev/nvidia*`, `/dev/dri`,
+/// `/dev/kfd`); `/sys` read-only (GPU drivers read it).
+/// Where the evaluation folder is seen inside a sandbox: the host's path
+/// to it (under the daemon's data dir) is never shown to the candidate.
+pub const SANDBOX_EVAL_DIR: &str = "/gadfly";
+
+/// A path of the evaluation folder `eval_dir` as a sandboxed step sees it.
+pub fn in_sandbox(eval_dir: &Path, path: &Path) -> std::path::PathBuf {
+    match path.strip_prefix(eval_dir) {
+        Ok(rel) => Path::new(SANDBOX_EVAL_DIR).join(rel),
+        Err(_) => path.to_path_buf(),
+    }
+}
+
+pub fn bwrap_command(command: &str, eval_dir: &Path, cwd: &Path, writable: Writable, readable: &[String]) -> String {
+    let mut args: Vec<String> = vec!["bwrap".into(), "--die-with-parent".into()];
+    args.extend(UNSHARE.iter().map(|s| s.to_string()));
+    for f in SYSTEM_FOLDERS.iter().map(|s| s.to_string()).chain(readable.iter().cloned()) {
+        args.extend(["--ro-bind-try".to_string(), f.clone(), f]);
+    }
+    args.extend(
+        ["--ro-bind-try", "/sys", "/sys", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"].map(String::from),
+    );
+    args.extend(["--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp"].map(String::from));
+    if let Ok(entries) = std::fs::read_dir("/dev") {
+        let mut gpus: Vec<String> = entries
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().to_string())
+            .filter(|n| n.starts_with("nvidia") || n == "dri" || n == "kfd")
+            .map(|n| format!("/dev/{n}"))
+            .collect();
+        gpus.sort();
+        for g in gpus {
+            args.extend(["--dev-bind-try".to_string(), g.clone(), g]);
+        }
+    }
+    // The daemon's data dir, should it lie in a folder shown read-only.
     let scratch = eval_dir.parent();
     if let Some(data_dir) = scratch.filter(|s| s.file_name().is_some_and(|n| n == "evaluations")).and_then(Path::parent)
     {
-        args.extend(["--tmpfs".to_string(), data_dir.display().to_string()]);
+        let shown = SYSTEM_FOLDERS.iter().copied().chain(readable.iter().map(String::as_str));
+        if shown.clone().any(|f| data_dir.starts_with(f)) {
+            args.extend(["--tmpfs".to_string(), data_dir.display().to_string()]);
+        }
     }
-    let e = eval_dir.display().to_string();
-    args.extend(["--bind".to_string(), e.clone(), e]);
+    let (e, inside) = (eval_dir.display().to_string(), SANDBOX_EVAL_DIR.to_string());
+    match writable {
+        Writable::EvaluationFolder => args.extend(["--bind".to_string(), e, inside]),
+        Writable::ResultsOnly => {
+            args.extend(["--ro-bind".to_string(), e, inside.clone()]);
+            let r = eval_dir.join("out").display().to_string();
+            args.extend(["--bind".to_string(), r, format!("{inside}/out")]);
+        }
+    }
+    let cwd = in_sandbox(eval_dir, cwd);
     args.extend(["--chdir".to_string(), cwd.display().to_string(), "--".into(), "sh".into(), "-c".into()]);
     args.push(command.to_string());
     args.iter().map(|a| shell_quote(a)).collect::<Vec<_>>().join(" ")

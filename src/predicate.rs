@@ -77,6 +77,12 @@ pub fn judge(spec: &PredicateSpec, required: &[String], measured: &[ScenarioResu
             reasons.push(problem);
         }
         let speedup = m.baseline_us / m.time_us;
+        // A timing the harness could not trust passes nothing, whatever it
+        // says: "cannot tell", not a verdict on the candidate.
+        let untrusted = m.cannot_tell.as_deref().map(str::trim).filter(|w| !w.is_empty());
+        if let Some(why) = untrusted {
+            reasons.push(format!("{CANNOT_TELL} {why} (not the candidate's doing: measure again)"));
+        }
         let min_speedup = spec.min_speedup_for(name);
         if speedup < min_speedup {
             reasons.push(format!(
@@ -104,7 +110,7 @@ pub fn judge(spec: &PredicateSpec, required: &[String], measured: &[ScenarioResu
                 }
             }
         }
-        let passes = (correct || !spec.correct) && fast_enough;
+        let passes = (correct || !spec.correct) && fast_enough && untrusted.is_none();
         if !spec.correct {
             reasons.retain(|r| !r.starts_with("incorrect"));
         }
@@ -170,6 +176,9 @@ pub fn judge(spec: &PredicateSpec, required: &[String], measured: &[ScenarioResu
         failing_count,
     }
 }
+
+/// How a scenario whose timing the harness could not trust is reported.
+pub const CANNOT_TELL: &str = "cannot tell:";
 
 /// Whether an evaluation failure is one of the geometric-mean bars that
 /// [`judge`] adds (a figure below its bar), not a failure of the
@@ -277,6 +286,7 @@ mod tests {
             samples: Some(10),
             cv: Some(0.01),
             reason: None,
+            cannot_tell: None,
         }
     }
 

@@ -40,6 +40,12 @@ pub struct ScenarioResult {
     /// The harness's own explanation when `correct` is false.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Set by the harness when its timing of this scenario cannot be
+    /// trusted, with why (an outside stall of a timed call, another
+    /// process's work on the device): the scenario does not pass, and it
+    /// is not the candidate's fault. Never a verdict on correctness.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cannot_tell: Option<String>,
 }
 
 #[derive(Debug, Default, Clone, Serialize, Deserialize, PartialEq)]

@@ -134,6 +134,12 @@ fn the_battery_reports_the_forgeries_broken_on_the_unhardened_qr_cpu_harness() {
     common::git(&ws, &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c1a4691's qr-cpu"]);
     let spec = root.join("campaign.toml");
     cut_qr_spec(&spec);
+    // The harness's own weakness, seen with the sandbox (on by default,
+    // which hides the results folder from the candidate's working folder)
+    // switched off, as a campaign that opts out would run it.
+    let text = std::fs::read_to_string(&spec).unwrap();
+    assert!(text.contains("[harness]\n"));
+    std::fs::write(&spec, text.replacen("[harness]\n", "[harness]\nsandbox = \"none\"\n", 1)).unwrap();
     let data = dir.path().join("data");
     std::fs::create_dir_all(&data).unwrap();
     let d = Daemon::start(&data);
@@ -148,7 +154,9 @@ fn the_battery_reports_the_forgeries_broken_on_the_unhardened_qr_cpu_harness() {
     assert_eq!(control["forged_seen"], 0);
     // The forgeries of THREATS rows 2 and 3 and their kin: each reached
     // gadfly, on every scenario, and the stop would have been allowed.
-    for name in ["forge-atexit-env", "forge-proc-cmdline", "forge-proc-fd", "forge-cwd", "forge-detached-helper"] {
+    // (`forge-cwd` looks in the folders above the candidate's: the results
+    // folder is no longer among them, so it holds even here.)
+    for name in ["forge-atexit-env", "forge-proc-cmdline", "forge-proc-fd", "forge-detached-helper"] {
         let a = attack(&report, name);
         assert_eq!(a["result"], "broken", "{a}");
         assert_eq!(a["evidence"]["holds"], true, "{a}");

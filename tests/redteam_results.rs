@@ -282,7 +282,10 @@ fn a_fifo_at_the_results_path_fails_the_evaluation_and_never_wedges_the_daemon()
 /// not followed, the evaluation fails and says why.
 #[test]
 fn a_symlink_at_the_results_path_is_not_followed() {
-    let f = Fixture::with_run("", "sh harness/run.sh forged.jsonl && ln -s $PWD/forged.jsonl {results}");
+    // (The tree is read-only while the harness runs: the forged lines go
+    // beside the results path, in the one folder the run may write.)
+    let f =
+        Fixture::with_run("", "r={results}; sh harness/run.sh ${r%/*}/forged.jsonl && ln -s ${r%/*}/forged.jsonl $r");
     let d = Daemon::start(&f.data_dir());
     let id = d.create_campaign(&f.spec());
     f.set_candidate(ALL_PASS);

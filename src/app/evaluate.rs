@@ -81,7 +81,7 @@ impl Supervisor {
     #[tracing::instrument(name = "evaluation", skip_all, fields(
         campaign = %row.id,
         tree = %tree,
-        seed = harness::DEFAULT_SEED,
+        seed = tracing::field::Empty,
         r#where = %(if spec.harness.tags.is_empty() { "local" } else { "worker" }),
     ))]
     async fn evaluate_tree_locked(
@@ -111,21 +111,27 @@ impl Supervisor {
         self.record_event(campaign_id, None, None, Event::EvaluationStarted { tree: tree.to_string() }).await?;
         // A campaign with [harness] tags is evaluated by a worker (src/jobs.rs).
         let store = crate::snapshot::store_path(&self.inner.data_dir, campaign_id);
+        // A forced re-run replaces nothing: it is stored under its own tree key suffix.
+        let key = if force {
+            format!("{tree}+{}", self.inner.store.count_evaluations(campaign_id).await?)
+        } else {
+            tree.to_string()
+        };
+        // Every evaluation's inputs come from a seed the agent cannot know.
+        let seed = harness::secret_seed(&self.inner.endpoint.1, campaign_id, &key);
+        tracing::Span::current().record("seed", seed);
         let inputs = harness::Inputs {
             spec,
             campaign_id,
             tree,
             protected: &protected,
             pristine: &pristine,
-            seed: harness::DEFAULT_SEED,
+            seed,
             store: &store,
         };
         let mut eval = crate::jobs::evaluate(&self.inner.store, &inputs, &self.inner.scratch).await?;
         eval.origin = if workspace { crate::evaluation::Origin::Workspace } else { crate::evaluation::Origin::Beam };
-        if force {
-            // A forced re-run replaces nothing: it is stored under its own tree key suffix.
-            eval.tree = format!("{tree}+{}", self.inner.store.count_evaluations(campaign_id).await?);
-        }
+        eval.tree = key;
         let id = self.inner.store.insert_evaluation(campaign_id, &eval).await?;
         eval.id = Some(id);
         self.record_event(campaign_id, None, None, Event::evaluated(id, &eval)).await?;

@@ -295,7 +295,7 @@ impl Run<'_> {
             tree: &tree,
             protected: self.protected,
             pristine: self.pristine,
-            seed: crate::harness::DEFAULT_SEED,
+            seed: crate::harness::secret_seed(&self.sup.inner.endpoint.1, self.campaign_id, &format!("redteam {tree}")),
             store: self.store,
         };
         let lock = self.sup.eval_lock(self.campaign_id);

@@ -268,6 +268,11 @@ pub struct HarnessSpec {
     /// Where the build and the harness run (see [`SandboxMode`]).
     #[serde(default)]
     pub sandbox: SandboxMode,
+    /// Folders of the host a sandboxed build and harness may read besides
+    /// the system's (`harness::SYSTEM_FOLDERS`): a toolchain installed
+    /// elsewhere (`/root/.pyenv`, `/usr/local/cuda-12.4` lies under `/usr`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub readable: Vec<String>,
     /// `[harness] fresh_inputs = true`: the harness draws fresh inputs on
     /// every run by itself (a secret seed of its own, as the CUDA grader
     /// does), so a run without `{seed}` still gives the suspicious-gain
@@ -276,17 +281,19 @@ pub struct HarnessSpec {
     pub fresh_inputs: bool,
 }
 
-/// `[harness] sandbox`: `none` (the default) runs the build and the harness
-/// as the daemon's user with nothing hidden; `bwrap` runs them in a
-/// bubblewrap sandbox (the file system read-only but for the evaluation's
-/// own folder, `/tmp` and the daemon's data dir replaced by empty ones, no
-/// network), and fails the evaluation when bubblewrap is missing; `auto`
-/// uses bubblewrap when it works on the host and says so when it does not.
+/// `[harness] sandbox`: `bwrap` (the default) runs the build and the
+/// harness in a bubblewrap sandbox (`harness::bwrap_command`: their own
+/// PID and user namespaces, the system's folders read-only and nothing else
+/// of the host, the tree read-only while the harness runs, no network), and
+/// refuses to judge where bubblewrap does not work; `none` is the opt-out:
+/// the candidate runs as the daemon's user with nothing hidden; `auto` uses
+/// bubblewrap where it works and runs unsandboxed, with a warning, where it
+/// does not.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum SandboxMode {
-    #[default]
     None,
+    #[default]
     Bwrap,
     Auto,
 }
@@ -493,15 +500,9 @@ fn read_spec(path: &Path) -> anyhow::Result<(String, PathBuf)> {
 }
 
 fn is_git_work_tree(dir: &Path) -> bool {
-    // The workspace's repository is the agent's: hardened like every git
-    // call of the daemon on it (no hooks, fsmonitor or global config).
-    crate::git::hardened_git(&std::env::temp_dir().join("gadfly-no-home"))
-        .arg("-C")
-        .arg(dir)
-        .args(["rev-parse", "--is-inside-work-tree"])
-        .output()
-        .map(|o| o.status.success() && String::from_utf8_lossy(&o.stdout).trim() == "true")
-        .unwrap_or(false)
+    // Found by reading the folders, never by running git in the agent's
+    // repository (its config could name programs git would run).
+    crate::git::find_repo(dir).is_ok()
 }
 
 /// What is weak in a valid spec, one sentence each: printed at `gadfly

@@ -153,6 +153,9 @@ struct RawHarness {
     tags: Option<Spanned<toml::Table>>,
     #[serde(default)]
     sandbox: Option<Spanned<String>>,
+    /// Folders a sandboxed build and harness may read besides the system's.
+    #[serde(default)]
+    readable: Vec<Spanned<String>>,
     /// The harness draws fresh inputs on every run from a secret seed of
     /// its own, so `run` needs no `{seed}` (no warning).
     #[serde(default)]
@@ -461,7 +464,7 @@ fn parse_checked(text: &str, file: &str, base: &Path, check_workspace: bool) -> 
         );
     }
     let sandbox = match &raw.harness.sandbox {
-        None => SandboxMode::None,
+        None => SandboxMode::Bwrap,
         Some(m) => match m.get_ref().as_str() {
             "none" => SandboxMode::None,
             "bwrap" => SandboxMode::Bwrap,
@@ -476,6 +479,15 @@ fn parse_checked(text: &str, file: &str, base: &Path, check_workspace: bool) -> 
             }
         },
     };
+    let mut readable = Vec::new();
+    for r in &raw.harness.readable {
+        let path = r.get_ref();
+        if !path.starts_with('/') || path.split('/').any(|c| c == "..") {
+            loc.push(r.span(), "harness.readable", format!("`{path}` must be an absolute path without `..`"));
+        } else {
+            readable.push(path.clone());
+        }
+    }
     let mode = match &raw.questions.mode {
         None => Mode::Autonomous,
         Some(m) => match m.get_ref().as_str() {
@@ -630,6 +642,7 @@ fn parse_checked(text: &str, file: &str, base: &Path, check_workspace: bool) -> 
                 .unwrap_or_default(),
             tags,
             sandbox,
+            readable,
             fresh_inputs: raw.harness.fresh_inputs,
         },
         constraints: ConstraintsSpec {

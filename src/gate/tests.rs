@@ -32,6 +32,7 @@ fn eval_of(results: &[(&str, bool, f64)], missing: &[&str]) -> Evaluation {
             samples: None,
             cv: None,
             reason: None,
+            cannot_tell: None,
         })
         .collect();
     Evaluation {

@@ -394,6 +394,7 @@ mod tests {
                 samples: Some(10),
                 cv: Some(*cv),
                 reason: None,
+                cannot_tell: None,
             })
             .collect();
         Evaluation {

@@ -136,6 +136,7 @@ mod tests {
                 samples: None,
                 cv: None,
                 reason: None,
+                cannot_tell: None,
             })
             .collect();
         Evaluation {

@@ -30,6 +30,7 @@ fn scen(name: &str, correct: bool, time: f64) -> ScenarioResult {
         samples: None,
         cv: None,
         reason: None,
+        cannot_tell: None,
     }
 }
 

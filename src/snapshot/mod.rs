@@ -31,13 +31,33 @@ pub fn store_path(data_dir: &Path, campaign_id: &str) -> PathBuf {
 /// hooks) unless it exists; true when it was created now.
 pub fn init_store(repo: &Path) -> anyhow::Result<bool> {
     if repo.join("HEAD").is_file() && repo.join("objects").is_dir() {
+        pin_attributes(repo)?;
         return Ok(false);
     }
     std::fs::create_dir_all(repo).with_context(|| format!("creating {}", repo.display()))?;
     let mut cmd = scrubbed_git(repo);
     cmd.args(["init", "-q", "--bare", "--template="]).arg(absolute(repo)?);
     run(cmd, "init")?;
+    pin_attributes(repo)?;
     Ok(true)
+}
+
+/// The attributes every store of gadfly's pins (`info/attributes`, which
+/// wins over any `.gitattributes` of the tree): what is stored and exported
+/// is byte for byte what the workspace holds. No line-ending or encoding
+/// conversion, no `$Id$` expansion, no filter, and `git archive` neither
+/// drops (`export-ignore`) nor rewrites (`export-subst`) a file.
+pub const PINNED_ATTRIBUTES: &str = "* -text !eol -ident !filter !working-tree-encoding -export-ignore -export-subst\n";
+
+/// Writes [`PINNED_ATTRIBUTES`] into the store `repo` unless it holds them.
+pub fn pin_attributes(repo: &Path) -> anyhow::Result<()> {
+    let info = repo.join("info");
+    let file = info.join("attributes");
+    if std::fs::read_to_string(&file).is_ok_and(|t| t == PINNED_ATTRIBUTES) {
+        return Ok(());
+    }
+    std::fs::create_dir_all(&info).with_context(|| format!("creating {}", info.display()))?;
+    std::fs::write(&file, PINNED_ATTRIBUTES).with_context(|| format!("writing {}", file.display()))
 }
 
 /// The hardened `git` command (a leaf, `src/git.rs`, so the spec's
@@ -231,10 +251,11 @@ pub fn candidate_problems(repo: &Path, tree: &str) -> anyhow::Result<Vec<String>
 /// or a replace ref in the workspace cannot make it name another).
 pub fn import_tree(repo: &Path, workspace: &Path, tree: &str) -> anyhow::Result<String> {
     init_store(repo)?;
-    let objects = workspace.join(".git").join("objects");
-    if !objects.is_dir() {
-        bail!("{} has no .git/objects folder to read tree {tree} from", workspace.display());
-    }
+    // The view's checks: the repository's own folders, owned by the
+    // workspace's owner, no chain of alternates.
+    let view = crate::git::WorkspaceView::open(workspace)
+        .with_context(|| format!("reading tree {tree} of {}", workspace.display()))?;
+    let objects = view.dirs.objects();
     let scratch = tempfile::tempdir().context("creating a scratch folder to import a tree")?;
     let files = scratch.path().join("files");
     std::fs::create_dir(&files)?;
@@ -253,31 +274,22 @@ pub fn import_tree(repo: &Path, workspace: &Path, tree: &str) -> anyhow::Result<
     tree_hash_with_index(repo, &files, &scratch.path().join("fresh-index"))
 }
 
-/// A cheap stat fingerprint of the workspace: every file a snapshot would
-/// see (`.gitignore` rules honoured, `.git` skipped) with its size, mtime,
-/// inode and mode. Equal fingerprints mean an unchanged tree, provided no
-/// mtime is recent enough to be racy.
+/// A fingerprint of the workspace by CONTENT: every file a snapshot would
+/// see (`.gitignore` rules honoured, `.git` skipped; with candidate globs,
+/// only the files they match), each by path, kind, executable bit and the
+/// SHA-256 of its bytes (a link by its target). Equal fingerprints mean the
+/// same bytes, whatever the files' times say: no timestamp, inode or size
+/// can be arranged to make an edited workspace look unchanged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Fingerprint {
-    pub hash: u64,
-    /// True when every mtime is old enough that a same-size edit within
-    /// the filesystem's timestamp granularity cannot hide.
-    pub settled: bool,
+    pub hash: [u8; 32],
 }
 
-pub fn fingerprint(workspace: &Path) -> anyhow::Result<Fingerprint> {
-    use std::hash::{Hash, Hasher};
-    use std::os::unix::fs::MetadataExt;
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    let now = std::time::SystemTime::now();
-    let mut newest = std::time::UNIX_EPOCH;
-    let mut add = |rel: &Path, md: &std::fs::Metadata, h: &mut std::collections::hash_map::DefaultHasher| {
-        rel.hash(h);
-        (md.len(), md.mtime(), md.mtime_nsec(), md.ino(), md.mode()).hash(h);
-        if let Ok(m) = md.modified() {
-            newest = newest.max(m);
-        }
-    };
+pub fn fingerprint(workspace: &Path, candidate: &[String]) -> anyhow::Result<Fingerprint> {
+    use std::io::Read;
+    use std::os::unix::fs::PermissionsExt;
+    let only = if candidate.is_empty() { None } else { Some(glob_set(candidate)?) };
+    let mut h = Sha256::new();
     // The same ignore rules as the snapshot's git: `.gitignore` files only
     // (not `.ignore`, not `.git/info/exclude`, not the user's global
     // excludes), so a file the snapshot sees is never skipped here.
@@ -288,19 +300,58 @@ pub fn fingerprint(workspace: &Path) -> anyhow::Result<Fingerprint> {
         .git_exclude(false)
         .git_global(false)
         .require_git(false)
+        .follow_links(false)
         .sort_by_file_name(|a, b| a.cmp(b))
         .filter_entry(|e| e.file_name() != ".git")
         .build();
+    let mut buf = vec![0u8; 64 << 10];
     for entry in walker {
         let entry = entry.with_context(|| format!("walking {}", workspace.display()))?;
         if entry.depth() == 0 {
             continue;
         }
+        let rel = entry.path().strip_prefix(workspace).unwrap_or(entry.path());
         let md = entry.path().symlink_metadata()?;
-        add(entry.path().strip_prefix(workspace).unwrap_or(entry.path()), &md, &mut h);
+        if md.is_dir() {
+            continue;
+        }
+        if let Some(set) = &only {
+            if !set.is_match(rel) {
+                continue;
+            }
+        }
+        let name = rel.as_os_str().as_encoded_bytes();
+        h.update((name.len() as u64).to_le_bytes());
+        h.update(name);
+        if md.file_type().is_symlink() {
+            h.update(b"L");
+            let target = std::fs::read_link(entry.path())?;
+            let t = target.as_os_str().as_encoded_bytes();
+            h.update((t.len() as u64).to_le_bytes());
+            h.update(t);
+            continue;
+        }
+        if !md.is_file() {
+            h.update(b"O");
+            continue;
+        }
+        h.update(if md.permissions().mode() & 0o111 != 0 { b"X" } else { b"F" });
+        let mut file = match std::fs::File::open(entry.path()) {
+            Ok(f) => f,
+            // Unreadable now: never taken for unchanged.
+            Err(e) => return Err(anyhow::Error::new(e).context(format!("reading {}", entry.path().display()))),
+        };
+        let mut file_hash = Sha256::new();
+        loop {
+            let n = file.read(&mut buf).with_context(|| format!("reading {}", entry.path().display()))?;
+            if n == 0 {
+                break;
+            }
+            file_hash.update(&buf[..n]);
+        }
+        h.update(file_hash.finalize());
     }
-    let settled = now.duration_since(newest).map(|d| d > std::time::Duration::from_secs(2)).unwrap_or(false);
-    Ok(Fingerprint { hash: h.finish(), settled })
+    Ok(Fingerprint { hash: h.finalize().into() })
 }
 
 /// Writes the files of `tree` (in the private store `repo`) into `dest`
@@ -615,15 +666,21 @@ impl Sandbox {
             .tempdir_in(parent)
             .with_context(|| format!("creating an evaluation folder in {}", parent.display()))?;
         std::fs::create_dir(dir.path().join("tree"))?;
+        std::fs::create_dir(dir.path().join("out"))?;
         Ok(Sandbox { dir })
     }
     pub fn tree(&self) -> PathBuf {
         self.dir.path().join("tree")
     }
+    /// The folder the results file goes in: the only one a sandboxed run
+    /// step may write (the tree it runs is read-only).
+    pub fn results_dir(&self) -> PathBuf {
+        self.dir.path().join("out")
+    }
     /// Where the harness writes its results: a name drawn at random, in
-    /// the evaluation folder (outside the tree the candidate runs in).
+    /// the results folder (outside the tree the candidate runs in).
     pub fn results(&self) -> PathBuf {
-        self.dir.path().join(format!("results-{:016x}{:016x}.jsonl", rand::random::<u64>(), rand::random::<u64>()))
+        self.results_dir().join(format!("results-{:016x}{:016x}.jsonl", rand::random::<u64>(), rand::random::<u64>()))
     }
 }
 

@@ -61,19 +61,61 @@ fn tree_changes_with_uncommitted_and_untracked_files_only() {
 }
 
 #[test]
-fn fingerprint_follows_changes_and_ignores_ignored_files() {
+fn fingerprint_follows_content_not_times() {
     let ws = repo();
-    let f0 = fingerprint(ws.path()).unwrap();
-    assert!(!f0.settled, "files written just now are racy");
-    assert_eq!(f0.hash, fingerprint(ws.path()).unwrap().hash);
+    let f0 = fingerprint(ws.path(), &[]).unwrap();
+    assert_eq!(f0, fingerprint(ws.path(), &[]).unwrap());
     std::fs::create_dir(ws.path().join("build")).unwrap();
     std::fs::write(ws.path().join("build/out.o"), "x").unwrap();
-    assert_eq!(f0.hash, fingerprint(ws.path()).unwrap().hash, "ignored files do not count");
-    std::fs::write(ws.path().join("a.txt"), "ONE\n").unwrap();
-    assert_ne!(f0.hash, fingerprint(ws.path()).unwrap().hash);
-    let f1 = fingerprint(ws.path()).unwrap();
+    assert_eq!(f0, fingerprint(ws.path(), &[]).unwrap(), "ignored files do not count");
+    // The agent's move against a stat fingerprint: same size, the old
+    // modification time put back, the file rewritten in place.
+    let a = ws.path().join("a.txt");
+    let md = std::fs::metadata(&a).unwrap();
+    std::fs::write(&a, "ONE\n").unwrap();
+    std::fs::File::options().write(true).open(&a).unwrap().set_modified(md.modified().unwrap()).unwrap();
+    assert_eq!(std::fs::metadata(&a).unwrap().len(), md.len());
+    let f1 = fingerprint(ws.path(), &[]).unwrap();
+    assert_ne!(f0, f1, "same size and time, other bytes");
     std::fs::write(ws.path().join(".hidden"), "x").unwrap();
-    assert_ne!(f1.hash, fingerprint(ws.path()).unwrap().hash, "hidden files count");
+    assert_ne!(f1, fingerprint(ws.path(), &[]).unwrap(), "hidden files count");
+    // With candidate globs, only the candidate's files count.
+    let k = fingerprint(ws.path(), &["kernel/**".to_string()]).unwrap();
+    std::fs::write(ws.path().join("notes.md"), "elsewhere").unwrap();
+    assert_eq!(k, fingerprint(ws.path(), &["kernel/**".to_string()]).unwrap());
+    std::fs::create_dir_all(ws.path().join("kernel")).unwrap();
+    std::fs::write(ws.path().join("kernel/k.c"), "int k;").unwrap();
+    assert_ne!(k, fingerprint(ws.path(), &["kernel/**".to_string()]).unwrap());
+}
+
+/// What is exported is byte for byte what the workspace holds, whatever its
+/// `.gitattributes` ask: no line-ending conversion, no `$Id$`, no encoding
+/// change, no file dropped or rewritten by `git archive`.
+#[test]
+fn the_exported_bytes_are_the_workspace_bytes_whatever_its_attributes_say() {
+    let ws = repo();
+    std::fs::write(
+        ws.path().join(".gitattributes"),
+        "*.c text eol=crlf ident\n*.h working-tree-encoding=UTF-16\nhidden.c export-ignore\nsubst.c export-subst\n",
+    )
+    .unwrap();
+    let files: &[(&str, &[u8])] = &[
+        ("k.c", b"int a;\r\n/* $Id$ */\nint b;\n"),
+        ("k.h", b"\xff\xfei\x00n\x00t\x00"),
+        ("hidden.c", b"int hidden;\n"),
+        ("subst.c", b"/* $Format:%H$ */\n"),
+    ];
+    for (name, bytes) in files {
+        std::fs::write(ws.path().join(name), bytes).unwrap();
+    }
+    let store = tempfile::tempdir().unwrap();
+    let repo = store.path().join("s.git");
+    let tree = tree_hash_with_index(&repo, ws.path(), &store.path().join("index")).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    export(&repo, &tree, out.path()).unwrap();
+    for (name, bytes) in files {
+        assert_eq!(&std::fs::read(out.path().join(name)).unwrap(), bytes, "{name}");
+    }
 }
 
 #[test]
