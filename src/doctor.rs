@@ -190,8 +190,30 @@ pub fn check(data_dir: &Path, url: Option<&str>, daemon_key: Option<&str>, campa
     } else if let Some(w) = same_user_warning(None, data_dir, url) {
         r.problem(w);
     }
+    check_sandbox(&mut r, campaign.and_then(|c| c.spec.as_ref()).map(|s| s.harness.sandbox));
     check_engine_sockets(&mut r, ENGINE_SOCKETS);
     r
+}
+
+/// Whether the candidate's sandbox works on this host (where `gadfly
+/// doctor` runs: the daemon's host when it is run there), and what the
+/// campaign's `[harness] sandbox` makes of it.
+fn check_sandbox(r: &mut Report, mode: Option<crate::campaign::SandboxMode>) {
+    use crate::campaign::SandboxMode;
+    match (crate::harness::bwrap_problem(), mode) {
+        (_, Some(SandboxMode::None)) => r.problem(
+            "the campaign opts out of the sandbox (`[harness] sandbox = \"none\"`): its candidate runs as the daemon's \
+             user, with the daemon's files and the host in reach",
+        ),
+        (None, _) => r.ok("the candidate's sandbox works on this host (bubblewrap, its own PID and user namespaces)"),
+        (Some(why), Some(SandboxMode::Auto)) => {
+            r.problem(format!("{why}: with `sandbox = \"auto\"` the candidate runs unsandboxed on this host"))
+        }
+        (Some(why), _) => r.problem(format!(
+            "{why}: on this host evaluations refuse to judge (the sandbox is on by default); install bubblewrap and \
+             allow unprivileged user namespaces, or opt out with `[harness] sandbox = \"none\"`"
+        )),
+    }
 }
 
 /// Where Docker's and rootful podman's API sockets live.

@@ -302,13 +302,19 @@ fn a_real_transcript_replayed_through_the_detectors() {
 #[test]
 fn a_suspicious_gain_that_fails_fresh_inputs_is_rejected() {
     // The harness honours gadfly's seed; a "cached" candidate is right only
-    // on the default inputs.
+    // on the inputs of the first evaluation it gets (the seed is secret: it
+    // cannot know them before).
     let f = Fixture::with_run(AUTONOMOUS, "sh harness/seeded.sh {results}");
+    let first = f.dir.path().join("first-seed");
     std::fs::write(
         f.ws().join("harness/seeded.sh"),
-        "sh harness/run.sh \"$1\"\nif [ \"$GADFLY_SEED\" != 1 ] && [ -f cached.flag ]; then\n  sed -i 's/\"scenario\":\"b\",\"correct\":true/\"scenario\":\"b\",\"correct\":false/' \"$1\"\nfi\n",
+        format!(
+            "sh harness/run.sh \"$1\"\nif [ -f cached.flag ]; then\n  [ -f '{first}' ] || echo \"$GADFLY_SEED\" > '{first}'\n  if [ \"$GADFLY_SEED\" != \"$(cat '{first}')\" ]; then\n    sed -i 's/\"scenario\":\"b\",\"correct\":true/\"scenario\":\"b\",\"correct\":false/' \"$1\"\n  fi\nfi\n",
+            first = first.display()
+        ),
     )
     .unwrap();
+    opt_out_of_the_sandbox(&f);
     let d = Daemon::start(&f.data_dir());
     let id = d.create_campaign(&f.spec());
     evaluate(&d, &f, &id, "a true 90 100\nb true 90 100\nc true 90 100\n", "1");
@@ -437,16 +443,19 @@ fn a_gain_is_rejected_on_timing_only_after_two_slow_re_measurements() {
     for (mode, allowed) in [("once", true), ("always", false)] {
         let f = Fixture::with_run(AUTONOMOUS, "sh harness/timed.sh {results}");
         let counter = f.dir.path().join("re-measurements");
-        // Re-measurements (any seed but the default) of the 30 us kernel
-        // read 95 us: the first only ("once"), or every one ("always").
+        // Re-measurements (a seed other than the one the 30 us kernel was
+        // first evaluated with) read 95 us: the first only ("once"), or
+        // every one ("always").
         std::fs::write(
             f.ws().join("harness/timed.sh"),
             format!(
-                "if [ \"$GADFLY_SEED\" != 1 ]; then\n  n=$(( $(cat '{c}' 2>/dev/null || echo 0) + 1 )); echo $n > '{c}'\n  if [ {mode} = always ] || [ $n = 1 ]; then sed -i 's/ 30 100/ 95 100/' candidate.txt; fi\nfi\nsh harness/run.sh \"$1\"\n",
-                c = counter.display()
+                "if grep -q ' 30 100' candidate.txt; then\n  if [ ! -f '{first}' ]; then echo \"$GADFLY_SEED\" > '{first}';\n  elif [ \"$GADFLY_SEED\" != \"$(cat '{first}')\" ]; then\n    n=$(( $(cat '{c}' 2>/dev/null || echo 0) + 1 )); echo $n > '{c}'\n    if [ {mode} = always ] || [ $n = 1 ]; then sed -i 's/ 30 100/ 95 100/' candidate.txt; fi\n  fi\nfi\nsh harness/run.sh \"$1\"\n",
+                c = counter.display(),
+                first = f.dir.path().join("first-seed").display(),
             ),
         )
         .unwrap();
+        opt_out_of_the_sandbox(&f);
         common::git(&f.ws(), &["add", "-A"]);
         common::git(&f.ws(), &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "timed harness"]);
         let d = Daemon::start(&f.data_dir());
@@ -471,4 +480,13 @@ fn a_gain_is_rejected_on_timing_only_after_two_slow_re_measurements() {
             assert!(kinds.contains(&"gain.rejected"), "{mode}: {kinds:?}");
         }
     }
+}
+
+/// A harness of these tests keeps state across evaluations in a file of
+/// the host's: the sandbox (on by default) would hide it, so the campaign
+/// opts out.
+fn opt_out_of_the_sandbox(f: &Fixture) {
+    let spec = std::fs::read_to_string(f.spec()).unwrap();
+    assert!(spec.contains("[harness]\n"));
+    std::fs::write(f.spec(), spec.replacen("[harness]\n", "[harness]\nsandbox = \"none\"\n", 1)).unwrap();
 }

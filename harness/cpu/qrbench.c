@@ -3,7 +3,7 @@
  * kernel on the CPU.
  *
  *   qrbench --lib PATH.so --out RESULTS.jsonl [--scenarios a,b,c]
- *           [--repeats N] [--seed S] [--list]
+ *           [--repeats N] [--seed S] [--no-held-out] [--list]
  *
  * The candidate library must export
  *   void qr_batched(int batch, int m, int n, const double *A, double *Q, double *R);
@@ -23,6 +23,13 @@
  *    kernel on buffers in a memory file shared with the grader, and answers
  *    over another pipe.
  *
+ * The grader sees every process below it (the children of every thread,
+ * the whole tree), allows the candidate's process only the files a runner
+ * without candidate maps (by device, inode and path), checks a held-out
+ * shape drawn from the seed for every scenario, and throws away (and
+ * redoes) timed rounds that something other than the kernel stretched
+ * (README.md, "Disturbed samples").
+ *
  * Exit status: 0 when every selected scenario has a result line (whether or
  * not the candidate was correct), 2 on bad usage or I/O errors, 3 when the
  * candidate library or its symbol cannot be loaded, 4 when memory runs out.
@@ -35,6 +42,7 @@
 #include <float.h>
 #include <math.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -85,6 +93,8 @@ static const scenario_t SCENARIOS[] = {
  * TIME_BUDGET_S per scenario, clamped to [MIN_REPEATS, MAX_REPEATS]. */
 #define TIME_BUDGET_S 0.15
 #define MIN_REPEATS 9
+/* Fewer timed rounds than this left after interference: cannot tell. */
+#define MIN_SAMPLES 3
 #define MAX_REPEATS 101
 /* canary doubles on each side of every buffer handed to the candidate */
 #define GUARD 32
@@ -511,7 +521,8 @@ static int read_all(int fd, void *buf, size_t n, int timeout_ms)
 
 /* After the candidate's library is loaded, its process may open no file
  * and start no program: a seccomp filter answers open, openat, openat2,
- * creat, execve and execveat with EPERM.  A kernel computes on the buffers
+ * creat, open_by_handle_at, execve, execveat and io_uring_setup with EPERM.
+ * A kernel computes on the buffers
  * it is handed; what it would open during a call is a library it did not
  * link (a BLAS or LAPACK through dlopen, invisible to the banned-symbol
  * scan) or a file of answers.  What its constructor loaded stays mapped and
@@ -544,6 +555,13 @@ static int forbid_opening_files(void)
 #ifdef __NR_execveat
         QRB_DENY(__NR_execveat),
 #endif
+#ifdef __NR_open_by_handle_at
+        QRB_DENY(__NR_open_by_handle_at),
+#endif
+#ifdef __NR_io_uring_setup
+        /* an io_uring's OPENAT is not a system call the filter sees */
+        QRB_DENY(__NR_io_uring_setup),
+#endif
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
     };
 #undef QRB_DENY
@@ -556,6 +574,36 @@ static int forbid_opening_files(void)
 #endif
 }
 
+/* The runtime libraries a kernel may link besides the C library, by
+ * soname, as the dynamic loader of a runner finds them: the probe loads
+ * each and reports the files it then has mapped (see load_runtime_files). */
+static const char *const runtime_sonames[] = {
+    "libm.so.6", "libmvec.so.1", "libpthread.so.0", "libdl.so.2", "librt.so.1",
+    "libgcc_s.so.1", "libstdc++.so.6", "libgomp.so.1", "libatomic.so.1", NULL,
+};
+
+/* Probe mode: this program exec'd fresh with a runner's environment, never
+ * given candidate code.  It loads the runtime libraries above (those that
+ * exist) and writes its own /proc/self/maps to the answer pipe: the files a
+ * runner with no candidate maps, as the grader's allow-list. */
+static int probe_main(void)
+{
+    char buf[8192];
+    int i, fd;
+    ssize_t k;
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    for (i = 0; runtime_sonames[i]; i++)
+        dlopen(runtime_sonames[i], RTLD_NOW | RTLD_LOCAL);
+    fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 2;
+    while ((k = read(fd, buf, sizeof(buf))) > 0)
+        if (write_all(RUNNER_REP_FD, buf, (size_t)k) != 0)
+            return 2;
+    close(fd);
+    return k < 0 ? 2 : 0;
+}
+
 /* Runner mode: the only place candidate code is ever loaded.  It has no
  * results path, no seed and a scrubbed environment (see spawn_runner). */
 static int runner_main(const char *kind, const char *lib)
@@ -566,6 +614,8 @@ static int runner_main(const char *kind, const char *lib)
     req_t rq;
     rep_t rep;
 
+    if (!strcmp(kind, "probe"))
+        return probe_main();
     prctl(PR_SET_PDEATHSIG, SIGKILL); /* dies with the grader */
     memset(&rep, 0, sizeof(rep));
     rep.magic = MSG_MAGIC;
@@ -640,6 +690,15 @@ static int runner_main(const char *kind, const char *lib)
 
 /* ------------------------------------------------------------- processes */
 
+/* A mapped file as /proc/PID/maps shows it: device ("fd:01"), inode and
+ * path (without a trailing " (deleted)").  Two maps lines name the same
+ * file when all three are equal. */
+typedef struct {
+    char dev[32];
+    unsigned long long ino;
+    char *path;
+} fileid_t;
+
 typedef struct {
     const char *kind; /* "candidate" or "baseline" */
     pid_t pid;
@@ -648,10 +707,15 @@ typedef struct {
     size_t size;
     uint64_t nonce;
     int dead;
-    char why[256]; /* how it died */
+    int stopped_in_call; /* stopped (and maybe let go on) by someone else during the last call */
+    fileid_t shm_id;     /* its memory file, as its maps show it */
+    char why[256];       /* how it died */
 } runner_t;
 
 static char self_exe[4096];
+
+/* how many processes a listing of the tree below the grader holds */
+#define MAX_PROCS 4096
 
 static void describe_status(int status, char *buf, size_t cap)
 {
@@ -663,53 +727,75 @@ static void describe_status(int status, char *buf, size_t cap)
         snprintf(buf, cap, "stopped");
 }
 
-/* Children of `parent`: from /proc/PID/task/PID/children when the kernel has
- * it, else by scanning /proc.  Returns how many (at most cap are stored). */
-static int list_children(pid_t parent, pid_t *out, int cap)
+/* Reads a whole /proc file into buf (NUL-terminated).  Returns its length,
+ * -1 if it cannot be opened or read (errno set), -2 if it does not fit. */
+static ssize_t read_proc(const char *path, char *buf, size_t cap)
 {
-    char path[64], buf[8192];
-    int n = 0, fd;
-    ssize_t k;
-    DIR *d;
-    struct dirent *e;
-
-    snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)parent, (int)parent);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        k = read(fd, buf, sizeof(buf) - 1);
-        close(fd);
-        if (k >= 0 && (size_t)k < sizeof(buf) - 1) {
-            char *s = buf, *end;
-            buf[k] = '\0';
-            for (;;) {
-                long v = strtol(s, &end, 10);
-                if (end == s)
-                    break;
-                if (n < cap)
-                    out[n] = (pid_t)v;
-                n++;
-                s = end;
-            }
-            return n;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    size_t len = 0;
+    if (fd < 0)
+        return -1;
+    for (;;) {
+        ssize_t k = read(fd, buf + len, cap - 1 - len);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0) {
+            int e = errno;
+            close(fd);
+            errno = e;
+            return -1;
+        }
+        if (k == 0)
+            break;
+        len += (size_t)k;
+        if (len >= cap - 1) {
+            close(fd);
+            return -2;
         }
     }
-    d = opendir("/proc");
+    close(fd);
+    buf[len] = '\0';
+    return (ssize_t)len;
+}
+
+/* State letter of a process or thread (/proc/.../stat: R, S, D, T, t, Z,
+ * ...), 0 when it is gone.  dir is "/proc/PID" or "/proc/PID/task/TID". */
+static char state_at(const char *dir)
+{
+    char path[96], buf[1024], *rp;
+    snprintf(path, sizeof(path), "%s/stat", dir);
+    if (read_proc(path, buf, sizeof(buf)) <= 0)
+        return 0;
+    rp = strrchr(buf, ')');
+    return rp && rp[1] == ' ' ? rp[2] : 0;
+}
+
+static char proc_state(pid_t pid)
+{
+    char dir[32];
+    snprintf(dir, sizeof(dir), "/proc/%d", (int)pid);
+    return state_at(dir);
+}
+
+/* Appends to out[n..) every process whose parent is `parent`, found by
+ * scanning /proc (the parent in /proc/PID/stat is a process, whichever of
+ * its threads forked).  Returns the new count (it may exceed cap: the
+ * caller then knows the list is incomplete). */
+static int scan_children(pid_t parent, pid_t *out, int n, int cap)
+{
+    char path[64], buf[1024];
+    DIR *d = opendir("/proc");
+    struct dirent *e;
     if (!d)
-        return -1;
+        return n;
     while ((e = readdir(d)) != NULL) {
         char *end, *rp;
         long pid = strtol(e->d_name, &end, 10), ppid;
         if (*end || pid <= 0)
             continue;
         snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
+        if (read_proc(path, buf, sizeof(buf)) <= 0)
             continue;
-        k = read(fd, buf, sizeof(buf) - 1);
-        close(fd);
-        if (k <= 0)
-            continue;
-        buf[k] = '\0';
         rp = strrchr(buf, ')');
         if (!rp || sscanf(rp + 1, " %*c %ld", &ppid) != 1)
             continue;
@@ -720,6 +806,65 @@ static int list_children(pid_t parent, pid_t *out, int cap)
         }
     }
     closedir(d);
+    return n;
+}
+
+/* Appends to out[n..) the children of process `parent`: of EVERY one of its
+ * threads (a process forked by a second thread is that thread's child and
+ * is not in the main thread's list), from /proc/PID/task/TID/children.
+ * Falls back to scanning /proc when the kernel has no such file or a list
+ * does not fit.  Returns the new count (it may exceed cap). */
+static int list_children(pid_t parent, pid_t *out, int n, int cap)
+{
+    static char buf[65536];
+    char path[96];
+    DIR *d;
+    struct dirent *e;
+    int start = n;
+
+    snprintf(path, sizeof(path), "/proc/%d/task", (int)parent);
+    d = opendir(path);
+    if (!d)
+        return scan_children(parent, out, n, cap);
+    while ((e = readdir(d)) != NULL) {
+        char *end, *s;
+        long tid = strtol(e->d_name, &end, 10);
+        ssize_t k;
+        if (*end || tid <= 0)
+            continue;
+        snprintf(path, sizeof(path), "/proc/%d/task/%ld/children", (int)parent, tid);
+        k = read_proc(path, buf, sizeof(buf));
+        if (k == -1) {
+            char dir[64];
+            snprintf(dir, sizeof(dir), "/proc/%d/task/%ld", (int)parent, tid);
+            if (!state_at(dir))
+                continue; /* the thread is gone; its children moved to another */
+        }
+        if (k < 0) {
+            closedir(d);
+            return scan_children(parent, out, start, cap);
+        }
+        for (s = buf;;) {
+            long v = strtol(s, &end, 10);
+            if (end == s)
+                break;
+            if (n < cap)
+                out[n] = (pid_t)v;
+            n++;
+            s = end;
+        }
+    }
+    closedir(d);
+    return n;
+}
+
+/* Every process below `root` (children, their children, ...), breadth
+ * first.  Returns how many (at most cap are stored). */
+static int list_descendants(pid_t root, pid_t *out, int cap)
+{
+    int n = list_children(root, out, 0, cap), i;
+    for (i = 0; i < n && i < cap; i++)
+        n = list_children(out[i], out, n, cap);
     return n;
 }
 
@@ -740,6 +885,264 @@ static void comm_of(pid_t pid, char *buf, size_t cap)
         if (buf[k - 1] == '\n')
             buf[k - 1] = '\0';
     }
+}
+
+/* What the scheduler says of one process, summed over its threads
+ * (/proc/PID/task/TID/schedstat: nanoseconds on a CPU, nanoseconds
+ * runnable but waiting for a CPU).  These counts are exact for a thread
+ * that is not running when they are read (a stopped one, say); a running
+ * thread's CPU time lags by up to a scheduler tick. */
+typedef struct {
+    uint64_t cpu_ns, wait_ns;
+    int threads;
+    int not_stopped; /* threads in neither T nor t state (when asked) */
+} sched_use_t;
+
+/* 0, or -1 when the process is gone or its counts cannot be read. */
+static int read_sched_use(pid_t pid, sched_use_t *u, int states)
+{
+    char path[96], buf[256];
+    DIR *d;
+    struct dirent *e;
+    memset(u, 0, sizeof(*u));
+    snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+    d = opendir(path);
+    if (!d)
+        return -1;
+    while ((e = readdir(d)) != NULL) {
+        char *end;
+        long tid = strtol(e->d_name, &end, 10);
+        unsigned long long cpu, wait;
+        if (*end || tid <= 0)
+            continue;
+        snprintf(path, sizeof(path), "/proc/%d/task/%ld/schedstat", (int)pid, tid);
+        if (read_proc(path, buf, sizeof(buf)) <= 0 || sscanf(buf, "%llu %llu", &cpu, &wait) != 2)
+            continue; /* the thread is gone */
+        u->cpu_ns += cpu;
+        u->wait_ns += wait;
+        u->threads++;
+        if (states) {
+            char st;
+            snprintf(path, sizeof(path), "/proc/%d/task/%ld", (int)pid, tid);
+            st = state_at(path);
+            if (st && st != 'T' && st != 't')
+                u->not_stopped++;
+        }
+    }
+    closedir(d);
+    return u->threads > 0 ? 0 : -1;
+}
+
+/* The same counts for the main thread of process pid alone (the thread
+ * that makes a runner's calls). */
+static int read_main_sched(pid_t pid, uint64_t *cpu_ns, uint64_t *wait_ns)
+{
+    char path[96], buf[256];
+    unsigned long long cpu, wait;
+    snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)pid, (int)pid);
+    if (read_proc(path, buf, sizeof(buf)) <= 0 || sscanf(buf, "%llu %llu", &cpu, &wait) != 2)
+        return -1;
+    *cpu_ns = cpu;
+    *wait_ns = wait;
+    return 0;
+}
+
+/* ------------------------------------------------------------- mapped files */
+
+/* Splits a /proc/PID/maps line in place: start address, device, inode and
+ * path (NULL for an anonymous mapping; a trailing " (deleted)" removed).
+ * 0 on success. */
+static int parse_map_line(char *line, unsigned long *start, fileid_t *id)
+{
+    int pos = 0;
+    char *p, *end;
+    memset(id, 0, sizeof(*id));
+    if (sscanf(line, "%lx-%*x %*s %*x %31s %llu %n", start, id->dev, &id->ino, &pos) < 3 || pos <= 0)
+        return -1;
+    p = line + pos;
+    end = strchr(p, '\n');
+    if (end)
+        *end = '\0';
+    end = p + strlen(p);
+    if (end - p >= 10 && strcmp(end - 10, " (deleted)") == 0)
+        end[-10] = '\0';
+    id->path = *p ? p : NULL;
+    return 0;
+}
+
+static int same_file(const fileid_t *a, const fileid_t *b)
+{
+    return a->path && b->path && a->ino == b->ino && strcmp(a->dev, b->dev) == 0 && strcmp(a->path, b->path) == 0;
+}
+
+/* The runtime files a candidate's process may map: every file the probe
+ * (this program with a runner's environment and every runtime library of
+ * runtime_sonames loaded, no candidate) and the baseline's runner map,
+ * each by device, inode and path. */
+#define MAX_RUNTIME_FILES 256
+static fileid_t runtime_files[MAX_RUNTIME_FILES];
+static int n_runtime_files;
+
+static void allow_file(const fileid_t *id)
+{
+    int i;
+    if (!id->path || id->path[0] != '/' || strncmp(id->path, "/memfd:", 7) == 0)
+        return; /* no memory file is a runtime file: each runner's own is allowed apart */
+    for (i = 0; i < n_runtime_files; i++)
+        if (same_file(&runtime_files[i], id))
+            return;
+    if (n_runtime_files >= MAX_RUNTIME_FILES)
+        return;
+    runtime_files[n_runtime_files] = *id;
+    runtime_files[n_runtime_files].path = strdup(id->path);
+    if (!runtime_files[n_runtime_files].path)
+        die_oom();
+    n_runtime_files++;
+}
+
+static int runtime_file(const fileid_t *id)
+{
+    int i;
+    for (i = 0; i < n_runtime_files; i++)
+        if (same_file(&runtime_files[i], id))
+            return 1;
+    return 0;
+}
+
+/* Adds every file named in the maps text `text` to the runtime files. */
+static void allow_maps_text(char *text)
+{
+    char *line = text, *next;
+    for (; line && *line; line = next) {
+        unsigned long start;
+        fileid_t id;
+        next = strchr(line, '\n');
+        if (next)
+            *next++ = '\0';
+        if (parse_map_line(line, &start, &id) == 0)
+            allow_file(&id);
+    }
+}
+
+/* The identity of the mapping of this process that starts at addr (from
+ * /proc/self/maps), with its path copied.  0 on success. */
+static int own_map_identity(const void *addr, fileid_t *out)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    char *line = NULL;
+    size_t cap = 0;
+    int rc = -1;
+    if (!f)
+        return -1;
+    while (rc != 0 && getline(&line, &cap, f) > 0) {
+        unsigned long start;
+        fileid_t id;
+        if (parse_map_line(line, &start, &id) == 0 && start == (unsigned long)(uintptr_t)addr && id.path) {
+            *out = id;
+            out->path = strdup(id.path);
+            if (!out->path)
+                die_oom();
+            rc = 0;
+        }
+    }
+    free(line);
+    fclose(f);
+    return rc;
+}
+
+/* The identity the candidate's library will have in its runner's maps: the
+ * grader maps one page of it, read only (nothing in it runs), and reads its
+ * own maps.  0 on success. */
+static int file_identity(const char *path, fileid_t *out)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC), rc;
+    void *p;
+    if (fd < 0)
+        return -1;
+    p = mmap(NULL, 1, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED)
+        return -1;
+    rc = own_map_identity(p, out);
+    munmap(p, 1);
+    return rc;
+}
+
+/* Runs the probe (probe_main) with a runner's environment and adds every
+ * file it has mapped to the runtime files.  0 on success. */
+static int load_runtime_files(void)
+{
+    int pipefd[2], status, nul;
+    pid_t pid;
+    size_t len = 0, cap = 1 << 16;
+    char *text = xmalloc(cap);
+
+    if (pipe2(pipefd, O_CLOEXEC) != 0) {
+        free(text);
+        return -1;
+    }
+    fflush(stdout);
+    fflush(stderr);
+    pid = fork();
+    if (pid < 0) {
+        free(text);
+        return -1;
+    }
+    if (pid == 0) {
+        char *envp[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "LC_ALL=C", NULL};
+        char *argv_p[] = {"qrbench-runner", "--runner", "probe", NULL};
+        int w = fcntl(pipefd[1], F_DUPFD, 10);
+        nul = open("/dev/null", O_RDONLY);
+        if (w < 0 || nul < 0 || dup2(nul, 0) < 0 || dup2(w, RUNNER_REP_FD) < 0)
+            _exit(127);
+        execve(self_exe, argv_p, envp);
+        _exit(127);
+    }
+    close(pipefd[1]);
+    for (;;) {
+        struct pollfd pfd = {pipefd[0], POLLIN, 0};
+        ssize_t k;
+        if (len + 4096 >= cap) {
+            char *t = realloc(text, cap * 2);
+            if (!t)
+                die_oom();
+            text = t;
+            cap *= 2;
+        }
+        if (poll(&pfd, 1, 10000) <= 0) {
+            kill(pid, SIGKILL); /* hung */
+            break;
+        }
+        k = read(pipefd[0], text + len, cap - 1 - len);
+        if (k <= 0)
+            break;
+        len += (size_t)k;
+    }
+    close(pipefd[0]);
+    text[len] = '\0';
+    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        free(text);
+        return -1;
+    }
+    allow_maps_text(text);
+    free(text);
+    return 0;
+}
+
+/* Adds the files the baseline's runner has mapped, when its maps can be
+ * read (it is not dumpable: an unprivileged grader cannot; the probe's are
+ * the same program's with the same environment). */
+static void allow_maps_of(pid_t pid)
+{
+    char path[64], *text;
+    ssize_t k;
+    size_t cap = 1 << 20;
+    snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+    text = xmalloc(cap);
+    k = read_proc(path, text, cap);
+    if (k > 0)
+        allow_maps_text(text);
+    free(text);
 }
 
 /* Starts a runner: this program exec'd fresh in runner mode, with the
@@ -766,6 +1169,10 @@ static int spawn_runner(runner_t *r, const char *kind, const char *lib, size_t s
     if (r->base == MAP_FAILED) {
         snprintf(r->why, sizeof(r->why), "mmap: %s", strerror(errno));
         return 4;
+    }
+    if (own_map_identity(r->base, &r->shm_id) != 0) {
+        snprintf(r->why, sizeof(r->why), "cannot find its memory file in /proc/self/maps");
+        return 2;
     }
     if (pipe2(req, O_CLOEXEC) != 0 || pipe2(rep, O_CLOEXEC) != 0) {
         snprintf(r->why, sizeof(r->why), "pipe: %s", strerror(errno));
@@ -849,31 +1256,53 @@ static void free_runner(runner_t *r)
         close(r->shm_fd);
     r->base = NULL;
     r->shm_fd = -1;
+    free(r->shm_id.path);
+    r->shm_id.path = NULL;
+}
+
+/* A report of the runner (the grader is its parent) that it was stopped or
+ * let go on since the last one the grader took, left in place (WNOWAIT)
+ * when `keep`.  0 if none, else CLD_STOPPED or CLD_CONTINUED. */
+static int stop_report(const runner_t *r, int keep)
+{
+    siginfo_t si;
+    memset(&si, 0, sizeof(si));
+    if (waitid(P_PID, (id_t)r->pid, &si, WSTOPPED | WCONTINUED | WNOHANG | (keep ? WNOWAIT : 0)) != 0 ||
+        si.si_pid != r->pid)
+        return 0;
+    return si.si_code == CLD_STOPPED || si.si_code == CLD_CONTINUED ? si.si_code : 0;
 }
 
 /* One request and its answer, timed by the grader's own clock around the
  * whole round trip.  The runner is stopped (see freeze) until the clock has
  * started: no thread of the candidate can look at the inputs, already in
- * the shared memory, before the timed region.  0 on success; otherwise the
- * runner is dead or hung (killed), and r->why says how. */
+ * the shared memory, before the timed region.  Right after letting it go on,
+ * the grader takes the "continued" report this produces; any report left
+ * at the end of the call means someone else stopped the runner during it
+ * (r->stopped_in_call).  0 on success; otherwise the runner is dead or hung
+ * (killed), and r->why says how. */
 static int round_trip(runner_t *r, const req_t *proto, double *secs)
 {
     req_t rq = *proto;
     rep_t rp;
     double t0, t1;
     int rc, status;
+    siginfo_t si;
 
     if (r->dead)
         return -1;
     rq.magic = MSG_MAGIC;
     rq.nonce = ++r->nonce;
+    r->stopped_in_call = 0;
     t0 = now_s();
     kill(r->pid, SIGCONT);
+    waitid(P_PID, (id_t)r->pid, &si, WCONTINUED | WNOHANG); /* our own SIGCONT's report */
     if (write_all(r->req_fd, &rq, sizeof(rq)) != 0)
         rc = -1;
     else
         rc = read_all(r->rep_fd, &rp, sizeof(rp), CALL_TIMEOUT_MS);
     t1 = now_s();
+    r->stopped_in_call = stop_report(r, 1) != 0; /* a stop is left for freeze to take */
     if (rc == 0 && (rp.magic != MSG_MAGIC || rp.nonce != rq.nonce || rp.status != ST_OK)) {
         snprintf(r->why, sizeof(r->why), "answered out of protocol");
         rc = -1;
@@ -911,21 +1340,25 @@ static int freeze(runner_t *r)
 }
 
 /* Kills every process started by this one, however deep and however
- * detached (setsid, double fork): as a child subreaper the grader inherits
- * every orphan below it, so it kills its children until it has none. */
+ * detached (setsid, double fork): each pass kills the whole tree below the
+ * grader (the children of every thread, recursively), reaps what died, and
+ * lists it again, until the grader has no child left.  As a child subreaper
+ * the grader inherits every orphan, so nothing forked during a pass
+ * escapes the next one. */
 static void kill_descendants(void)
 {
-    pid_t kids[512];
+    static pid_t all[MAX_PROCS];
     int i, n, status, idle = 0;
     for (;;) {
         pid_t w;
-        n = list_children(getpid(), kids, 512);
-        for (i = 0; i < n && i < 512; i++)
-            kill(kids[i], SIGKILL);
-        w = waitpid(-1, &status, WNOHANG);
+        n = list_descendants(getpid(), all, MAX_PROCS);
+        for (i = 0; i < n && i < MAX_PROCS; i++)
+            kill(all[i], SIGKILL);
+        while ((w = waitpid(-1, &status, WNOHANG)) > 0) {
+        }
         if (w < 0 && errno == ECHILD)
             return;
-        if (w == 0) {
+        {
             struct timespec ts = {0, 1000000};
             if (++idle > 30000) /* 30 s: something is very wrong */
                 return;
@@ -957,6 +1390,58 @@ static layout_t layout_for(const scenario_t *sc)
 
 static size_t layout_size(const layout_t *l) { return align_up(l->off_r + (l->nr + GUARD) * sizeof(double)); }
 
+/* The held-out shape of a scenario, drawn from the seed (which the
+ * candidate never sees): n moved by 1 to max(2, n/5) either way (at least
+ * 2); for a square scenario m = n plus 0 to 3, for a tall one m moved like
+ * n; always m >= n (the kernel's contract), and never the (m, n) of a
+ * listed scenario, so a kernel that recognises the listed shapes meets one
+ * it does not know.  The batch is at least 2 (at most the scenario's) and
+ * at most the one that keeps a call's work m n^2 per matrix no larger than
+ * the scenario's.  Its name, b<batch>_m<m>_n<n>, goes to name. */
+static void held_out_shape(const scenario_t *sc, uint64_t seed, scenario_t *v, char *name, size_t cap)
+{
+    uint64_t st = seed ^ hash_name(sc->name) ^ 0x48454C444F555431ULL; /* "HELDOUT1" */
+    int m = sc->m, n = sc->n, vm = m + 1, vn = n + 1, tries, i, clash = 1, bmax, lo;
+    double work;
+
+    splitmix64(&st);
+    for (tries = 0; tries < 1000 && clash; tries++) {
+        int sn = n / 5 > 2 ? n / 5 : 2, sm = m / 5 > 2 ? m / 5 : 2;
+        int dn = 1 + (int)(splitmix64(&st) % (uint64_t)sn);
+        vn = n + ((splitmix64(&st) & 1) ? dn : -dn);
+        if (m == n) {
+            vm = vn + (int)(splitmix64(&st) % 4);
+        } else {
+            int dm = 1 + (int)(splitmix64(&st) % (uint64_t)sm);
+            vm = m + ((splitmix64(&st) & 1) ? dm : -dm);
+        }
+        if (vn < 2 || vm < vn)
+            continue;
+        clash = 0;
+        for (i = 0; i < N_SCENARIOS; i++)
+            if (SCENARIOS[i].m == vm && SCENARIOS[i].n == vn)
+                clash = 1;
+    }
+    if (clash) { /* not reached with the listed scenarios */
+        vn = n + 1;
+        vm = m + 2;
+    }
+    work = (double)sc->batch * m * n * n / ((double)vm * vn * vn);
+    bmax = work >= (double)sc->batch ? sc->batch : (int)work;
+    lo = (bmax + 1) / 2;
+    if (lo < 2)
+        lo = 2;
+    if (bmax < lo)
+        bmax = lo;
+    if (bmax > sc->batch)
+        bmax = lo = sc->batch;
+    v->batch = lo + (int)(splitmix64(&st) % (uint64_t)(bmax - lo + 1));
+    v->m = vm;
+    v->n = vn;
+    snprintf(name, cap, "b%d_m%d_n%d", v->batch, v->m, v->n);
+    v->name = name;
+}
+
 #define SHM_A(r, l) ((double *)((r)->base + (l)->off_a))
 #define SHM_Q(r, l) ((double *)((r)->base + (l)->off_q))
 #define SHM_R(r, l) ((double *)((r)->base + (l)->off_r))
@@ -965,79 +1450,120 @@ static size_t layout_size(const layout_t *l) { return align_up(l->off_r + (l->nr
  * every later scenario. */
 static char sticky[512];
 
-static runner_t *runners[2]; /* the candidate's and the baseline's, for check_leftovers */
+static runner_t *runners[2]; /* the candidate's [0] and the baseline's [1] */
 
-/* Checks, while the runner is stopped, that no process the candidate
- * started is left: none among the runner's children, none (an orphan of a
- * double fork) among the grader's.  A process, unlike a thread, is not
- * stopped with the runner and could compete with the baseline's calls.
- * Kills what it finds.  1 if clean. */
-static int check_leftovers(runner_t *r, const char *when, char *reason, size_t cap)
+static int live_runner(pid_t pid)
 {
-    pid_t kids[64];
-    int n = list_children(r->pid, kids, 64), i, j, ok = 1;
-    char comm[64];
-    if (n > 0) {
-        comm_of(kids[0], comm, sizeof(comm));
-        add_reason(reason, cap, "%sthe candidate started %d process(es) (pid %d, %s); a kernel may not start processes", when, n, (int)kids[0], comm);
-        if (!sticky[0])
-            snprintf(sticky, sizeof(sticky), "the candidate started a process in an earlier scenario (pid %d, %s)", (int)kids[0], comm);
-        for (i = 0; i < n && i < 64; i++)
-            kill(kids[i], SIGKILL);
-        ok = 0;
-    }
-    n = list_children(getpid(), kids, 64);
-    for (i = 0; i < n && i < 64; i++) {
-        int mine = 0;
-        for (j = 0; j < 2; j++)
-            if (runners[j] && runners[j]->pid == kids[i] && !runners[j]->dead)
-                mine = 1;
-        if (mine)
-            continue;
-        comm_of(kids[i], comm, sizeof(comm));
-        if (ok)
-            add_reason(reason, cap, "%sa process the candidate started was still running (pid %d, %s); a kernel may not start processes", when, (int)kids[i], comm);
-        if (!sticky[0])
-            snprintf(sticky, sizeof(sticky), "the candidate left a process running in an earlier scenario (pid %d, %s)", (int)kids[i], comm);
-        kill(kids[i], SIGKILL);
-        ok = 0;
-    }
-    return ok;
-}
-
-/* The candidate's library, as loaded (its real path): the one file besides
- * the C runtime that the candidate's process may map. */
-static const char *candidate_lib;
-
-/* Files of the C and C++ runtimes a kernel may have mapped (by file name,
- * up to the ".so"): what the toolchain links and what threads and OpenMP
- * load.  Anything else (a BLAS or LAPACK opened with dlopen at run time,
- * under any name, which the built library's symbol table never shows; a
- * file of precomputed answers mapped with mmap) is refused. */
-static const char *const runtime_files[] = {
-    "ld-linux", "libc.so", "libm.so", "libmvec.so", "libpthread.so", "libdl.so", "librt.so",
-    "libgcc_s.so", "libstdc++.so", "libgomp.so", "libatomic.so", NULL,
-};
-
-static int runtime_file(const char *path)
-{
-    const char *base = strrchr(path, '/');
-    int i;
-    base = base ? base + 1 : path;
-    for (i = 0; runtime_files[i]; i++)
-        if (strncmp(base, runtime_files[i], strlen(runtime_files[i])) == 0)
+    int j;
+    for (j = 0; j < 2; j++)
+        if (runners[j] && runners[j]->pid == pid && !runners[j]->dead)
             return 1;
     return 0;
 }
 
+/* Every process below the grader but the two live runners: what the
+ * candidate started (the baseline's runner starts nothing), alive or a
+ * zombie, however deep.  The tree is read twice: a process that forks and
+ * exits while it is read moves up (its child is reparented to the grader,
+ * a child subreaper, whose list was read first), and the second reading
+ * finds it there, alive or as a zombie (the grader reaps no stray
+ * between the two).  Returns how many (at most cap are stored). */
+static int list_strays(pid_t *out, int cap)
+{
+    static pid_t all[MAX_PROCS];
+    int pass, n, i, j, k = 0;
+    for (pass = 0; pass < 2; pass++) {
+        n = list_descendants(getpid(), all, MAX_PROCS);
+        if (n > MAX_PROCS)
+            k += n - MAX_PROCS; /* too many to list: counted all the same */
+        for (i = 0; i < n && i < MAX_PROCS; i++) {
+            int seen = 0;
+            if (live_runner(all[i]))
+                continue;
+            for (j = 0; j < k && j < cap; j++)
+                if (out[j] == all[i])
+                    seen = 1;
+            if (seen)
+                continue;
+            if (k < cap)
+                out[k] = all[i];
+            k++;
+        }
+    }
+    return k;
+}
+
+/* Kills every stray until none is left alive: kill, reap, list again, since
+ * a process can fork while it is being killed and orphans reparent to the
+ * grader.  A zombie whose parent is the (stopped) candidate's runner cannot
+ * run and cannot be reaped by the grader; it goes with its parent. */
+static void kill_strays(void)
+{
+    static pid_t s[MAX_PROCS];
+    int n, i, live, pass, status;
+    for (pass = 0; pass < 5000; pass++) {
+        struct timespec ts = {0, 1000000};
+        n = list_strays(s, MAX_PROCS);
+        live = 0;
+        for (i = 0; i < n && i < MAX_PROCS; i++) {
+            char st = proc_state(s[i]);
+            if (st && st != 'Z' && st != 'X') {
+                kill(s[i], SIGKILL);
+                live++;
+            }
+            waitpid(s[i], &status, WNOHANG); /* the grader's own children */
+        }
+        if (live == 0 && n <= MAX_PROCS)
+            return;
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* Checks, while the runners are stopped, that no process the candidate
+ * started exists anywhere below the grader: among the children of any
+ * thread of the candidate's runner, their children, or the grader's own
+ * (an orphan of a double fork or of a setsid).  A process, unlike a
+ * thread, is not stopped with the runner and could compete with the
+ * baseline's calls or stop them.  Kills what it finds.  1 if clean. */
+static int check_leftovers(const char *when, char *reason, size_t cap)
+{
+    pid_t kids[64];
+    int n = list_strays(kids, 64);
+    char comm[64];
+    if (n == 0)
+        return 1;
+    comm_of(kids[0], comm, sizeof(comm));
+    add_reason(reason, cap, "%sthe candidate started %d process(es) (pid %d, %s%s); a kernel may not start processes", when, n,
+               (int)kids[0], comm, proc_state(kids[0]) == 'Z' ? ", exited" : "");
+    if (!sticky[0])
+        snprintf(sticky, sizeof(sticky), "the candidate started a process in an earlier scenario (pid %d, %s)", (int)kids[0], comm);
+    kill_strays();
+    /* and its runner, which may start more (its zombies go with it); a
+     * fresh one serves the next scenario */
+    if (runners[0] && runners[0]->pid > 0 && !runners[0]->dead) {
+        snprintf(runners[0]->why, sizeof(runners[0]->why), "was killed: it started a process");
+        reap_runner(runners[0]);
+        kill_strays();
+    }
+    return 0;
+}
+
+/* The candidate's library, as its runner's maps will show it (device,
+ * inode and real path), and the program's. */
+static fileid_t candidate_lib;
+
 /* Checks, while the candidate's runner is stopped, every file its process
- * has mapped (/proc/PID/maps): its program (this one), the candidate's
- * library, its memory file and the C runtime, nothing else.  A map that
- * cannot be read (a candidate that made itself non-dumpable) fails closed.
- * 1 if clean. */
+ * has mapped (/proc/PID/maps), each by device, inode and path: its program
+ * and the runtime libraries as a runner without candidate maps them (see
+ * load_runtime_files), the candidate's library, its own memory file, and
+ * nothing else.  A copy of a library under another name or path, a file
+ * put at a runtime library's path, another memory file, an io_uring's
+ * rings: all refused.  A map that cannot be read (a candidate that made
+ * itself non-dumpable) fails closed.  1 if clean. */
 static int check_mapped_files(runner_t *r, const char *when, char *reason, size_t cap)
 {
-    char path[64], line[4608];
+    char path[64], *line = NULL;
+    size_t lcap = 0;
     FILE *f;
     int ok = 1;
     snprintf(path, sizeof(path), "/proc/%d/maps", (int)r->pid);
@@ -1048,48 +1574,263 @@ static int check_mapped_files(runner_t *r, const char *when, char *reason, size_
             snprintf(sticky, sizeof(sticky), "the candidate hid its process's memory map in an earlier scenario");
         return 0;
     }
-    while (ok && fgets(line, sizeof(line), f)) {
-        char *file = strchr(line, '/'), *end;
-        if (!file || strstr(line, " /memfd:") || strncmp(file, "/memfd:", 7) == 0)
-            continue;
-        end = strchr(file, '\n');
-        if (end)
-            *end = '\0';
-        end = strstr(file, " (deleted)");
-        if (end)
-            *end = '\0';
-        if (strcmp(file, self_exe) == 0 || (candidate_lib && strcmp(file, candidate_lib) == 0) || runtime_file(file))
-            continue;
+    while (ok && getline(&line, &lcap, f) > 0) {
+        unsigned long start;
+        fileid_t id;
+        const char *file;
+        if (parse_map_line(line, &start, &id) != 0) {
+            file = "a line it cannot parse";
+        } else {
+            /* anonymous, or the kernel's own ([heap], [stack], [vdso], ...) */
+            if (!id.path || id.path[0] == '[')
+                continue;
+            if (runtime_file(&id) || same_file(&id, &candidate_lib) || same_file(&id, &r->shm_id))
+                continue;
+            file = id.path;
+        }
         add_reason(reason, cap, "%sthe candidate's process mapped %s at run time; a kernel may load only its own library and the C runtime", when, file);
         if (!sticky[0])
             snprintf(sticky, sizeof(sticky), "the candidate's process mapped %.300s in an earlier scenario", file);
         ok = 0;
     }
+    free(line);
     fclose(f);
     return ok;
 }
 
-/* Processes other than the two runners among the grader's children (orphans
- * of the candidate land here): reported, killed, reaped.  1 if none. */
-static int check_strays(const runner_t *cr, const runner_t *br, char *reason, size_t cap)
+/* ------------------------------------------------------------- disturbed samples */
+
+/* A timed call is disturbed in one of two ways, told apart because only
+ * one of them can be aimed at a side:
+ *  - INTERFERENCE: the runner was stopped, or (the baseline's) asleep while
+ *    it should compute, or its scheduling was changed, or a process of the
+ *    candidate's existed or ran during the baseline's call.  Nothing on an
+ *    honest machine does this; it is what slows one side on purpose.  The
+ *    round is thrown away; when more than a third of the rounds suffer it,
+ *    the scenario is `cannot_tell`.
+ *  - CONTENTION: the runner (or the grader, to read its answer) waited for a
+ *    CPU.  Ambient load does this to both sides of the interleaved pairs
+ *    alike.  The round is set aside: the median is taken over clean rounds
+ *    when enough are clean, and over clean and contended ones otherwise
+ *    (a loaded machine measures noisily, never "cannot tell").
+ * A share counts when it is more than DISTURB_SHARE of the call and more
+ * than DISTURB_MIN_S: the round trip's own wake-ups cost a few microseconds. */
+#define DISTURB_SHARE 0.25
+#define DISTURB_MIN_S 50e-6
+#define INTERFERENCE 1
+#define CONTENTION 2
+
+/* The scheduling the grader had at its start (before any candidate code
+ * ran): policy, nice, priority, utilisation clamps, CPU affinity.  The
+ * baseline's runner is put back to it before each of its calls. */
+struct qrb_sched_attr {
+    uint32_t size, sched_policy;
+    uint64_t sched_flags;
+    int32_t sched_nice;
+    uint32_t sched_priority;
+    uint64_t sched_runtime, sched_deadline, sched_period;
+    uint32_t sched_util_min, sched_util_max;
+};
+#define QRB_RESET_ON_FORK 0x01 /* SCHED_FLAG_RESET_ON_FORK */
+static struct qrb_sched_attr grader_attr;
+static cpu_set_t grader_cpus;
+static int have_attr, have_cpus;
+
+static int get_sched_attr(pid_t pid, struct qrb_sched_attr *a)
 {
-    pid_t kids[256];
-    int n = list_children(getpid(), kids, 256), i, ok = 1, status;
-    char comm[64];
-    for (i = 0; i < n && i < 256; i++) {
-        if ((kids[i] == cr->pid && !cr->dead) || (kids[i] == br->pid && !br->dead))
+    memset(a, 0, sizeof(*a));
+#ifdef SYS_sched_getattr
+    return (int)syscall(SYS_sched_getattr, (int)pid, a, (unsigned)sizeof(*a), 0u);
+#else
+    (void)pid;
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+static void save_grader_sched(void)
+{
+    have_attr = get_sched_attr(0, &grader_attr) == 0;
+    have_cpus = sched_getaffinity(0, sizeof(grader_cpus), &grader_cpus) == 0;
+}
+
+/* Puts the scheduling of process `pid` (one thread: the baseline's runner,
+ * or the grader itself) back to the grader's at the start, if anything
+ * changed it: the candidate runs as the same user and may renice, re-pin
+ * or change the policy of any process of the harness.  0 if it is (now)
+ * as at the start; -1 with why when a change could not be undone (an
+ * unprivileged user can raise a nice value, not lower it). */
+static int reset_sched(pid_t pid, char *why, size_t cap)
+{
+    struct qrb_sched_attr a;
+    cpu_set_t cpus;
+    int rc = 0;
+    if (have_attr && get_sched_attr(pid, &a) == 0 &&
+        (a.sched_policy != grader_attr.sched_policy || a.sched_nice != grader_attr.sched_nice ||
+         a.sched_priority != grader_attr.sched_priority || a.sched_util_min != grader_attr.sched_util_min ||
+         a.sched_util_max != grader_attr.sched_util_max ||
+         (a.sched_flags & QRB_RESET_ON_FORK) != (grader_attr.sched_flags & QRB_RESET_ON_FORK))) {
+        struct qrb_sched_attr set = grader_attr;
+        int err = 0;
+        set.size = sizeof(set);
+        set.sched_flags &= QRB_RESET_ON_FORK;
+        if (a.sched_util_min != grader_attr.sched_util_min || a.sched_util_max != grader_attr.sched_util_max)
+            set.sched_flags |= 0x60; /* SCHED_FLAG_UTIL_CLAMP_MIN | _MAX */
+#ifdef SYS_sched_setattr
+        if (syscall(SYS_sched_setattr, (int)pid, &set, 0u) != 0)
+            err = errno;
+#else
+        err = ENOSYS;
+#endif
+        if (err) {
+            snprintf(why, cap, "its scheduling was changed (policy %u, nice %d) and cannot be reset: %s", a.sched_policy,
+                     (int)a.sched_nice, strerror(err));
+            rc = -1;
+        }
+    }
+    if (have_cpus && sched_getaffinity(pid, sizeof(cpus), &cpus) == 0 && !CPU_EQUAL(&cpus, &grader_cpus) &&
+        sched_setaffinity(pid, sizeof(grader_cpus), &grader_cpus) != 0) {
+        snprintf(why, cap, "its CPU affinity was changed and cannot be reset: %s", strerror(errno));
+        rc = -1;
+    }
+    return rc;
+}
+
+/* The candidate's processes (every process below the grader but the
+ * baseline's runner: the candidate's runner, stopped, and anything it
+ * started) and the CPU time each has used. */
+#define MAX_WATCH 64
+typedef struct {
+    int n;                /* processes (at most MAX_WATCH are stored) */
+    pid_t pid[MAX_WATCH];
+    uint64_t cpu_ns[MAX_WATCH];
+    int runner_running;   /* threads of the candidate's runner not stopped */
+} cand_snap_t;
+
+static void snap_candidate(const runner_t *cr, const runner_t *br, cand_snap_t *s)
+{
+    static pid_t all[MAX_PROCS];
+    int n = list_descendants(getpid(), all, MAX_PROCS), i;
+    memset(s, 0, sizeof(*s));
+    for (i = 0; i < n && i < MAX_PROCS; i++) {
+        sched_use_t u;
+        if (all[i] == br->pid)
             continue;
-        comm_of(kids[i], comm, sizeof(comm));
-        if (ok)
-            add_reason(reason, cap, "a process the candidate started was still running (pid %d, %s)", (int)kids[i], comm);
-        if (!sticky[0])
-            snprintf(sticky, sizeof(sticky), "the candidate left a process running in an earlier scenario (pid %d, %s)", (int)kids[i], comm);
-        kill(kids[i], SIGKILL);
-        ok = 0;
+        if (s->n < MAX_WATCH) {
+            s->pid[s->n] = all[i];
+            if (read_sched_use(all[i], &u, all[i] == cr->pid) == 0) {
+                s->cpu_ns[s->n] = u.cpu_ns;
+                if (all[i] == cr->pid)
+                    s->runner_running = u.not_stopped;
+            }
+        }
+        s->n++;
     }
-    while (waitpid(-1, &status, WNOHANG) > 0) {
+    if (n > MAX_PROCS)
+        s->n += n - MAX_PROCS;
+}
+
+/* What one baseline call needs watched around it (see baseline_disturbed). */
+typedef struct {
+    cand_snap_t cand;  /* the candidate's processes */
+    char why[256];     /* a scheduling change that could not be undone */
+} call_watch_t;
+
+/* A timed call's scheduling, from the main thread of its runner: CPU time
+ * from before the call to after the runner is stopped again (exact: it is
+ * not running at either reading), time waiting for a CPU from before the
+ * call to its answer (a wait counts when the thread gets its CPU, so a
+ * reading then is exact too; the wait to handle the stop afterwards is
+ * left out), and the grader's own wait for a CPU during the call. */
+typedef struct {
+    double cpu, wait, grader_wait;
+    int ok; /* all three read */
+} call_sched_t;
+
+/* Before a baseline's timed call, while both runners are stopped (and
+ * the baseline's scheduling was put back, see one_call): makes sure the
+ * candidate's runner is stopped, and takes the counts. */
+static void watch_before(runner_t *cr, runner_t *br, call_watch_t *w, const char *sched_why)
+{
+    memset(w, 0, sizeof(*w));
+    snprintf(w->why, sizeof(w->why), "%s", sched_why);
+    if (!cr->dead && stop_report(cr, 0) == CLD_CONTINUED) {
+        freeze(cr); /* someone let the candidate's runner go on: stop it again */
     }
-    return ok;
+    snap_candidate(cr, br, &w->cand);
+}
+
+/* After the baseline's timed call of `secs` seconds, once its runner is
+ * stopped again: 0 if clean, INTERFERENCE or CONTENTION (with why). */
+static int baseline_disturbed(runner_t *cr, runner_t *br, const call_watch_t *w, const call_sched_t *cs, double secs,
+                              char *why, size_t cap)
+{
+    cand_snap_t after;
+    double off, asleep;
+    int i, j, rep = cr->dead ? 0 : stop_report(cr, 0);
+
+    if (rep == CLD_CONTINUED)
+        freeze(cr);
+    snap_candidate(cr, br, &after);
+    if (w->why[0]) {
+        snprintf(why, cap, "the baseline's process: %s", w->why);
+        return INTERFERENCE;
+    }
+    if (br->stopped_in_call) {
+        snprintf(why, cap, "the baseline's process was stopped during a %.3f ms call", secs * 1e3);
+        return INTERFERENCE;
+    }
+    if (!cs->ok) {
+        snprintf(why, cap, "the baseline's CPU time cannot be read (/proc/PID/task/TID/schedstat)");
+        return INTERFERENCE;
+    }
+    off = secs - cs->cpu;
+    asleep = off - cs->wait - cs->grader_wait;
+    if (rep) {
+        snprintf(why, cap, "the candidate's process was let go on during the baseline's call");
+        return INTERFERENCE;
+    }
+    if (after.runner_running) {
+        snprintf(why, cap, "%d thread(s) of the candidate's process were not stopped during the baseline's call", after.runner_running);
+        return INTERFERENCE;
+    }
+    for (i = 0; i < after.n && i < MAX_WATCH; i++) {
+        int found = 0;
+        char comm[64];
+        for (j = 0; j < w->cand.n && j < MAX_WATCH; j++)
+            if (w->cand.pid[j] == after.pid[i]) {
+                found = 1;
+                if (after.cpu_ns[i] > w->cand.cpu_ns[j]) {
+                    comm_of(after.pid[i], comm, sizeof(comm));
+                    snprintf(why, cap, "a process of the candidate's (pid %d, %s) ran %.3f ms during the baseline's %.3f ms call",
+                             (int)after.pid[i], comm, (double)(after.cpu_ns[i] - w->cand.cpu_ns[j]) * 1e-6, secs * 1e3);
+                    return INTERFERENCE;
+                }
+            }
+        if (!found) {
+            comm_of(after.pid[i], comm, sizeof(comm));
+            snprintf(why, cap, "a process of the candidate's (pid %d, %s) started during the baseline's call", (int)after.pid[i], comm);
+            return INTERFERENCE;
+        }
+    }
+    if (w->cand.n > 1 || after.n > 1) {
+        snprintf(why, cap, "%d process(es) of the candidate's besides its runner existed during the baseline's call",
+                 (after.n > w->cand.n ? after.n : w->cand.n) - 1);
+        return INTERFERENCE;
+    }
+    if (asleep > DISTURB_SHARE * secs && asleep > DISTURB_MIN_S) {
+        snprintf(why, cap,
+                 "the baseline's process ran %.3f ms of a %.3f ms call and was stopped or asleep %.3f ms of it (it "
+                 "waited %.3f ms for a CPU, the grader %.3f ms)",
+                 cs->cpu * 1e3, secs * 1e3, asleep * 1e3, cs->wait * 1e3, cs->grader_wait * 1e3);
+        return INTERFERENCE;
+    }
+    if (off > DISTURB_SHARE * secs && off > DISTURB_MIN_S) {
+        snprintf(why, cap, "the baseline's process waited %.3f ms for a CPU during a %.3f ms call (the grader %.3f ms)",
+                 cs->wait * 1e3, secs * 1e3, cs->grader_wait * 1e3);
+        return CONTENTION;
+    }
+    return 0;
 }
 
 /* One call of one side on the inputs A0: while the runner is stopped,
@@ -1097,12 +1838,21 @@ static int check_strays(const runner_t *cr, const runner_t *br, char *reason, si
  * lets the runner go on); stops the runner again, then copies the outputs
  * out to Qo/Ro and checks the canaries, the input and what the process left
  * behind.  Returns 1 if the call ran and left everything intact; the time
- * goes to *secs. */
+ * goes to *secs.  With `disturbed` (a timed call), *disturbed says whether
+ * the sample is to be thrown away, and dwhy why: for the baseline, see
+ * baseline_disturbed; for the candidate, a stop by someone else or its main
+ * thread waiting for a CPU beyond the thresholds (its own sleeping is its
+ * own work: a kernel must not be able to throw away its samples at will). */
 static int one_call(runner_t *r, const scenario_t *sc, const layout_t *l, const double *A0, double *Qo, double *Ro,
-                    double *secs, int check, const char *when, char *reason, size_t cap)
+                    double *secs, int check, const char *when, char *reason, size_t cap, int *disturbed, char *dwhy,
+                    size_t dcap)
 {
     req_t rq;
-    int ok = 1;
+    int ok = 1, is_base = r == runners[1], rd = 0;
+    call_watch_t w;
+    call_sched_t cs;
+    uint64_t c0 = 0, q0 = 0, c1 = 0, q1 = 0, g0 = 0, g1 = 0, x;
+    char sched_why[256] = "", ignore[256];
     memcpy(SHM_A(r, l), A0, l->na * sizeof(double));
     poison(SHM_Q(r, l), l->nq);
     poison(SHM_R(r, l), l->nr);
@@ -1114,20 +1864,52 @@ static int one_call(runner_t *r, const scenario_t *sc, const layout_t *l, const 
     rq.off_a = l->off_a;
     rq.off_q = l->off_q;
     rq.off_r = l->off_r;
+    if (is_base) {
+        /* every baseline call runs with the grader's scheduling as at its
+         * start, whatever the candidate did to the baseline or the grader */
+        reset_sched(0, ignore, sizeof(ignore));
+        reset_sched(r->pid, sched_why, sizeof(sched_why));
+    }
+    if (disturbed) {
+        *disturbed = 0;
+        if (is_base)
+            watch_before(runners[0], r, &w, sched_why);
+        rd = read_main_sched(r->pid, &c0, &q0) == 0 && read_main_sched(getpid(), &x, &g0) == 0;
+    }
     if (round_trip(r, &rq, secs) != 0) {
         add_reason(reason, cap, "%sthe %s process %s", when, r->kind, r->why);
         return 0;
     }
+    if (disturbed)
+        rd = rd && read_main_sched(r->pid, &x, &q1) == 0 && read_main_sched(getpid(), &x, &g1) == 0;
     if (freeze(r) != 0) {
         add_reason(reason, cap, "%sthe %s process %s", when, r->kind, r->why[0] ? r->why : "could not be stopped");
         return 0;
+    }
+    if (disturbed) {
+        rd = rd && read_main_sched(r->pid, &c1, &x) == 0 && c1 >= c0 && q1 >= q0 && g1 >= g0;
+        cs.ok = rd;
+        cs.cpu = rd ? (double)(c1 - c0) * 1e-9 : 0.0;
+        cs.wait = rd ? (double)(q1 - q0) * 1e-9 : 0.0;
+        cs.grader_wait = rd ? (double)(g1 - g0) * 1e-9 : 0.0;
+        if (is_base) {
+            *disturbed = baseline_disturbed(runners[0], r, &w, &cs, *secs, dwhy, dcap);
+        } else if (r->stopped_in_call) {
+            snprintf(dwhy, dcap, "the candidate's process was stopped during a %.3f ms call", *secs * 1e3);
+            *disturbed = INTERFERENCE;
+        } else if (rd && cs.wait + cs.grader_wait > DISTURB_SHARE * *secs && cs.wait + cs.grader_wait > DISTURB_MIN_S) {
+            snprintf(dwhy, dcap, "the candidate's process waited %.3f ms for a CPU during a %.3f ms call (the grader %.3f ms)",
+                     cs.wait * 1e3, *secs * 1e3, cs.grader_wait * 1e3);
+            *disturbed = CONTENTION;
+        }
     }
     memcpy(Qo, SHM_Q(r, l), l->nq * sizeof(double));
     memcpy(Ro, SHM_R(r, l), l->nr * sizeof(double));
     if (check) {
         ok &= check_integrity(SHM_A(r, l), A0, l->na, SHM_Q(r, l), l->nq, SHM_R(r, l), l->nr, when, reason, cap);
-        ok &= check_leftovers(r, when, reason, cap);
-        ok &= check_mapped_files(r, when, reason, cap);
+        ok &= check_leftovers(when, reason, cap);
+        if (!r->dead) /* check_leftovers kills a runner that started a process */
+            ok &= check_mapped_files(r, when, reason, cap);
     }
     return ok;
 }
@@ -1145,11 +1927,59 @@ static void arm_guards(runner_t *r, const layout_t *l)
     gbuf_arm(SHM_R(r, l), l->nr);
 }
 
+/* The held-out call (README.md, "Held-out shapes"): one set of inputs of
+ * the shape v, its own (v's name enters make_inputs), run untimed by both
+ * sides and checked like the first call: against the baseline and the
+ * long double reference, canaries, input, processes, maps.  Failures go to
+ * reason, named after the shape.  Returns 0, or 2 when the baseline failed
+ * (berr says how). */
+static int check_held_out(const scenario_t *v, runner_t *cr, runner_t *br, uint64_t seed, int *ok, int *cand_alive,
+                          char *reason, size_t cap, char *berr, size_t bcap)
+{
+    layout_t l = layout_for(v);
+    int m = v->m, n = v->n, p, rc = 0;
+    double tol = TOL_FACTOR * (double)(m > n ? m : n) * DBL_EPSILON, t;
+    double *A = xmalloc(l.na * sizeof(double));
+    double *Qb = xmalloc(l.nq * sizeof(double)), *Rb = xmalloc(l.nr * sizeof(double));
+    double *Qc = xmalloc(l.nq * sizeof(double)), *Rc = xmalloc(l.nr * sizeof(double));
+    long double *Qhi = xmalloc(l.nq * sizeof(long double)), *Rhi = xmalloc(l.nr * sizeof(long double));
+    char when[96];
+    metrics_t mt;
+
+    snprintf(when, sizeof(when), "held-out shape %s: ", v->name);
+    make_inputs(v, seed, 0, A);
+    for (p = 0; p < v->batch; p++)
+        qrbench_hiprec_qr(m, n, A + (size_t)p * m * n, Qhi + (size_t)p * m * n, Rhi + (size_t)p * n * n);
+    arm_guards(cr, &l);
+    arm_guards(br, &l);
+    if (!one_call(br, v, &l, A, Qb, Rb, &t, 0, "", berr, bcap, NULL, NULL, 0)) {
+        rc = 2;
+        goto done;
+    }
+    if (!one_call(cr, v, &l, A, Qc, Rc, &t, 1, when, reason, cap, NULL, NULL, 0)) {
+        *ok = 0;
+        *cand_alive = !cr->dead;
+    }
+    if (*cand_alive) {
+        measure(v, A, Qc, Rc, Qb, Rb, Qhi, Rhi, &mt);
+        *ok &= judge(&mt, tol, when, reason, cap);
+    }
+done:
+    free(A);
+    free(Qb);
+    free(Rb);
+    free(Qc);
+    free(Rc);
+    free(Qhi);
+    free(Rhi);
+    return rc;
+}
+
 /* Returns 0, or 2 when the baseline's own process failed (a harness error). */
 static int run_scenario(const scenario_t *sc, runner_t *cr, runner_t *br, int repeats_opt, uint64_t seed,
-                        double overhead_us, FILE *out)
+                        double overhead_us, int held_out, FILE *out)
 {
-    int m = sc->m, n = sc->n, p, r, repeats, ok = 1, cand_alive = 1, rounds;
+    int m = sc->m, n = sc->n, p, r, repeats, ok = 1, cand_alive = 1, max_attempts;
     layout_t l = layout_for(sc);
     size_t na = l.na, nq = l.nq, nr = l.nr;
     double tol = TOL_FACTOR * (double)(m > n ? m : n) * DBL_EPSILON;
@@ -1159,8 +1989,9 @@ static int run_scenario(const scenario_t *sc, runner_t *cr, runner_t *br, int re
     long double *Qhi = xmalloc(nq * sizeof(long double)), *Rhi = xmalloc(nr * sizeof(long double));
     double *tc_s = NULL, *tb_s = NULL, tc = 0.0, tb = 0.0, t_cand, t_base, mean, var, cv;
     metrics_t first;
-    char reason[1024] = "", when[64], berr[512] = "";
-    int samples = 0;
+    char reason[1024] = "", when[64], berr[512] = "", hname[64] = "", first_why[320] = "", cannot[512] = "";
+    int samples = 0, attempts = 0, disturbed = 0, interfered = 0, contended = 0;
+    double *tc_x = NULL, *tb_x = NULL;
 
     memset(&first, 0, sizeof(first));
     first.err_ref = first.err_hi = NAN;
@@ -1176,9 +2007,9 @@ static int run_scenario(const scenario_t *sc, runner_t *cr, runner_t *br, int re
     make_inputs(sc, seed, 0, A0);
     for (p = 0; p < sc->batch; p++)
         qrbench_hiprec_qr(m, n, A0 + (size_t)p * m * n, Qhi + (size_t)p * m * n, Rhi + (size_t)p * n * n);
-    if (!one_call(br, sc, &l, A0, Qb, Rb, &tb, 0, "", berr, sizeof(berr)))
+    if (!one_call(br, sc, &l, A0, Qb, Rb, &tb, 0, "", berr, sizeof(berr), NULL, NULL, 0))
         goto baseline_failed;
-    if (!one_call(cr, sc, &l, A0, Qc, Rc, &tc, 1, "call 1: ", reason, sizeof(reason))) {
+    if (!one_call(cr, sc, &l, A0, Qc, Rc, &tc, 1, "call 1: ", reason, sizeof(reason), NULL, NULL, 0)) {
         ok = 0;
         cand_alive = !cr->dead;
     }
@@ -1187,7 +2018,16 @@ static int run_scenario(const scenario_t *sc, runner_t *cr, runner_t *br, int re
         ok &= judge(&first, tol, "", reason, sizeof(reason));
     }
 
-    /* round 1: a warm-up on new inputs, also used to size the repeats */
+    /* the held-out shape, checked once, untimed */
+    if (held_out) {
+        scenario_t v;
+        held_out_shape(sc, seed, &v, hname, sizeof(hname));
+        if (cand_alive && check_held_out(&v, cr, br, seed, &ok, &cand_alive, reason, sizeof(reason), berr, sizeof(berr)) != 0)
+            goto baseline_failed;
+        arm_guards(cr, &l);
+        arm_guards(br, &l);
+    }
+
     if (repeats_opt > 0) {
         repeats = repeats_opt;
     } else {
@@ -1196,41 +2036,66 @@ static int run_scenario(const scenario_t *sc, runner_t *cr, runner_t *br, int re
         if (repeats < MIN_REPEATS)
             repeats = MIN_REPEATS;
     }
-    tc_s = xmalloc(sizeof(double) * (size_t)repeats);
-    tb_s = xmalloc(sizeof(double) * (size_t)repeats);
-    rounds = repeats + 1;
+    /* the planned rounds, and up to twice as many again to replace
+     * disturbed ones */
+    max_attempts = 3 * repeats;
+    tc_s = xmalloc(sizeof(double) * (size_t)max_attempts);
+    tb_s = xmalloc(sizeof(double) * (size_t)max_attempts);
+    tc_x = xmalloc(sizeof(double) * (size_t)max_attempts);
+    tb_x = xmalloc(sizeof(double) * (size_t)max_attempts);
 
-    /* rounds 1..repeats: fresh inputs every round, the same for both sides;
-     * the order of the pair alternates; round 1 is the untimed warm-up.
-     * Every candidate output is compared with the baseline's on the same
-     * inputs, and checked fully when it differs by more than the tolerance. */
-    for (r = 1; r <= rounds && cand_alive; r++) {
-        int cand_first = r & 1, side, call_ok;
-        double t = 0.0;
+    /* round 1 is the untimed warm-up; rounds 2, 3, ... are timed until
+     * `repeats` of them are clean.  Every round gets fresh inputs (a redone
+     * round too: r only grows), the same for both sides; the order of the
+     * pair alternates.  Every candidate output is compared with the
+     * baseline's on the same inputs, and checked fully when it differs by
+     * more than the tolerance; a disturbed round is checked like any. */
+    for (r = 1; cand_alive; r++) {
+        int timed = r >= 2, cand_first = r & 1, side, call_ok, dc = 0, db = 0;
+        double t_c = 0.0, t_b = 0.0;
+        char why_c[320] = "", why_b[320] = "";
+        /* stop once the clean samples are in, the budget is spent, or so
+         * many rounds were disturbed that cannot_tell is certain */
+        if (timed && (samples >= repeats || attempts >= max_attempts || 2 * interfered > repeats))
+            break;
         make_inputs(sc, seed, r, A0);
         snprintf(when, sizeof(when), "call %d: ", r + 1);
         for (side = 0; side < 2; side++) {
             if ((side == 0) == cand_first) {
-                call_ok = one_call(cr, sc, &l, A0, Qc, Rc, &t, ok, when, reason, sizeof(reason));
+                call_ok = one_call(cr, sc, &l, A0, Qc, Rc, &t_c, ok, when, reason, sizeof(reason), timed ? &dc : NULL,
+                                   why_c, sizeof(why_c));
                 if (!call_ok && cr->dead) {
                     ok = 0;
                     cand_alive = 0;
                     break;
                 }
                 ok &= call_ok;
-                if (r >= 2)
-                    tc_s[r - 2] = t;
             } else {
-                if (!one_call(br, sc, &l, A0, Qb, Rb, &t, 0, "", berr, sizeof(berr)))
+                if (!one_call(br, sc, &l, A0, Qb, Rb, &t_b, 0, "", berr, sizeof(berr), timed ? &db : NULL, why_b,
+                              sizeof(why_b)))
                     goto baseline_failed;
-                if (r >= 2)
-                    tb_s[r - 2] = t;
             }
         }
         if (!cand_alive)
             break;
-        if (r >= 2)
-            samples = r - 1;
+        if (timed) {
+            attempts++;
+            if (db == INTERFERENCE || dc == INTERFERENCE) {
+                disturbed++;
+                interfered++;
+                if (!first_why[0])
+                    snprintf(first_why, sizeof(first_why), "%s", db == INTERFERENCE ? why_b : why_c);
+            } else if (db || dc) {
+                disturbed++;
+                tc_x[contended] = t_c;
+                tb_x[contended] = t_b;
+                contended++;
+            } else {
+                tc_s[samples] = t_c;
+                tb_s[samples] = t_b;
+                samples++;
+            }
+        }
         if (ok && signed_diff(sc, Qc, Rc, Qb, Rb) > tol) {
             metrics_t again;
             measure(sc, A0, Qc, Rc, Qb, Rb, NULL, NULL, &again);
@@ -1239,8 +2104,26 @@ static int run_scenario(const scenario_t *sc, runner_t *cr, runner_t *br, int re
             ok = 0;
         }
     }
-    if (!check_strays(cr, br, reason, sizeof(reason)))
+    if (!check_leftovers("", reason, sizeof(reason)))
         ok = 0;
+    /* Too many disturbed rounds: the clean ones may be disturbed too, below
+     * the threshold.  Only a correct scenario says so: an incorrect one
+     * fails on its own account. */
+    if (ok && cand_alive && 3 * interfered > attempts)
+        snprintf(cannot, sizeof(cannot), "%s; %d of %d timed rounds interfered with, %d clean of %d wanted", first_why,
+                 interfered, attempts, samples, repeats);
+    /* Not enough clean rounds because the machine was loaded: the rounds
+     * that only waited for a CPU (both sides of a pair alike) count too. */
+    if (samples < repeats) {
+        for (r = 0; r < contended; r++) {
+            tc_s[samples] = tc_x[r];
+            tb_s[samples] = tb_x[r];
+            samples++;
+        }
+    }
+    if (ok && cand_alive && !cannot[0] && samples < MIN_SAMPLES)
+        snprintf(cannot, sizeof(cannot), "only %d timed rounds were not interfered with (%d wanted; first: %s)", samples,
+                 repeats, first_why[0] ? first_why : "none");
 
     if (samples > 0) {
         t_cand = median_of(tc_s, samples);
@@ -1255,7 +2138,7 @@ static int run_scenario(const scenario_t *sc, runner_t *cr, runner_t *br, int re
         var = samples > 1 ? var / (samples - 1) : 0.0;
         cv = mean > 0.0 ? sqrt(var) / mean : 0.0;
     } else {
-        /* the candidate never completed a timed call */
+        /* the candidate never completed a clean timed call */
         t_cand = 1e3;
         t_base = tb > 0.0 ? tb : 1e3;
         cv = 0.0;
@@ -1281,18 +2164,30 @@ static int run_scenario(const scenario_t *sc, runner_t *cr, runner_t *br, int re
     json_num(out, cv);
     fputs(",\"call_overhead_us\":", out);
     json_num(out, overhead_us);
+    fprintf(out, ",\"disturbed\":%d", disturbed);
+    if (hname[0]) {
+        fputs(",\"held_out\":", out);
+        json_str(out, hname);
+    }
+    if (cannot[0]) {
+        fputs(",\"cannot_tell\":", out);
+        json_str(out, cannot);
+    }
     if (!ok) {
         fputs(",\"reason\":", out);
         json_str(out, reason);
     }
     fputs("}\n", out);
 
-    printf("%-16s %-9s time %10.1f us  baseline %10.1f us  speedup %6.3f  n=%-3d cv=%.3f  err_ref=%.2g err_hi=%.2g tol=%.2g%s%s\n",
-           sc->name, ok ? "correct" : "WRONG", t_cand * 1e6, t_base * 1e6, t_cand > 0.0 ? t_base / t_cand : 0.0,
-           samples, cv, first.err_ref, first.err_hi, tol, ok ? "" : "  ", ok ? "" : reason);
+    printf("%-16s %-9s time %10.1f us  baseline %10.1f us  speedup %6.3f  n=%-3d cv=%.3f  disturbed=%d  err_ref=%.2g err_hi=%.2g tol=%.2g%s%s%s%s\n",
+           sc->name, ok ? (cannot[0] ? "cannot-tell" : "correct") : "WRONG", t_cand * 1e6, t_base * 1e6,
+           t_cand > 0.0 ? t_base / t_cand : 0.0, samples, cv, disturbed, first.err_ref, first.err_hi, tol, ok ? "" : "  ",
+           ok ? "" : reason, cannot[0] ? "  " : "", cannot);
     fflush(stdout);
 
     free(tc_s);
+    free(tc_x);
+    free(tb_x);
     free(tb_s);
     free(Qhi);
     free(Rhi);
@@ -1306,6 +2201,8 @@ static int run_scenario(const scenario_t *sc, runner_t *cr, runner_t *br, int re
 baseline_failed:
     fprintf(stderr, "qrbench: scenario %s: the baseline failed: %s\n", sc->name, berr);
     free(tc_s);
+    free(tc_x);
+    free(tb_x);
     free(tb_s);
     free(Qhi);
     free(Rhi);
@@ -1323,7 +2220,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: qrbench --lib PATH.so --out RESULTS.jsonl [--scenarios a,b,c]\n"
-            "               [--repeats N] [--seed S]\n"
+            "               [--repeats N] [--seed S] [--no-held-out]\n"
             "       qrbench --list\n");
 }
 
@@ -1395,7 +2292,7 @@ int main(int argc, char **argv)
     const char *lib = NULL, *outpath = NULL, *list = NULL, *runner = NULL;
     char *out_copy, *lib_real, *buf = NULL;
     size_t buflen = 0, shm_size = 0;
-    int repeats = 0, i, selected[64], nsel = 0, rc;
+    int repeats = 0, i, selected[64], nsel = 0, rc, held_out = 1;
     uint64_t seed = DEFAULT_SEED;
     runner_t cr, br;
     FILE *out;
@@ -1428,6 +2325,8 @@ int main(int argc, char **argv)
                 fprintf(stderr, "qrbench: --seed wants an integer\n");
                 return 2;
             }
+        } else if (!strcmp(a, "--no-held-out")) {
+            held_out = 0;
         } else if (!strcmp(a, "--list")) {
             for (i = 0; i < N_SCENARIOS; i++)
                 printf("%s\n", SCENARIOS[i].name);
@@ -1464,12 +2363,18 @@ int main(int argc, char **argv)
     self_exe[k] = '\0';
     out_copy = strdup(outpath);
     lib_real = realpath(lib, NULL);
-    candidate_lib = lib_real;
     if (!out_copy)
         die_oom();
-    if (!lib_real) {
+    if (!lib_real || file_identity(lib_real, &candidate_lib) != 0) {
         fprintf(stderr, "qrbench: cannot load candidate library '%s': %s\n", lib, strerror(errno));
         return 3;
+    }
+    /* before any process is started: the scheduling the baseline's runner
+     * is held to, and the files a runner without candidate maps */
+    save_grader_sched();
+    if (load_runtime_files() != 0) {
+        fprintf(stderr, "qrbench: cannot list the runtime libraries (the probe process failed)\n");
+        return 2;
     }
 
     if (list) {
@@ -1506,7 +2411,13 @@ int main(int argc, char **argv)
 
     for (i = 0; i < nsel; i++) {
         layout_t l = layout_for(&SCENARIOS[selected[i]]);
+        scenario_t v;
+        char vname[64];
         if (layout_size(&l) > shm_size)
+            shm_size = layout_size(&l);
+        held_out_shape(&SCENARIOS[selected[i]], seed, &v, vname, sizeof(vname));
+        l = layout_for(&v);
+        if (held_out && layout_size(&l) > shm_size)
             shm_size = layout_size(&l);
     }
     runners[0] = &cr;
@@ -1518,6 +2429,7 @@ int main(int argc, char **argv)
         kill_descendants();
         return 2;
     }
+    allow_maps_of(br.pid);
     rc = spawn_runner(&cr, "candidate", lib_real, shm_size);
     if (rc != 0) {
         fprintf(stderr, "qrbench: %s%s\n", rc == 3 ? "" : "cannot start the candidate process: ", cr.why);
@@ -1563,7 +2475,7 @@ int main(int argc, char **argv)
                 break;
             }
         }
-        rc = run_scenario(&SCENARIOS[selected[i]], &cr, &br, repeats, seed, overhead_us, out);
+        rc = run_scenario(&SCENARIOS[selected[i]], &cr, &br, repeats, seed, overhead_us, held_out, out);
     }
     if (fclose(out) != 0)
         die_oom();

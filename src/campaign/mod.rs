@@ -517,6 +517,19 @@ pub fn warnings(spec: &CampaignSpec) -> Vec<String> {
                 .to_string(),
         );
     }
+    match spec.harness.sandbox {
+        SandboxMode::None => out.push(
+            "[harness] sandbox = \"none\": the candidate's code runs as the daemon's user with the host in reach (its \
+             data dir, the workspace, other campaigns); remove the line to run it sandboxed"
+                .to_string(),
+        ),
+        SandboxMode::Auto => out.push(
+            "[harness] sandbox = \"auto\": where bubblewrap does not work the candidate runs unsandboxed instead of \
+             the evaluation refusing to judge; remove the line to require the sandbox"
+                .to_string(),
+        ),
+        SandboxMode::Bwrap => {}
+    }
     if !spec.harness.fresh_inputs && !spec.harness.run.contains("{seed}") && !spec.harness.run.contains("GADFLY_SEED") {
         out.push(format!(
             "[harness] run `{}` has no `{{seed}}`: the re-check of a suspicious gain runs the same tree with another \

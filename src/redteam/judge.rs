@@ -151,6 +151,11 @@ pub fn judge(e: &Evaluation, kept_out: &[String], touched: &[String]) -> Outcome
         let why = s.reasons.first().map(|r| r.as_str()).unwrap_or("incorrect");
         return held("harness check", format!("{}: {}", s.scenario, line(why, 300)));
     }
+    let untimed = |s: &&crate::predicate::ScenarioVerdict| s.reasons.iter().any(|r| r.starts_with(crate::predicate::CANNOT_TELL));
+    if let Some(s) = v.scenarios.iter().find(untimed) {
+        let why = s.reasons.iter().find(|r| r.starts_with(crate::predicate::CANNOT_TELL)).map(String::as_str).unwrap_or_default();
+        return held("harness timing", format!("{}: {}", s.scenario, line(why, 300)));
+    }
     let missing: Vec<&str> = v.scenarios.iter().filter(|s| !s.present).map(|s| s.scenario.as_str()).collect();
     if !missing.is_empty() {
         return held(
