@@ -228,6 +228,9 @@ impl Supervisor {
         let Some(path) = payload.get("transcript_path").and_then(Value::as_str).map(std::path::PathBuf::from) else {
             return Ok(None);
         };
+        if self.is_daemons_own(&path) {
+            return Ok(None);
+        }
         let start = tokio::task::spawn_blocking(move || crate::agent::escapes::session_start(&path)).await?;
         Ok(match start {
             Some(crate::agent::escapes::Start::NoPrompt { error }) => {

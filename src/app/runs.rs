@@ -159,7 +159,7 @@ impl Supervisor {
             return;
         };
         let path = PathBuf::from(path);
-        if !path.is_absolute() {
+        if !path.is_absolute() || self.is_daemons_own(&path) {
             return;
         }
         let key = (campaign_id.to_string(), session.to_string());
@@ -174,6 +174,19 @@ impl Supervisor {
         }
         followers.insert(key, token.clone());
         super::transcript::spawn_follower(self.clone(), campaign_id.to_string(), session.to_string(), path, token);
+    }
+
+    /// Whether `path`, named by a hook payload (the agent's word), lies in
+    /// the daemon's data dir (its token, key, database, snapshot stores):
+    /// the daemon never reads such a file on the agent's behalf.
+    pub(super) fn is_daemons_own(&self, path: &std::path::Path) -> bool {
+        let data = std::fs::canonicalize(&self.inner.data_dir).unwrap_or_else(|_| self.inner.data_dir.clone());
+        let seen = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        let own = seen.starts_with(&data) || path.starts_with(&self.inner.data_dir);
+        if own {
+            tracing::warn!(path = %path.display(), "a hook named a file of the daemon's data dir as a transcript: not read");
+        }
+        own
     }
 
     pub(super) fn unfollow_transcript(&self, campaign_id: &str, session: &str) {

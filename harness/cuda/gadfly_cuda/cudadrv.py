@@ -107,6 +107,15 @@ class Driver:
         _check("cuDeviceGetName", lib().cuDeviceGetName(buf, 256, self.dev))
         return buf.value.decode()
 
+    def pci_bus_id(self) -> str | None:
+        """'0000:1b:00.0': how NVML and nvidia-smi find this device (None where the driver will not say)."""
+        buf = ctypes.create_string_buffer(64)
+        try:
+            _check("cuDeviceGetPCIBusId", lib().cuDeviceGetPCIBusId(buf, 64, self.dev))
+        except (CudaError, AttributeError):
+            return None
+        return buf.value.decode() or None
+
     def attribute(self, key: str) -> int:
         v = ctypes.c_int()
         _check("cuDeviceGetAttribute", lib().cuDeviceGetAttribute(ctypes.byref(v), ATTR[key], self.dev))

@@ -28,7 +28,7 @@ import tempfile
 import time
 import traceback
 
-from gadfly_cuda import procs, protocol, results, roofline, stats, tolerance
+from gadfly_cuda import cotenant, procs, protocol, results, roofline, stats, tolerance
 from gadfly_cuda.stats import StopRule
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -54,6 +54,7 @@ class HarnessError(RuntimeError):
 
 class CandidateFailure(RuntimeError):
     """The runner died, hung, or broke the protocol."""
+    hung = False   # True when it did not answer in time: a timing-derived failure
 
 
 class CallError(RuntimeError):
@@ -113,6 +114,7 @@ class RunnerProc:
         self.role, self.kind, self.lib, self.problem, self.flush_bytes = role, kind, lib, problem, flush_bytes
         self.proc = None
         self.pid = None
+        self.pids_ever = set()   # every runner of this role, for the co-tenant check (the driver may list one for a moment after it is gone)
         self.opened = set()
 
     def start(self):
@@ -131,6 +133,7 @@ class RunnerProc:
         os.close(resp_w)
         self.req_w, self.resp_r = req_w, resp_r
         self.pid = self.proc.pid
+        self.pids_ever.add(self.pid)
         self.opened = set()
         self.request("hello", timeout=120)
         info = self.request("init", timeout=300, kind=self.kind, lib=os.path.abspath(self.lib),
@@ -150,8 +153,10 @@ class RunnerProc:
             code = self.proc.poll() if self.proc else None
             self.kill()
             err = HarnessError if self.role == "baseline" else CandidateFailure
-            raise err(f"the {self.role} process {what} during '{op}' ({e}; exit status {code}); "
-                                   f"its last output: {log_tail(self.log_path) or '(none)'}") from None
+            exc = err(f"the {self.role} process {what} during '{op}' ({e}; exit status {code}); "
+                      f"its last output: {log_tail(self.log_path) or '(none)'}")
+            exc.hung = isinstance(e, TimeoutError)
+            raise exc from None
         if m.get("nonce") != nonce or m.get("op") != op:
             self.kill()
             err = HarnessError if self.role == "baseline" else CandidateFailure
@@ -335,6 +340,28 @@ class Grader:
         self.base.start()
         self.cand_start_error = None
         self._start_candidate()
+        # Who else uses the device (README "Co-tenants"): read before, between
+        # and after each scenario's timed calls.  The device's settings are
+        # read, never changed.
+        self.bus_id = self.drv.pci_bus_id()
+        self.watch = cotenant.Watch(self.bus_id, self._own_processes)
+        self.compute_mode = self.watch.compute_mode()
+        log(f"device {self.dev_name} at {self.bus_id}: compute mode {self.compute_mode}; co-tenant check: "
+            f"{self.watch.describe()}")
+        if self.watch.source is None:
+            log("WARNING: the co-tenant check is unavailable; every line says so in cotenant_check")
+
+    def _own_processes(self):
+        """(own PIDs, PIDs sure to hold a context now, how many of ours hold the device):
+        the grader, its runners past and present, its descendants, with NSpid aliases."""
+        me = os.getpid()
+        desc = [p for p in procs.descendants() if not procs.is_zombie(p)]
+        own = {me, *desc, *self.base.pids_ever, *self.cand.pids_ever}
+        for p in [me] + desc:
+            own.update(cotenant.nspids(p))
+        holders = {me} | {r.pid for r in (self.cand, self.base) if r.alive()}
+        expected = len(holders) + sum(1 for p in desc if p not in holders and cotenant.holds_nvidia_device(p))
+        return own, holders, expected
 
     def _start_candidate(self):
         try:
@@ -376,6 +403,33 @@ class Grader:
 
     def compare(self, out, ref, shape):
         return compare_tensors(self.torch, out, ref, lambda i: self.problem.where(shape, i), self.problem.DTYPE)
+
+    def compare_once(self, fns, sets, ks, shape, seed, i):
+        """One compare_us sample in a timing round: fresh inputs in the round's
+        buffer set, the same flush and events as time_parent; None where the
+        comparison cannot run the shape."""
+        torch, P = self.torch, self.problem
+        gen = torch.Generator(device="cuda")
+        gen.manual_seed(seed)
+        P.fill_inputs(sets[ks].t, gen)
+        torch.cuda.synchronize()
+        if ks not in fns:
+            fns[ks] = P.compare_impl(sets[ks].t, shape)
+        fn = fns[ks]
+        if fn is None:
+            return None
+        s = self.stream
+        if not hasattr(self, "_cmp_ev"):
+            self._cmp_ev = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+        start, end = self._cmp_ev
+        with torch.cuda.stream(s):
+            self.flush_buf.fill_(i & 0x7FFFFFFF)
+            start.record(s)
+            fn()
+            end.record(s)
+        end.synchronize()
+        torch.cuda.synchronize()
+        return start.elapsed_time(end)
 
     def time_parent(self, fn, max_wall):
         """compare_us: times fn in this process with the same flush and events."""
@@ -421,6 +475,10 @@ class Grader:
         trial_ms = []
         gap_null = None
         exs = []
+        fail_timing = False     # the failure comes from a timing check, which a co-tenant can trip
+        r_samples = []          # compare_us, timed in the same rounds
+        cmp_fns = {}
+        converged, why = False, "not timed"
 
         def new_ex(s):
             e = Exchange(self.drv, torch, P, s)
@@ -438,6 +496,7 @@ class Grader:
         for e in sets:
             self.base.open(e)
         base_ex = sets[0]
+        watch = self.watch.scenario()   # first read of the device's processes: before any call
         try:
             if self.cand_start_error:
                 raise CandidateFailure(self.cand_start_error)
@@ -491,8 +550,12 @@ class Grader:
                 fail = self.judge_call(r, None, f"held-out variant {variant_name}")
                 self.cand.close(vex)
 
+            watch.poll("after the correctness trials", force=False)
+
             # 3. timing: interleaved rounds in random order, fresh inputs each
             #    call, every candidate output re-checked against the reference.
+            #    The comparison (compare_us) is timed in the same rounds, so
+            #    load from outside falls on all three alike.
             est_c = stats.median(trial_ms) if trial_ms else 1000.0
             est_b = b["ms"] * 1e3
             call_timeout = min(300.0, max(20.0, 50 * max(est_c, est_b) * 1e-6))
@@ -501,10 +564,24 @@ class Grader:
                 i = 0
                 while True:
                     i += 1
+                    if watch.poll(f"between timing rounds (before round {i})", force=False):
+                        # another process uses the device: the timing cannot be
+                        # trusted, so stop here (the outputs checked so far stand)
+                        converged, why = False, f"stopped at round {i}: another process used the device"
+                        break
                     order = [("c", self.cand), ("b", self.base)]
+                    if self.a.compare:
+                        order.append(("r", None))
                     self.rng.shuffle(order)
                     ks = self.rng.randrange(N_SETS)   # paired: both sides use the same buffers this round
                     for side, runner in order:
+                        if side == "r":
+                            ms = self.compare_once(cmp_fns, sets, ks, shape, seed("compare", i), i)
+                            if ms is not None:
+                                kernel_ms += ms
+                                if i > warm:
+                                    r_samples.append(ms * 1e3)
+                            continue
                         if side == "c":
                             r = self.call(runner, sets[ks], shape, seed("timed", i),
                                           check=True, timeout=call_timeout)
@@ -534,19 +611,23 @@ class Grader:
                         if stop:
                             break
             if fail or not c_samples:
-                # Incorrect: the trial times stand for the candidate, and a few
-                # baseline calls give baseline_us; no full timing.
+                # Incorrect (or stopped early on a shared device): the trial
+                # times stand for the candidate, and a few baseline calls give
+                # baseline_us; no full timing.
                 c_samples = c_samples or trial_ms
                 while len(b_samples) < 3:
                     r = self.call(self.base, base_ex, shape, seed("base-short", len(b_samples)), check=False,
                                   timeout=call_timeout)
                     kernel_ms += r["ms"]
                     b_samples.append(r["ms"] * 1e3)
-                converged, why = False, "not timed in full (incorrect)"
+                if fail or not watch.shared():
+                    converged, why = False, "not timed in full (incorrect)"
             else:
                 fail = self.cross_checks(c_calls, b_calls, gap_null, c_samples)
+                fail_timing = fail is not None
         except CandidateFailure as e:
             fail = str(e)
+            fail_timing = e.hung   # it did not answer in time: a timing verdict
             converged, why = False, "candidate failed"
             self.cand.kill()
         except CallError as e:
@@ -576,6 +657,7 @@ class Grader:
                 ex.free()
             except CallError as e:
                 raise HarnessError(f"the initial kernel failed on {sc}: {e}")
+        watch.finish()   # last read, and the driver's busy samples over the whole scenario
 
         # process hygiene: other processes (the grader is a subreaper, so even
         # double-forked, setsid'd ones are its descendants), banned libraries
@@ -596,6 +678,16 @@ class Grader:
                 self.sticky = self.sticky or f"banned libraries mapped into the candidate's process: {', '.join(hits[:4])}"
         if self.sticky and not (fail and fail.startswith(self.sticky)):
             fail = self.sticky   # a property of the candidate: it fails every scenario from here on
+            fail_timing = False
+
+        # Another process used the device during this scenario: a verdict
+        # drawn from timing is void ("cannot tell"), not the candidate's
+        # fault; a failed output check stands (a wrong output is wrong
+        # whoever shares the device).  The speed-of-light floor below stays:
+        # a co-tenant can only make a call slower, never faster than the floor.
+        fail, cannot_tell, voided = cotenant.void_timing(fail, fail_timing, watch.cannot_tell())
+        if cannot_tell:
+            log(f"{sc}: cannot tell: {cannot_tell}" + (f" (voided: {voided[:200]})" if voided else ""))
 
         time_us = stats.median(c_samples) if c_samples else None
         base_us = stats.median(b_samples)
@@ -605,8 +697,10 @@ class Grader:
             notes.extend(fl)
             if reject:
                 fail = reject
-        compare_us = None
-        if self.a.compare:
+                cannot_tell = None   # faster than the floor: no co-tenant makes a call faster
+        compare_us = stats.median(r_samples) if r_samples else None
+        if self.a.compare and not r_samples and not watch.shared():
+            # not timed in the rounds (the scenario failed before them): alone, as before
             ex = Exchange(self.drv, torch, P, shape)
             gen = torch.Generator(device="cuda")
             gen.manual_seed(seed("compare"))
@@ -642,6 +736,9 @@ class Grader:
             busy_gap_us=self._gap(c_calls, gap_null),
             threads=[c_calls[-1]["threads"] if c_calls else None, procs.thread_count(self.base.pid)],
             notes=notes or None,
+            compare_samples=len(r_samples) or None,
+            cannot_tell=cannot_tell, voided=voided,
+            cotenant_check=watch.check(self.watch.unavailable),
         )
         return rec
 
@@ -711,7 +808,8 @@ class Grader:
             rec = self.scenario(sc, share)
             log(f"{sc}: correct={rec['correct']} time_us={rec['time_us']:.2f} baseline_us={rec['baseline_us']:.2f} "
                 f"compare_us={rec.get('compare_us')} samples={rec.get('samples')} cv={rec.get('cv')}"
-                + ("" if rec["correct"] else f" reason={rec['reason'][:300]}"))
+                + ("" if rec["correct"] else f" reason={rec['reason'][:300]}")
+                + (f" CANNOT TELL: {rec['cannot_tell'][:300]}" if rec.get("cannot_tell") else ""))
             recs.append(rec)
         return recs
 
@@ -785,10 +883,14 @@ def main(argv=None) -> int:
         "seed": getattr(g, "secret", None) if code == 0 else None,
         "device": getattr(g, "dev_name", None), "l2_bytes": getattr(g, "l2", None),
         "flush_bytes": getattr(g, "flush_bytes", None), "gpu_state_end": gpu_state(),
+        "pci_bus_id": getattr(g, "bus_id", None), "compute_mode": getattr(g, "compute_mode", None),
+        "cotenant_source": g.watch.describe() if getattr(g, "watch", None) else None,
+        "cannot_tell": [r["scenario"] for r in recs if r.get("cannot_tell")],
         "torch": getattr(getattr(g, "torch", None), "__version__", None),
         "killed_leftover_processes": killed,
         "scenarios": [{k: r.get(k) for k in ("scenario", "correct", "time_us", "baseline_us", "speedup", "wall_s",
-                                             "overhead_s", "call_overhead_us", "samples", "cv", "converged")}
+                                             "overhead_s", "call_overhead_us", "samples", "cv", "converged",
+                                             "cannot_tell", "cotenant_check")}
                       for r in recs],
     }
     if recs:

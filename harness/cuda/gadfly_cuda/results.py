@@ -25,7 +25,17 @@ OPTIONAL = (
     "samples",
     "cv",
     "reason",
+    "cannot_tell",
 )
+# `cannot_tell` (a string, present only when the harness could not judge the
+# scenario's timing): another process used the device during the scenario's
+# timed calls, so the timing and every verdict drawn from it are void.  The
+# scenario does not pass, and it is not the candidate's fault.  `correct` is
+# then true when every output check passed (a failed output check is written
+# as before, without `cannot_tell`: a wrong output is wrong whoever shares the
+# device).  `voided` holds the timing check's failure that was set aside, if
+# any; `cotenant_check` says on every line whether the device's processes
+# could be read at all ("ok: ...", "shared: ...", "unavailable: ...").
 # Written when the candidate could not be timed at all (it crashed or never
 # returned): a positive, finite number, so the line stays valid and the
 # scenario fails on `correct` with its reason, and on speed as well.
@@ -67,8 +77,11 @@ def make_record(scenario: str, correct: bool, time_us: float | None, baseline_us
         rec["reason"] = reason or "incorrect (no reason recorded)"
     elif reason:
         rec["reason"] = reason
-    if t == NOT_TIMED_US and correct:
+    if t == NOT_TIMED_US and correct and not extra.get("cannot_tell"):
         raise ValueError("a correct scenario must have been timed")
+    ct = extra.get("cannot_tell")
+    if ct is not None and not (isinstance(ct, str) and ct.strip()):
+        raise ValueError(f"cannot_tell must be a non-empty string, got {ct!r}")
     for k, v in extra.items():
         if v is not None:
             rec[k] = v
@@ -120,4 +133,6 @@ def validate_line(line: str) -> list[str]:
             problems.append(f"{k} must be a positive number, got {v!r}")
     if obj.get("correct") is False and not obj.get("reason"):
         problems.append("incorrect without a reason")
+    if "cannot_tell" in obj and not (isinstance(obj["cannot_tell"], str) and obj["cannot_tell"].strip()):
+        problems.append("cannot_tell must be a non-empty string")
     return problems

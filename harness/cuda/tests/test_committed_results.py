@@ -51,5 +51,34 @@ class CommittedResultsTest(unittest.TestCase):
             self.assertLess(json.load(f)["worst_time_spread"], 0.02)
 
 
+COTENANT = os.path.join(_paths.HARNESS, "results", "cotenant")
+
+
+@unittest.skipUnless(os.path.isfile(os.path.join(COTENANT, "initial_shared.jsonl")), "no committed co-tenant run")
+class CommittedCotenantTest(unittest.TestCase):
+    """results/cotenant/: the initial kernel alone, and beside another process's matrix products."""
+
+    def load(self, name):
+        with open(os.path.join(COTENANT, name + ".jsonl")) as f:
+            lines = [line for line in f.read().splitlines() if line.strip()]
+        for line in lines:
+            self.assertEqual(results.validate_line(line), [], (name, line[:200]))
+        return [json.loads(line) for line in lines]
+
+    def test_alone_every_scenario_is_judged(self):
+        for r in self.load("initial_alone"):
+            self.assertTrue(r["correct"], r)
+            self.assertNotIn("cannot_tell", r)
+            self.assertTrue(r["cotenant_check"].startswith("ok:"), r["cotenant_check"])
+
+    def test_shared_no_scenario_is_judged_on_timing(self):
+        with open(os.path.join(COTENANT, "cotenant_load_shared.log")) as f:
+            pid = f.read().split("co-tenant PID ")[1].split()[0]
+        for r in self.load("initial_shared"):
+            self.assertTrue(r["correct"], r)   # the initial kernel's outputs are right
+            self.assertIn(f"PID {pid} ", r["cannot_tell"])
+            self.assertTrue(r["cotenant_check"].startswith("shared:"), r["cotenant_check"])
+
+
 if __name__ == "__main__":
     unittest.main()
