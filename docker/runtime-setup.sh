@@ -2,11 +2,12 @@
 # What the gadfly image needs past its base, shared by docker/Dockerfile
 # (FROM debian:bookworm-slim) and docker/Containerfile.ci (FROM a local
 # debootstrap of bookworm): what evaluations need (git for snapshots, a C
-# toolchain and make for CPU harnesses, python3), curl for the health
-# check, and the non-root user the daemon runs as (uid 10001).
+# toolchain and make for CPU harnesses, python3, bubblewrap for the
+# candidate's sandbox), curl for the health check, and the non-root user the
+# daemon runs as (uid 10001).
 set -eu
 apt-get update
-apt-get install -y --no-install-recommends ca-certificates git gcc libc6-dev make curl python3
+apt-get install -y --no-install-recommends ca-certificates git gcc libc6-dev make curl python3 bubblewrap
 rm -rf /var/lib/apt/lists/*
 useradd --create-home --uid 10001 gadfly
 # The data dir exists in the image, the daemon's own and 0700, so that a

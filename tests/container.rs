@@ -106,6 +106,9 @@ impl Container {
         podman_ok(&[
             "run",
             "-d",
+            // As docker/compose.yaml: the candidate's sandbox mounts a /proc.
+            "--security-opt",
+            "systempaths=unconfined",
             "--name",
             &name,
             "-v",

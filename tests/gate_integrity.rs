@@ -8,7 +8,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{git, reason, Daemon, Fixture, ALL_PASS};
+use common::{git, plant_git_config_traps, reason, signed_commit, Daemon, Fixture, ALL_PASS};
 use serde_json::Value;
 
 fn require_sandbox() -> bool {
@@ -33,91 +33,6 @@ fn evaluate(d: &Daemon, id: &str) -> Value {
     let out = d.run(&["eval", id, "--json"]);
     serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("eval --json: {e}: {}", String::from_utf8_lossy(&out.stderr)))
-}
-
-/// Every setting of a repository's config that makes git run a program,
-/// each naming a script that leaves a mark: plus hooks for every event, a
-/// required filter on every file and a signed commit (so `log` would ask
-/// `gpg.program` to verify it).
-fn plant_git_config_traps(ws: &Path, marker: &Path) {
-    let script = ws.parent().unwrap().join("trap.sh");
-    std::fs::write(
-        &script,
-        format!("#!/bin/sh\necho \"$0 $*\" >> '{}'\ncat >/dev/null 2>&1\nexit 0\n", marker.display()),
-    )
-    .unwrap();
-    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let s = script.display().to_string();
-    let hooks = ws.join(".git/hooks-trap");
-    std::fs::create_dir_all(&hooks).unwrap();
-    for hook in [
-        "reference-transaction",
-        "post-checkout",
-        "post-index-change",
-        "pre-commit",
-        "post-commit",
-        "post-rewrite",
-        "pre-auto-gc",
-        "fsmonitor-watchman",
-        "push-to-checkout",
-    ] {
-        std::fs::copy(&script, hooks.join(hook)).unwrap();
-    }
-    let included = ws.parent().unwrap().join("included.config");
-    std::fs::write(&included, format!("[core]\n\tpager = {s}\n")).unwrap();
-    let config = format!(
-        "[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tfsmonitor = {s}\n\tpager = {s}\n\thooksPath = {h}\n\
-         \tsshCommand = {s}\n\taskPass = {s}\n\teditor = {s}\n\tattributesFile = {a}\n\
-         [include]\n\tpath = {i}\n\
-         [log]\n\tshowSignature = true\n\
-         [gpg]\n\tprogram = {s}\n[gpg \"ssh\"]\n\tprogram = {s}\n[gpg \"x509\"]\n\tprogram = {s}\n\
-         [diff]\n\texternal = {s}\n[diff \"trap\"]\n\ttextconv = {s}\n\
-         [filter \"trap\"]\n\tclean = {s}\n\tsmudge = {s}\n\tprocess = {s}\n\trequired = true\n\
-         [credential]\n\thelper = !{s}\n[uploadpack]\n\tpackObjectsHook = {s}\n\
-         [pager]\n\tlog = {s}\n\tfor-each-ref = {s}\n\
-         [alias]\n\tlg = !{s}\n",
-        h = hooks.display(),
-        a = ws.join(".git/info/attrs-trap").display(),
-        i = included.display(),
-    );
-    std::fs::create_dir_all(ws.join(".git/info")).unwrap();
-    std::fs::write(ws.join(".git/info/attrs-trap"), "* filter=trap diff=trap\n").unwrap();
-    std::fs::write(ws.join(".gitattributes"), "* filter=trap diff=trap\n").unwrap();
-    std::fs::write(ws.join(".git/config"), config).unwrap();
-}
-
-/// A commit on `branch` signed (a `gpgsig` header git would hand to
-/// `gpg.program` to verify when `log.showSignature` is on), carrying the
-/// family trailer, made with plumbing that reads no config of the repo's.
-fn signed_commit(ws: &Path, branch: &str, family: &str) {
-    let run = |args: &[&str], stdin: Option<&str>| -> String {
-        use std::io::Write;
-        let mut c = std::process::Command::new("git");
-        c.args(["-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"])
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .args(args)
-            .current_dir(ws)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped());
-        let mut child = c.spawn().unwrap();
-        if let Some(text) = stdin {
-            child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
-        }
-        drop(child.stdin.take());
-        let out = child.wait_with_output().unwrap();
-        assert!(out.status.success(), "git {args:?}");
-        String::from_utf8(out.stdout).unwrap().trim().to_string()
-    };
-    let tree = run(&["rev-parse", "HEAD^{tree}"], None);
-    let parent = run(&["rev-parse", "HEAD"], None);
-    let body = format!(
-        "tree {tree}\nparent {parent}\nauthor t <t@t> 1700000000 +0000\ncommitter t <t@t> 1700000000 +0000\n\
-         gpgsig -----BEGIN PGP SIGNATURE-----\n \n iQEzBAABCAAdFiEE0000000000000000000000000000000000000000\n \
-         -----END PGP SIGNATURE-----\n\na family\n\nGadfly-Family: {family}\n"
-    );
-    let commit = run(&["hash-object", "-t", "commit", "-w", "--stdin"], Some(&body));
-    run(&["update-ref", &format!("refs/heads/{branch}"), &commit], None);
 }
 
 /// Class 1: the daemon never runs the agent's configuration or code with

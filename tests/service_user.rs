@@ -136,3 +136,80 @@ fn a_daemon_run_as_its_own_user_is_out_of_the_agents_reach() {
         assert_eq!((md.uid(), md.mode() & 0o777), (65534, mode), "{}", path.display());
     }
 }
+
+/// Issue 45, class 1, in the recommended deployment: the workspace is the
+/// agent's (its user owns it), its repository's config names a program for
+/// every setting that makes git run one, and the agent calls, with its hook
+/// token and as its own user, every endpoint that touches the repository:
+/// nothing of it runs as the daemon's user (or at all).
+#[test]
+fn the_agents_git_config_never_runs_as_the_daemon() {
+    if std::env::var_os("GADFLY_TEST_DATABASE_URL").is_some() {
+        eprintln!("SKIPPED on PostgreSQL: the point is the users");
+        return;
+    }
+    let probe = tempfile::NamedTempFile::new().unwrap();
+    let root = std::os::unix::fs::MetadataExt::uid(&probe.as_file().metadata().unwrap()) == 0;
+    if !root || Command::new("setpriv").arg("--version").output().is_err() {
+        assert!(std::env::var_os("GADFLY_REQUIRE_MOUNT").is_none(), "switching users needs root and setpriv");
+        eprintln!("SKIPPED: switching users needs root and setpriv");
+        return;
+    }
+    let f = Fixture::new("[beam]\nmin_families = 1\n");
+    let ws = f.ws();
+    let marker_dir = f.dir.path().join("marks");
+    std::fs::create_dir_all(&marker_dir).unwrap();
+    std::fs::set_permissions(&marker_dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let marker = marker_dir.join("trap-ran.log");
+    common::plant_git_config_traps(&ws, &marker);
+    common::signed_commit(&ws, "try-signed", "signed-family");
+    open_up(f.dir.path());
+    std::fs::set_permissions(&marker_dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    // The traps stay runnable by anyone (open_up made every file 0644).
+    std::fs::set_permissions(f.dir.path().join("trap.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    for hook in std::fs::read_dir(ws.join(".git/hooks-trap")).unwrap().flatten() {
+        std::fs::set_permissions(hook.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    for p in walkdir(&ws) {
+        std::os::unix::fs::lchown(&p, Some(65533), Some(65533)).unwrap();
+    }
+    let data = f.dir.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    std::os::unix::fs::chown(&data, Some(65534), Some(65534)).unwrap();
+    let mut serve = as_user(DAEMON_UID);
+    serve.arg(common::gadfly().get_program()).args(["serve", "--listen", "127.0.0.1:0", "--data-dir"]).arg(&data);
+    serve.env("HOME", &data);
+    let d = Daemon::start_cmd(&data, serve);
+    let id = d.create_campaign(&f.spec());
+    let hook_token = d.api_get(&format!("/campaigns/{id}/hook-token"))["token"].as_str().unwrap().to_string();
+    let as_agent = |args: &[&str]| -> Output {
+        as_user(AGENT_UID)
+            .arg(common::gadfly().get_program())
+            .args(args)
+            .env("GADFLY_URL", &d.url)
+            .env("GADFLY_TOKEN", &hook_token)
+            .output()
+            .unwrap()
+    };
+    // The tag is written by the daemon's user into the agent's repository,
+    // which that user may not write: refused with a clear message, nothing run.
+    let tagged = as_agent(&["beam", "tag", "householder", "--campaign", &id]);
+    if !tagged.status.success() {
+        let err = String::from_utf8_lossy(&tagged.stderr);
+        assert!(err.contains("Permission denied") || err.contains("permission denied"), "{err}");
+    }
+    let listed = as_agent(&["beam", "list", &id, "--json"]);
+    let beam: Value = serde_json::from_slice(&listed.stdout)
+        .unwrap_or_else(|e| panic!("beam list as the agent: {e}: {}", String::from_utf8_lossy(&listed.stderr)));
+    assert!(
+        beam["families"].as_array().unwrap().iter().any(|f| f["family"] == "signed-family"),
+        "the trailer's family is found: {beam}"
+    );
+    let eval = as_agent(&["eval", &id]);
+    assert!(eval.status.code().is_some_and(|c| c < 2), "{}", String::from_utf8_lossy(&eval.stderr));
+    assert!(
+        !marker.exists(),
+        "the agent's git config ran: {}",
+        std::fs::read_to_string(&marker).unwrap_or_default()
+    );
+}
