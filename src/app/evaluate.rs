@@ -131,7 +131,12 @@ impl Supervisor {
         };
         let mut eval = crate::jobs::evaluate(&self.inner.store, &inputs, &self.inner.scratch).await?;
         eval.origin = if workspace { crate::evaluation::Origin::Workspace } else { crate::evaluation::Origin::Beam };
-        eval.tree = key;
+        if force {
+            // A forced re-run replaces nothing: it is stored under its own key.
+            // (Other keys stand: a failed worker job keeps `TREE+job-N`, so
+            // the next stop on the tree queues a new job.)
+            eval.tree = key;
+        }
         let id = self.inner.store.insert_evaluation(campaign_id, &eval).await?;
         eval.id = Some(id);
         self.record_event(campaign_id, None, None, Event::evaluated(id, &eval)).await?;
