@@ -201,3 +201,46 @@ fn a_command_agents_reported_cost_stops_the_run_by_budget() {
     let text = String::from_utf8_lossy(&audit.stdout);
     assert!(text.contains("## Spend") && text.contains("3600 tokens") && text.contains("$1.20"), "{text}");
 }
+
+/// Issue 45, class 1, from inside spawn mode's sandbox: the agent (a
+/// scripted command agent, sandboxed by default) makes its repository's
+/// config name a program for the settings that make git run one, adds a
+/// signed commit carrying a family trailer, then calls with its hook token
+/// what reaches the repository (`beam tag`, `beam list`, `eval`) and ends its
+/// turn (judged by the daemon). Nothing of the agent's config runs, in the
+/// sandbox or in the daemon; the beam finds the family.
+#[test]
+fn an_agents_git_config_never_runs_from_spawn_mode() {
+    let agent = r#"#!/bin/sh
+trap="$PWD/.git/trap.sh"
+printf '#!/bin/sh\necho "$0 $*" >> "%s/.git/trap-ran.log"\ncat >/dev/null 2>&1\nexit 0\n' "$PWD" > "$trap"
+chmod +x "$trap"
+git config core.fsmonitor "$trap"; git config core.pager "$trap"; git config core.sshCommand "$trap"
+git config log.showSignature true; git config gpg.program "$trap"; git config diff.external "$trap"
+git config filter.trap.clean "$trap"; git config filter.trap.smudge "$trap"; git config filter.trap.required true
+git config core.hooksPath "$PWD/.git/trap-hooks"; mkdir -p .git/trap-hooks
+for h in reference-transaction post-checkout post-index-change pre-commit; do cp "$trap" ".git/trap-hooks/$h"; done
+tree=$(git -c core.fsmonitor=false rev-parse 'HEAD^{tree}'); parent=$(git -c core.fsmonitor=false rev-parse HEAD)
+c=$(printf 'tree %s\nparent %s\nauthor t <t@t> 1700000000 +0000\ncommitter t <t@t> 1700000000 +0000\ngpgsig -----BEGIN PGP SIGNATURE-----\n \n iQEz\n -----END PGP SIGNATURE-----\n\nsigned\n\nGadfly-Family: signed-family\n' "$tree" "$parent" | git -c core.fsmonitor=false hash-object -t commit -w --stdin)
+git -c core.hooksPath=/dev/null update-ref refs/heads/try-signed "$c"
+"$GADFLY_BIN" beam tag householder --campaign "$GADFLY_CAMPAIGN" > "$PWD/.git/agent-calls.log" 2>&1
+"$GADFLY_BIN" beam list "$GADFLY_CAMPAIGN" --json >> "$PWD/.git/agent-calls.log" 2>&1
+"$GADFLY_BIN" eval "$GADFLY_CAMPAIGN" >> "$PWD/.git/agent-calls.log" 2>&1
+printf 'a true 50 100\nb true 40 100\nc true 80 100\n' > candidate.txt
+echo "All scenarios pass. Done."
+"#;
+    let spec = "[agent]\nkind = \"command\"\nstart = \"sh ../agent.sh\"\nresume = \"sh ../agent.sh\"\n\n[beam]\nmin_families = 1\n";
+    let f = Fixture::new(spec);
+    std::fs::write(f.dir.path().join("agent.sh"), agent).unwrap();
+    let d = Daemon::start(&f.data_dir());
+    let id = d.create_campaign(&f.spec());
+    let out = d.run(&["run", &id, "--agent", "command"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let run = wait_run_end(&d, &id);
+    let calls = std::fs::read_to_string(f.ws().join(".git/agent-calls.log")).unwrap_or_default();
+    assert!(calls.contains("signed-family"), "the agent's beam list found the trailer's family: {calls}\nrun: {run}");
+    let ran = f.ws().join(".git/trap-ran.log");
+    assert!(!ran.exists(), "the agent's git config ran: {}", std::fs::read_to_string(&ran).unwrap_or_default());
+    let beam = d.api_get(&format!("/campaigns/{id}/beam"));
+    assert!(beam["families"].as_array().unwrap().iter().any(|f| f["family"] == "signed-family"), "{beam}");
+}
