@@ -6,19 +6,9 @@
 
 mod common;
 
-use std::path::Path;
 
 use common::{git, plant_git_config_traps, reason, signed_commit, Daemon, Fixture, ALL_PASS};
 use serde_json::Value;
-
-fn require_sandbox() -> bool {
-    if gadfly::harness::bwrap_works() {
-        return true;
-    }
-    assert!(std::env::var_os("GADFLY_REQUIRE_SANDBOX").is_none(), "bubblewrap does not work on this host");
-    eprintln!("SKIPPED: bubblewrap (bwrap) does not work on this host");
-    false
-}
 
 fn hook_token(d: &Daemon, id: &str) -> String {
     d.api_get(&format!("/campaigns/{id}/hook-token"))["token"].as_str().unwrap().to_string()
@@ -104,7 +94,7 @@ fn the_beam_refuses_a_repository_that_points_elsewhere() {
 /// the harness's run sees its tree read-only.
 #[test]
 fn the_candidate_runs_sandboxed_by_default_and_sees_nothing_of_the_host() {
-    if !require_sandbox() {
+    if common::skip_without_bwrap() {
         return;
     }
     let f = Fixture::with_run(

@@ -156,15 +156,6 @@ fn assert_real_numbers(e: &Value) {
     }
 }
 
-fn skip_without_bwrap() -> bool {
-    if gadfly::harness::bwrap_works() {
-        return false;
-    }
-    assert!(std::env::var_os("GADFLY_REQUIRE_SANDBOX").is_none(), "bubblewrap does not work on this host");
-    eprintln!("SKIPPED: bubblewrap (bwrap) does not work on this host");
-    true
-}
-
 /// Appends `code` to the shipped initial kernel, stops, and checks the
 /// stop is blocked on the real numbers; returns the evaluation.
 fn forged_kernel_is_held(extra: &str, code: &str) -> Value {
@@ -195,7 +186,7 @@ fn an_atexit_forgery_in_the_shipped_kernel_is_held() {
 
 #[test]
 fn an_atexit_forgery_in_the_shipped_kernel_is_held_under_bwrap() {
-    if skip_without_bwrap() {
+    if common::skip_without_bwrap() {
         return;
     }
     forged_kernel_is_held("sandbox = \"bwrap\"", ATEXIT_C);
@@ -211,7 +202,7 @@ fn a_detached_helper_that_rewrites_the_results_later_is_held() {
 
 #[test]
 fn a_detached_helper_is_held_under_bwrap() {
-    if skip_without_bwrap() {
+    if common::skip_without_bwrap() {
         return;
     }
     forged_kernel_is_held("sandbox = \"bwrap\"", HELPER_C);

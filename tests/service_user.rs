@@ -53,11 +53,13 @@ fn walkdir(dir: &Path) -> Vec<std::path::PathBuf> {
     out
 }
 
-#[test]
-fn a_daemon_run_as_its_own_user_is_out_of_the_agents_reach() {
+/// False (with a SKIPPED notice) unless this test can switch users: not on
+/// PostgreSQL (the point is the data dir's files and the users), root, and
+/// setpriv; fails instead under GADFLY_REQUIRE_MOUNT=1 (CI).
+fn can_switch_users() -> bool {
     if std::env::var_os("GADFLY_TEST_DATABASE_URL").is_some() {
         eprintln!("SKIPPED on PostgreSQL: the point is the data dir's files");
-        return;
+        return false;
     }
     // Root when a file this process makes belongs to uid 0.
     let probe = tempfile::NamedTempFile::new().unwrap();
@@ -65,17 +67,31 @@ fn a_daemon_run_as_its_own_user_is_out_of_the_agents_reach() {
     if !root || Command::new("setpriv").arg("--version").output().is_err() {
         assert!(std::env::var_os("GADFLY_REQUIRE_MOUNT").is_none(), "switching users needs root and setpriv");
         eprintln!("SKIPPED: switching users needs root and setpriv");
-        return;
+        return false;
     }
-    let f = Fixture::new("");
-    open_up(f.dir.path());
+    true
+}
+
+/// `gadfly serve` as the daemon's user, on a data dir of its own under the
+/// fixture's folder.
+fn daemon_as_its_user(f: &Fixture) -> (Daemon, std::path::PathBuf) {
     let data = f.dir.path().join("data");
     std::fs::create_dir_all(&data).unwrap();
     std::os::unix::fs::chown(&data, Some(65534), Some(65534)).unwrap();
     let mut serve = as_user(DAEMON_UID);
     serve.arg(common::gadfly().get_program()).args(["serve", "--listen", "127.0.0.1:0", "--data-dir"]).arg(&data);
     serve.env("HOME", &data);
-    let d = Daemon::start_cmd(&data, serve);
+    (Daemon::start_cmd(&data, serve), data)
+}
+
+#[test]
+fn a_daemon_run_as_its_own_user_is_out_of_the_agents_reach() {
+    if !can_switch_users() {
+        return;
+    }
+    let f = Fixture::new("");
+    open_up(f.dir.path());
+    let (d, data) = daemon_as_its_user(&f);
     let id = d.create_campaign(&f.spec());
     let key = String::from_utf8(d.run(&["key", "--data-dir", data.to_str().unwrap()]).stdout).unwrap();
     let key = key.trim().to_string();
@@ -144,15 +160,7 @@ fn a_daemon_run_as_its_own_user_is_out_of_the_agents_reach() {
 /// nothing of it runs as the daemon's user (or at all).
 #[test]
 fn the_agents_git_config_never_runs_as_the_daemon() {
-    if std::env::var_os("GADFLY_TEST_DATABASE_URL").is_some() {
-        eprintln!("SKIPPED on PostgreSQL: the point is the users");
-        return;
-    }
-    let probe = tempfile::NamedTempFile::new().unwrap();
-    let root = std::os::unix::fs::MetadataExt::uid(&probe.as_file().metadata().unwrap()) == 0;
-    if !root || Command::new("setpriv").arg("--version").output().is_err() {
-        assert!(std::env::var_os("GADFLY_REQUIRE_MOUNT").is_none(), "switching users needs root and setpriv");
-        eprintln!("SKIPPED: switching users needs root and setpriv");
+    if !can_switch_users() {
         return;
     }
     let f = Fixture::new("[beam]\nmin_families = 1\n");
@@ -173,13 +181,7 @@ fn the_agents_git_config_never_runs_as_the_daemon() {
     for p in walkdir(&ws) {
         std::os::unix::fs::lchown(&p, Some(65533), Some(65533)).unwrap();
     }
-    let data = f.dir.path().join("data");
-    std::fs::create_dir_all(&data).unwrap();
-    std::os::unix::fs::chown(&data, Some(65534), Some(65534)).unwrap();
-    let mut serve = as_user(DAEMON_UID);
-    serve.arg(common::gadfly().get_program()).args(["serve", "--listen", "127.0.0.1:0", "--data-dir"]).arg(&data);
-    serve.env("HOME", &data);
-    let d = Daemon::start_cmd(&data, serve);
+    let (d, _data) = daemon_as_its_user(&f);
     let id = d.create_campaign(&f.spec());
     let hook_token = d.api_get(&format!("/campaigns/{id}/hook-token"))["token"].as_str().unwrap().to_string();
     let as_agent = |args: &[&str]| -> Output {

@@ -453,3 +453,14 @@ pub fn signed_commit(ws: &Path, branch: &str, family: &str) {
     run(&["update-ref", &format!("refs/heads/{branch}"), &commit], None);
 }
 
+
+/// True (and a SKIPPED notice) where bubblewrap does not work; fails instead
+/// under GADFLY_REQUIRE_SANDBOX=1 (CI).
+pub fn skip_without_bwrap() -> bool {
+    if gadfly::harness::bwrap_works() {
+        return false;
+    }
+    assert!(std::env::var_os("GADFLY_REQUIRE_SANDBOX").is_none(), "bubblewrap does not work on this host");
+    eprintln!("SKIPPED: bubblewrap (bwrap) does not work on this host");
+    true
+}
