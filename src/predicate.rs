@@ -4,6 +4,18 @@
 //! comparison implementation the harness times, each geometric mean asked
 //! for clears its own bar, and the evaluation itself raised no failure. The
 //! verdict names every failing scenario with its reason and numbers.
+//!
+//! A bar is met only beyond noise. Each figure comes with an interval
+//! ([`noise`]): from the harness's samples and spread when it reports them,
+//! never narrower than `[predicate] noise` for one evaluation, and
+//! `[predicate] noise_unknown` wide when the harness reports no spread.
+//! A figure whose whole interval clears its bar passes; one whose whole
+//! interval is below it fails; one whose interval straddles it is
+//! [`WITHIN_NOISE`]: it does not pass (an unchanged kernel is never "faster"
+//! by luck), it is not called slower either, and gadfly measures it again
+//! before deciding ([`pool`]: several evaluations of one tree, pooled,
+//! narrow the interval). Two evaluations whose intervals overlap can
+//! therefore never be judged one passing and the other failing the bar.
 
 use serde::{Deserialize, Serialize};
 
@@ -21,6 +33,13 @@ pub struct ScenarioVerdict {
     /// implementation, when the harness timed one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compare_speedup: Option<f64>,
+    /// The speedup's interval `[low, high]` (see [`noise`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<[f64; 2]>,
+    /// A bar this scenario is held to lies inside its interval: neither
+    /// met nor missed beyond noise.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub within_noise: bool,
     pub passes: bool,
     pub reasons: Vec<String>,
     /// What the harness reported for it, when present.
@@ -33,6 +52,9 @@ pub struct Verdict {
     pub holds: bool,
     pub scenarios: Vec<ScenarioVerdict>,
     pub geomean_speedup: Option<f64>,
+    /// The geometric mean's interval `[low, high]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub geomean_interval: Option<[f64; 2]>,
     /// The geometric mean of `compare_us / time_us`, when every scenario
     /// has a comparison time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -43,14 +65,99 @@ pub struct Verdict {
     /// constraints, protected files, aggregate).
     pub failures: Vec<String>,
     pub failing_count: usize,
+    /// How many evaluations of this tree the figures pool (1 unless gadfly
+    /// measured it again because a figure was within noise of its bar).
+    #[serde(default = "one_run", skip_serializing_if = "is_one_run")]
+    pub runs: u32,
+}
+
+fn one_run() -> u32 {
+    1
+}
+
+fn is_one_run(r: &u32) -> bool {
+    *r == 1
+}
+
+/// What a figure within noise of its bar is called in a verdict's reasons.
+pub const WITHIN_NOISE: &str = "within noise:";
+
+/// The half-width of a scenario's speedup interval, in log space (about a
+/// relative uncertainty: 0.01 is 1%). From the harness's samples when it
+/// reports them: twice the standard error of a median
+/// (`1.25 * cv / sqrt(samples)`) of the candidate and of the initial
+/// kernel (`baseline_cv`, else the candidate's own `cv`), never below
+/// `[predicate] noise`; `noise_unknown` when it reports no spread. `runs`
+/// pooled evaluations narrow it by `sqrt(runs)`.
+pub fn noise(spec: &PredicateSpec, m: &ScenarioResult, runs: u32) -> f64 {
+    let floor = spec.noise.max(0.0);
+    let one = match (m.cv, m.samples) {
+        (Some(cv), Some(n)) if n >= 2 && cv.is_finite() && cv >= 0.0 => {
+            let base = m.baseline_cv.filter(|c| c.is_finite() && *c >= 0.0).unwrap_or(cv);
+            (2.0 * 1.25 * ((cv * cv + base * base) / n as f64).sqrt()).max(floor)
+        }
+        _ => spec.noise_unknown.max(floor),
+    };
+    one / f64::from(runs.max(1)).sqrt()
+}
+
+/// Where a figure stands against its bar, given its half-width `u` in
+/// log space.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AgainstBar {
+    /// The whole interval is at or above the bar.
+    Met,
+    /// The whole interval is below it.
+    Missed,
+    /// The bar is inside the interval.
+    WithinNoise,
+}
+
+pub fn against_bar(figure: f64, u: f64, bar: f64) -> AgainstBar {
+    let (f, b) = (figure.ln(), bar.ln());
+    if f - u >= b {
+        AgainstBar::Met
+    } else if f + u < b {
+        AgainstBar::Missed
+    } else {
+        AgainstBar::WithinNoise
+    }
+}
+
+/// `[low, high]` of a figure with half-width `u` in log space.
+pub fn interval(figure: f64, u: f64) -> [f64; 2] {
+    [figure * (-u).exp(), figure * u.exp()]
+}
+
+fn shown(i: [f64; 2]) -> String {
+    format!("{:.3}x to {:.3}x", i[0], i[1])
+}
+
+/// Whether two figures differ beyond noise: `a`'s whole interval above
+/// `b`'s.
+pub fn beyond_noise_above(a: f64, a_interval: [f64; 2], b: f64, b_interval: [f64; 2]) -> bool {
+    a > b && a_interval[0] > b_interval[1]
 }
 
 /// Judges measured scenarios against the predicate. `required` is the
 /// spec's scenario list; `failures` are evaluation-level problems already
 /// found (they make the verdict fail on their own).
 pub fn judge(spec: &PredicateSpec, required: &[String], measured: &[ScenarioResult], failures: Vec<String>) -> Verdict {
+    judge_runs(spec, required, measured, failures, 1)
+}
+
+/// [`judge`] of figures that pool `runs` evaluations of one tree ([`pool`]).
+pub fn judge_runs(
+    spec: &PredicateSpec,
+    required: &[String],
+    measured: &[ScenarioResult],
+    failures: Vec<String>,
+    runs: u32,
+) -> Verdict {
+    let runs = runs.max(1);
     let mut failures = failures;
     let mut scenarios = Vec::with_capacity(required.len());
+    let mut uncertainties = Vec::with_capacity(required.len());
     for name in required {
         let Some(m) = measured.iter().find(|r| &r.scenario == name) else {
             scenarios.push(ScenarioVerdict {
@@ -59,6 +166,8 @@ pub fn judge(spec: &PredicateSpec, required: &[String], measured: &[ScenarioResu
                 correct: false,
                 speedup: None,
                 compare_speedup: None,
+                interval: None,
+                within_noise: false,
                 passes: false,
                 reasons: vec!["missing from the harness results".into()],
                 measured: None,
@@ -77,31 +186,66 @@ pub fn judge(spec: &PredicateSpec, required: &[String], measured: &[ScenarioResu
             reasons.push(problem);
         }
         let speedup = m.baseline_us / m.time_us;
+        let u = noise(spec, m, runs);
+        uncertainties.push(u);
+        let iv = interval(speedup, u);
         // A timing the harness could not trust passes nothing, whatever it
         // says: "cannot tell", not a verdict on the candidate.
         let untrusted = m.cannot_tell.as_deref().map(str::trim).filter(|w| !w.is_empty());
         if let Some(why) = untrusted {
             reasons.push(format!("{CANNOT_TELL} {why} (not the candidate's doing: measure again)"));
         }
+        let mut within_noise = false;
+        let mut fast_enough = true;
         let min_speedup = spec.min_speedup_for(name);
-        if speedup < min_speedup {
-            reasons.push(format!(
-                "speedup {:.2}x < {:.2}x ({:.1} us vs initial {:.1} us)",
-                speedup, min_speedup, m.time_us, m.baseline_us
-            ));
+        match against_bar(speedup, u, min_speedup) {
+            AgainstBar::Met => {}
+            AgainstBar::Missed => {
+                fast_enough = false;
+                reasons.push(format!(
+                    "speedup {:.2}x < {:.2}x ({:.1} us vs initial {:.1} us; {} with noise)",
+                    speedup,
+                    min_speedup,
+                    m.time_us,
+                    m.baseline_us,
+                    shown(iv)
+                ));
+            }
+            AgainstBar::WithinNoise => {
+                fast_enough = false;
+                within_noise = true;
+                reasons.push(format!(
+                    "{WITHIN_NOISE} speedup {speedup:.3}x ({} with noise) straddles the bar {min_speedup:.2}x: not \
+                     shown beyond noise ({:.1} us vs initial {:.1} us)",
+                    shown(iv),
+                    m.time_us,
+                    m.baseline_us
+                ));
+            }
         }
         let compare_speedup = m.compare_us.map(|c| c / m.time_us);
-        let mut fast_enough = speedup >= min_speedup;
         if let Some(min_c) = spec.min_compare_speedup_for(name) {
             match (compare_speedup, m.compare_us) {
-                (Some(c), Some(cu)) if c < min_c => {
-                    fast_enough = false;
-                    reasons.push(format!(
-                        "vs comparison {c:.2}x < {min_c:.2}x ({:.1} us vs comparison {cu:.1} us)",
-                        m.time_us
-                    ));
-                }
-                (Some(_), _) => {}
+                (Some(c), Some(cu)) => match against_bar(c, u, min_c) {
+                    AgainstBar::Met => {}
+                    AgainstBar::Missed => {
+                        fast_enough = false;
+                        reasons.push(format!(
+                            "vs comparison {c:.2}x < {min_c:.2}x ({:.1} us vs comparison {cu:.1} us)",
+                            m.time_us
+                        ));
+                    }
+                    AgainstBar::WithinNoise => {
+                        fast_enough = false;
+                        within_noise = true;
+                        reasons.push(format!(
+                            "{WITHIN_NOISE} vs comparison {c:.3}x ({} with noise) straddles the bar {min_c:.2}x ({:.1} \
+                             us vs comparison {cu:.1} us)",
+                            shown(interval(c, u)),
+                            m.time_us
+                        ));
+                    }
+                },
                 _ => {
                     fast_enough = false;
                     reasons.push(format!(
@@ -120,6 +264,8 @@ pub fn judge(spec: &PredicateSpec, required: &[String], measured: &[ScenarioResu
             correct,
             speedup: Some(speedup),
             compare_speedup,
+            interval: Some(iv),
+            within_noise,
             passes,
             reasons,
             measured: Some(m.clone()),
@@ -133,35 +279,36 @@ pub fn judge(spec: &PredicateSpec, required: &[String], measured: &[ScenarioResu
 
     let speedups: Vec<f64> = scenarios.iter().filter_map(|s| s.speedup).collect();
     let geomean = geometric_mean(&speedups, required.len());
+    // The mean's own uncertainty: the scenarios' combined, never below one
+    // evaluation's floor (drift moves every scenario of a run together).
+    let u_mean = (uncertainties.len() == required.len() && !uncertainties.is_empty()).then(|| {
+        let n = uncertainties.len() as f64;
+        (uncertainties.iter().map(|u| u * u).sum::<f64>().sqrt() / n).max(spec.noise.max(0.0) / f64::from(runs).sqrt())
+    });
+    let geomean_interval = geomean.zip(u_mean).map(|(g, u)| interval(g, u));
     let compare_speedups: Vec<f64> = scenarios.iter().filter_map(|s| s.compare_speedup).collect();
     let geomean_compare = geometric_mean(&compare_speedups, required.len());
     let worst =
         scenarios.iter().filter_map(|s| s.speedup.map(|v| (s.scenario.clone(), v))).min_by(|a, b| a.1.total_cmp(&b.1));
-    if let Some(min_g) = spec.min_geomean_speedup {
-        match geomean {
-            Some(g) if g < min_g => {
-                failures.push(format!("geometric mean speedup {g:.2}x < {min_g:.2}x"));
-            }
-            None => failures.push(format!(
-                "geometric mean speedup unknown ({} of {} scenarios measured); it must reach {min_g:.2}x",
-                speedups.len(),
-                required.len()
+    for (what, figure, bar, count) in [
+        ("geometric mean speedup", geomean, spec.min_geomean_speedup, speedups.len()),
+        ("geometric mean vs comparison", geomean_compare, spec.min_compare_geomean, compare_speedups.len()),
+    ] {
+        let Some(min_g) = bar else { continue };
+        match (figure, u_mean) {
+            (Some(g), Some(u)) => match against_bar(g, u, min_g) {
+                AgainstBar::Met => {}
+                AgainstBar::Missed => failures.push(format!("{what} {g:.2}x < {min_g:.2}x")),
+                AgainstBar::WithinNoise => failures.push(format!(
+                    "{WITHIN_NOISE} {what} {g:.3}x ({} with noise) straddles the bar {min_g:.2}x: not shown beyond noise",
+                    shown(interval(g, u))
+                )),
+            },
+            _ => failures.push(format!(
+                "{what} unknown ({count} of {} scenarios {}); it must reach {min_g:.2}x",
+                required.len(),
+                if what.ends_with("comparison") { "have a comparison time" } else { "measured" }
             )),
-            _ => {}
-        }
-    }
-    if let Some(min_g) = spec.min_compare_geomean {
-        match geomean_compare {
-            Some(g) if g < min_g => {
-                failures.push(format!("geometric mean vs comparison {g:.2}x < {min_g:.2}x"));
-            }
-            None => failures.push(format!(
-                "geometric mean vs comparison unknown ({} of {} scenarios have a comparison time); it must reach \
-                 {min_g:.2}x",
-                compare_speedups.len(),
-                required.len()
-            )),
-            _ => {}
         }
     }
     let failing_count = scenarios.iter().filter(|s| !s.passes).count();
@@ -169,12 +316,68 @@ pub fn judge(spec: &PredicateSpec, required: &[String], measured: &[ScenarioResu
         holds: failing_count == 0 && failures.is_empty(),
         scenarios,
         geomean_speedup: geomean,
+        geomean_interval,
         geomean_compare_speedup: geomean_compare,
         worst_scenario: worst.as_ref().map(|w| w.0.clone()),
         worst_speedup: worst.map(|w| w.1),
         failures,
         failing_count,
+        runs,
     }
+}
+
+impl Verdict {
+    /// True when the verdict fails only because figures are within noise
+    /// of their bars: every failing scenario is correct, present and
+    /// trusted, and fails only within noise; every failure of the whole is
+    /// a mean within noise. Measuring again may then decide it.
+    pub fn only_within_noise(&self) -> bool {
+        !self.holds
+            && (self.scenarios.iter().any(|s| s.within_noise)
+                || self.failures.iter().any(|f| f.starts_with(WITHIN_NOISE)))
+            && self.scenarios.iter().filter(|s| !s.passes).all(|s| {
+                s.present && s.correct && s.within_noise && s.reasons.iter().all(|r| r.starts_with(WITHIN_NOISE))
+            })
+            && self.failures.iter().all(|f| f.starts_with(WITHIN_NOISE))
+    }
+}
+
+/// Several evaluations of one tree as one: per scenario, the geometric
+/// means of the times (candidate, initial kernel, comparison), correct only
+/// when every run was, the largest errors and spread, the first reason and
+/// the first "cannot tell". A scenario missing from any run is missing.
+/// Judge the result with [`judge_runs`] and the number of runs.
+pub fn pool(runs: &[&[ScenarioResult]]) -> Vec<ScenarioResult> {
+    let Some(first) = runs.first() else { return vec![] };
+    let gm = |v: &[f64]| (v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp();
+    let max_opt =
+        |v: Vec<Option<f64>>| v.into_iter().flatten().fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.max(x))));
+    first
+        .iter()
+        .filter_map(|f| {
+            let all: Vec<&ScenarioResult> =
+                runs.iter().map(|r| r.iter().find(|x| x.scenario == f.scenario)).collect::<Option<_>>()?;
+            let compare: Option<Vec<f64>> = all.iter().map(|x| x.compare_us).collect();
+            Some(ScenarioResult {
+                scenario: f.scenario.clone(),
+                correct: all.iter().all(|x| x.correct),
+                time_us: gm(&all.iter().map(|x| x.time_us).collect::<Vec<_>>()),
+                baseline_us: gm(&all.iter().map(|x| x.baseline_us).collect::<Vec<_>>()),
+                max_abs_err_ref: max_opt(all.iter().map(|x| x.max_abs_err_ref).collect()),
+                max_abs_err_hi: max_opt(all.iter().map(|x| x.max_abs_err_hi).collect()),
+                tolerance: f.tolerance,
+                rtol: f.rtol,
+                max_tol_ratio: max_opt(all.iter().map(|x| x.max_tol_ratio).collect()),
+                compare_us: compare.map(|c| gm(&c)),
+                bound_us: f.bound_us,
+                samples: all.iter().map(|x| x.samples).collect::<Option<Vec<u64>>>().and_then(|s| s.into_iter().min()),
+                cv: max_opt(all.iter().map(|x| x.cv).collect()),
+                baseline_cv: max_opt(all.iter().map(|x| x.baseline_cv).collect()),
+                reason: all.iter().find_map(|x| x.reason.clone()),
+                cannot_tell: all.iter().find_map(|x| x.cannot_tell.clone()),
+            })
+        })
+        .collect()
 }
 
 /// How a scenario whose timing the harness could not trust is reported.
@@ -184,7 +387,8 @@ pub const CANNOT_TELL: &str = "cannot tell:";
 /// [`judge`] adds (a figure below its bar), not a failure of the
 /// evaluation itself.
 pub fn is_bar_failure(failure: &str) -> bool {
-    failure.starts_with("geometric mean speedup ") || failure.starts_with("geometric mean vs comparison ")
+    let f = failure.strip_prefix(WITHIN_NOISE).map_or(failure, str::trim_start);
+    f.starts_with("geometric mean speedup ") || f.starts_with("geometric mean vs comparison ")
 }
 
 /// The geometric mean of `values` when there is one for each of `n`
@@ -287,6 +491,7 @@ mod tests {
             cv: Some(0.01),
             reason: None,
             cannot_tell: None,
+            baseline_cv: None,
         }
     }
 
@@ -459,5 +664,99 @@ mod tests {
         let v = judge(&goal, &req, &m, vec![]);
         assert_eq!(v.failing_count, 1);
         assert_eq!(v.scenarios[0].reasons.len(), 2, "{:?}", v.scenarios[0].reasons);
+    }
+
+    /// The unchanged initial kernel against itself: whatever the harness
+    /// says of its spread (none, tiny, large), a figure at parity never
+    /// meets a bar of 1.0x; it is within noise, never a coin flip.
+    #[test]
+    fn the_unchanged_kernel_never_passes_a_bar_of_one() {
+        let req = names(&["a"]);
+        for (time, cv, samples) in [
+            (100.0, Some(0.0), Some(1000)),
+            (99.6, Some(0.001), Some(500)),
+            (99.0, Some(0.05), Some(10)),
+            (99.5, None, None),
+            (100.4, Some(0.002), Some(3)),
+        ] {
+            let m = ScenarioResult { cv, samples, ..r("a", true, time, 100.0) };
+            let v = judge(&spec(1.0, Some(1.0)), &req, &[m], vec![]);
+            assert!(!v.holds, "{time} us vs 100 us, cv {cv:?}: {:?}", v.scenarios[0]);
+            assert!(v.scenarios[0].within_noise, "{:?}", v.scenarios[0].reasons);
+            assert!(v.scenarios[0].reasons[0].starts_with(WITHIN_NOISE), "{:?}", v.scenarios[0].reasons);
+            assert!(v.only_within_noise(), "{v:?}");
+            assert!(v.failures.iter().all(|f| is_bar_failure(f)), "{:?}", v.failures);
+        }
+    }
+
+    /// Over a grid of figures and spreads: two evaluations whose intervals
+    /// overlap are never judged one meeting the bar and the other missing
+    /// it.
+    #[test]
+    fn overlapping_figures_never_flip_the_decision() {
+        let req = names(&["a"]);
+        let mut verdicts = Vec::new();
+        for i in 0..80 {
+            let time = 90.0 + i as f64 * 0.25;
+            for (cv, samples) in [(None, None), (Some(0.002), Some(50)), (Some(0.03), Some(10))] {
+                let m = ScenarioResult { cv, samples, ..r("a", true, time, 100.0) };
+                verdicts.push(judge(&spec(1.0, None), &req, &[m], vec![]).scenarios.remove(0));
+            }
+        }
+        let mut met = 0;
+        for a in &verdicts {
+            met += usize::from(a.passes);
+            for b in &verdicts {
+                let (ia, ib) = (a.interval.unwrap(), b.interval.unwrap());
+                if ia[0] <= ib[1] && ib[0] <= ia[1] {
+                    assert!(!(a.passes && !b.passes && !b.within_noise), "{a:?} vs {b:?}");
+                }
+            }
+        }
+        assert!(met > 0 && met < verdicts.len(), "the grid spans both sides of the bar");
+    }
+
+    /// A 0.8% gain is within noise of one evaluation (1% floor); pooled
+    /// over four (gadfly measuring again), it is shown.
+    #[test]
+    fn pooling_evaluations_narrows_the_interval() {
+        let req = names(&["a", "b"]);
+        let one = |t: f64| ScenarioResult { cv: Some(0.004), samples: Some(40), ..r("a", true, t, 100.0) };
+        let run = |ta: f64, tb: f64| vec![one(ta), ScenarioResult { scenario: "b".into(), ..one(tb) }];
+        let first = run(99.2, 99.3);
+        let v = judge(&spec(1.0, Some(1.0)), &req, &first, vec![]);
+        assert!(v.only_within_noise(), "{v:?}");
+        let (r2, r3, r4) = (run(99.1, 99.2), run(99.3, 99.2), run(99.2, 99.1));
+        let pooled = pool(&[&first, &r2, &r3, &r4]);
+        let v = judge_runs(&spec(1.0, Some(1.0)), &req, &pooled, vec![], 4);
+        assert!(v.holds, "{v:?}");
+        assert_eq!(v.runs, 4);
+        assert!((v.scenarios[0].measured.as_ref().unwrap().time_us - 99.2).abs() < 0.01);
+        // Pooling keeps the worst of each run: one incorrect run is incorrect.
+        let mut bad = run(99.2, 99.2);
+        bad[1].correct = false;
+        let v = judge_runs(&spec(1.0, Some(1.0)), &req, &pool(&[&first, &bad]), vec![], 2);
+        assert!(!v.holds && !v.only_within_noise());
+        assert!(!v.scenarios[1].correct);
+        // A scenario missing from one run is missing.
+        let v = judge_runs(&spec(1.0, None), &req, &pool(&[&first, &run(99.0, 99.0)[..1]]), vec![], 2);
+        assert!(!v.scenarios[1].present);
+    }
+
+    /// Within noise is not "only within noise" when anything else fails.
+    #[test]
+    fn only_within_noise_needs_every_other_check_to_pass() {
+        let req = names(&["a", "b"]);
+        let near = r("a", true, 99.9, 100.0);
+        let v = judge(&spec(1.0, None), &req, &[near.clone(), r("b", true, 50.0, 100.0)], vec![]);
+        assert!(v.only_within_noise());
+        let v = judge(&spec(1.0, None), &req, &[near.clone(), r("b", true, 150.0, 100.0)], vec![]);
+        assert!(!v.only_within_noise(), "b is slower beyond noise");
+        let v = judge(&spec(1.0, None), &req, &[near.clone(), r("b", true, 50.0, 100.0)], vec!["build failed".into()]);
+        assert!(!v.only_within_noise());
+        let v = judge(&spec(1.0, None), &req, &[near], vec![]);
+        assert!(!v.only_within_noise(), "b is missing");
+        let v = judge(&spec(1.0, None), &req, &[r("a", true, 50.0, 100.0), r("b", true, 50.0, 100.0)], vec![]);
+        assert!(v.holds && !v.only_within_noise());
     }
 }

@@ -37,6 +37,10 @@ pub struct ScenarioResult {
     pub samples: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cv: Option<f64>,
+    /// The initial kernel's spread (coefficient of variation of its
+    /// samples), when the harness reports it apart from the candidate's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline_cv: Option<f64>,
     /// The harness's own explanation when `correct` is false.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
@@ -114,7 +118,13 @@ fn check_numbers(r: &ScenarioResult) -> Option<String> {
             return Some(format!("compare_us must be a positive number when given, got {v}"));
         }
     }
-    for (name, v) in [("tolerance", r.tolerance), ("rtol", r.rtol), ("max_tol_ratio", r.max_tol_ratio)] {
+    for (name, v) in [
+        ("tolerance", r.tolerance),
+        ("rtol", r.rtol),
+        ("max_tol_ratio", r.max_tol_ratio),
+        ("cv", r.cv),
+        ("baseline_cv", r.baseline_cv),
+    ] {
         if let Some(v) = v {
             if !v.is_finite() || v < 0.0 {
                 return Some(format!("{name} must be a number >= 0 when given, got {v}"));
@@ -146,6 +156,7 @@ fn wrong_field(object: &serde_json::Value) -> Option<String> {
         .or_else(|| check::<Option<f64>>(object, "bound_us"))
         .or_else(|| check::<Option<u64>>(object, "samples"))
         .or_else(|| check::<Option<f64>>(object, "cv"))
+        .or_else(|| check::<Option<f64>>(object, "baseline_cv"))
         .or_else(|| check::<Option<String>>(object, "reason"))
 }
 

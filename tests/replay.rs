@@ -165,7 +165,10 @@ fn the_real_claude_code_transcripts_replay_with_their_claims_and_stops() {
                     "{dismissals:?}"
                 );
                 assert_eq!(s["unevaluated"], 6, "the stops before the tests ran: {s}");
-                assert!(s["escalations"].as_u64().unwrap() >= 1, "{s}");
+                // The second dismissal came before its question reached
+                // the agent (in the stop's block reason, a step later): not
+                // a repeat (it escalated itself before issue 46).
+                assert_eq!(s["escalations"], 0, "{s}");
                 assert_eq!(s["humans"].as_array().unwrap().len(), 9, "{s}");
                 // The person's next message came one step after gadfly's question.
                 let last = s["humans"].as_array().unwrap().last().unwrap();
@@ -214,7 +217,9 @@ fn the_shared_corpus_replays_in_process() {
         stops += s.stops;
         claims += n;
     }
-    assert!(files.len() >= 10 && stops > 20 && claims > 50, "{} files, {stops} stops, {claims} claims", files.len());
+    // One completion claim per message, whatever its sentences (44 on the
+    // corpus as committed).
+    assert!(files.len() >= 10 && stops > 20 && claims > 35, "{} files, {stops} stops, {claims} claims", files.len());
 }
 
 #[test]

@@ -140,6 +140,9 @@ impl Supervisor {
         let id = self.inner.store.insert_evaluation(campaign_id, &eval).await?;
         eval.id = Some(id);
         self.record_event(campaign_id, None, None, Event::evaluated(id, &eval)).await?;
+        // A figure within noise of its bar: measured again before anything
+        // reads the verdict (a beam candidate's too).
+        eval = super::recheck::remeasure_within_noise(self, campaign_id, spec, eval).await?;
         // A new tree of the workspace is fresh evidence: the questions it answers.
         if workspace {
             if let Err(e) = self.answers_after_evaluation(campaign_id, &eval).await {

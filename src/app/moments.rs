@@ -198,9 +198,30 @@ pub(super) async fn raise_claim(
     // repeat only when no evaluation came between it and the last one.
     let count = sup.store().count_evaluations(campaign_id).await? as usize;
     let f = &c.finding;
-    let recent = recent_moments(sup, campaign_id).await?;
-    let recorded: Vec<Recorded> = recent.iter().map(recorded).collect();
-    let repeated = plan::repeated_claim(&recorded, &f.moment, count);
+    // The latest question of this moment that reached the agent before
+    // these words (not the one a stop asks about them now), and the latest
+    // evaluation the workspace presented.
+    let asked_now = match action {
+        ClaimAction::AskedAtStop(id, ..) => Some(id),
+        _ => None,
+    };
+    let delivered = sup
+        .store()
+        .list_questions(campaign_id, false)
+        .await?
+        .into_iter()
+        .filter(|q| q.moment.as_deref() == Some(f.moment.as_str()) && Some(q.id) != asked_now)
+        .filter_map(|q| q.delivered_at)
+        .max();
+    let last_evaluation = sup
+        .store()
+        .list_evaluations(campaign_id)
+        .await?
+        .into_iter()
+        .filter(|e| e.origin == crate::evaluation::Origin::Workspace)
+        .map(|e| e.created_at)
+        .max();
+    let repeated = plan::repeated_claim(delivered, last_evaluation);
     let mut base = finding_moment(f, "text", count);
     base.claim = Some(ClaimEvidence { quote: c.quote.clone(), repeated });
     let action = match action {

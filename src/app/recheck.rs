@@ -85,6 +85,85 @@ pub(super) async fn recheck(
     Ok(rejected)
 }
 
+/// A figure within noise of its bar is not decided by a coin flip: when the
+/// verdict fails only within noise ([`crate::predicate::Verdict::only_within_noise`]),
+/// gadfly evaluates the same tree again with fresh seeds, up to
+/// `[predicate] remeasure` times, pools every run's figures
+/// ([`crate::predicate::pool`]) and judges them with the narrower interval,
+/// stopping as soon as the bars are met or missed beyond noise (or anything
+/// else fails). The pooled verdict replaces `eval`'s own; each run is kept
+/// as gadfly's own measurement (`TREE+remeasure-SEED`).
+pub(super) async fn remeasure_within_noise(
+    sup: &Supervisor,
+    campaign_id: &str,
+    spec: &CampaignSpec,
+    eval: Evaluation,
+) -> anyhow::Result<Evaluation> {
+    if !eval.verdict.only_within_noise() || spec.predicate.remeasure == 0 {
+        return Ok(eval);
+    }
+    let id = eval.id.ok_or_else(|| anyhow!("re-measuring an unsaved evaluation"))?;
+    let (row, _) = sup.campaign(campaign_id).await.map_err(|e| anyhow!("{e}"))?;
+    let protected = row.protected()?;
+    let pristine = sup.pristine(campaign_id).await?;
+    let store = crate::snapshot::store_path(sup.data_dir(), campaign_id);
+    let measured = |e: &Evaluation| -> Vec<crate::results::ScenarioResult> {
+        e.verdict.scenarios.iter().filter_map(|s| s.measured.clone()).collect()
+    };
+    let mut runs = vec![measured(&eval)];
+    let (mut seeds, mut recheck_ids) = (Vec::new(), Vec::new());
+    let mut now = eval.clone();
+    for _ in 0..spec.predicate.remeasure {
+        let seed = fresh_seed(&seeds);
+        seeds.push(seed);
+        let inputs = harness::Inputs {
+            spec,
+            campaign_id,
+            tree: &eval.tree,
+            protected: &protected,
+            pristine: &pristine,
+            seed,
+            store: &store,
+        };
+        let mut again = crate::jobs::evaluate(sup.store(), &inputs, &sup.data_dir().join("evaluations")).await?;
+        again.tree = format!("{}+remeasure-{seed}", eval.tree);
+        again.origin = crate::evaluation::Origin::Recheck;
+        recheck_ids.push(sup.store().insert_evaluation(campaign_id, &again).await?);
+        runs.push(measured(&again));
+        // The evaluation's own failures (build, run, constraints) of every
+        // run stand; the bars are judged again on the pooled figures.
+        let failures: Vec<String> = [&eval, &again]
+            .iter()
+            .flat_map(|e| e.verdict.failures.iter())
+            .filter(|f| !crate::predicate::is_bar_failure(f))
+            .cloned()
+            .collect();
+        let refs: Vec<&[crate::results::ScenarioResult]> = runs.iter().map(Vec::as_slice).collect();
+        let pooled = crate::predicate::pool(&refs);
+        now.verdict = crate::predicate::judge_runs(
+            &spec.predicate,
+            &spec.harness.scenarios,
+            &pooled,
+            failures,
+            runs.len() as u32,
+        );
+        if !now.verdict.only_within_noise() {
+            break;
+        }
+    }
+    sup.store().replace_evaluation_body(id, &now).await?;
+    let event = Event::EvaluationRemeasured {
+        evaluation_id: id,
+        recheck_ids,
+        seeds,
+        runs: now.verdict.runs,
+        holds: now.verdict.holds,
+        decided: !now.verdict.only_within_noise(),
+    };
+    sup.record_event(campaign_id, None, None, event).await?;
+    Ok(now)
+}
+
 /// A seed for a re-evaluation: never the harness's default, never one of
 /// `used`.
 fn fresh_seed(used: &[u64]) -> u64 {

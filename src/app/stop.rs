@@ -110,6 +110,13 @@ impl Supervisor {
             },
             other => other,
         };
+        // A stop on a tree slower than the campaign's best is blocked once.
+        let evaluation = match evaluation {
+            Ok(eval) if eval.verdict.holds && spec.gate.against_best => {
+                self.against_best(campaign_id, spec, eval).await.map_err(|e| format!("{e:#}"))
+            }
+            other => other,
+        };
         // A turn for the questions still unanswered: one left too long is
         // asked again (queued now, so this stop may carry it), then escalated.
         if let Err(e) = self.answers_at_stop(campaign_id, session, spec).await {
@@ -242,6 +249,29 @@ impl Supervisor {
             decision: Some(decision.as_str().to_string()),
             event_id,
         })
+    }
+
+    /// [`gate::slower_than_best`] at a stop: the evaluation fails with the
+    /// better tree named, unless a stop on this evaluation was already
+    /// blocked so (the agent stopped again: it stands).
+    async fn against_best(
+        &self,
+        campaign_id: &str,
+        spec: &CampaignSpec,
+        mut eval: crate::evaluation::Evaluation,
+    ) -> anyhow::Result<crate::evaluation::Evaluation> {
+        let history = self.inner.store.list_evaluations(campaign_id).await?;
+        let Some(why) = gate::slower_than_best(&eval, &history, &spec.predicate) else { return Ok(eval) };
+        let decisions = self.inner.store.recent_events(campaign_id, crate::events::kind::DECISION, 200).await?;
+        let told_before = decisions.iter().any(|d| {
+            d.payload["evaluation_id"].as_i64() == eval.id
+                && d.payload["reason"].as_str().is_some_and(|r| r.contains(gate::SLOWER_THAN_BEST))
+        });
+        if !told_before {
+            eval.verdict.failures.push(why);
+            eval.verdict.holds = false;
+        }
+        Ok(eval)
     }
 
     /// Expires the questions `expire` (of `waiting`) once a stop is allowed,

@@ -321,6 +321,15 @@ pub struct GateSpec {
     /// what judges it is recorded), and the integrity checks escalate.
     #[serde(default = "default_remind_after_blocks")]
     pub remind_after_blocks: u32,
+    /// A stop on a tree measurably slower (beyond noise) than the
+    /// campaign's best correct evaluation is blocked once, naming the
+    /// better tree ([`crate::gate::slower_than_best`]).
+    #[serde(default = "default_against_best")]
+    pub against_best: bool,
+}
+
+fn default_against_best() -> bool {
+    true
 }
 
 fn default_stop_timeout_s() -> u32 {
@@ -338,6 +347,7 @@ impl Default for GateSpec {
             unavailable_blocks: 3,
             stop_timeout_s: default_stop_timeout_s(),
             remind_after_blocks: default_remind_after_blocks(),
+            against_best: default_against_best(),
         }
     }
 }
@@ -392,6 +402,33 @@ pub struct PredicateSpec {
     /// Per-scenario thresholds that replace the campaign-wide ones.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub scenarios: BTreeMap<String, ScenarioThresholds>,
+    /// The smallest relative uncertainty one evaluation's figure is given,
+    /// whatever the harness's samples say (run-to-run drift that the
+    /// spread within one run does not show). A bar is met only when the
+    /// figure clears it by its uncertainty ([`crate::predicate::noise`]).
+    #[serde(default = "default_noise")]
+    pub noise: f64,
+    /// The relative uncertainty of a figure whose harness reports no
+    /// samples or spread (`samples`, `cv`).
+    #[serde(default = "default_noise_unknown")]
+    pub noise_unknown: f64,
+    /// How many more evaluations gadfly runs itself, with fresh seeds, when
+    /// a figure is within noise of its bar and nothing else fails; their
+    /// figures are pooled with the first.
+    #[serde(default = "default_remeasure")]
+    pub remeasure: u32,
+}
+
+pub fn default_noise() -> f64 {
+    0.01
+}
+
+pub fn default_noise_unknown() -> f64 {
+    0.03
+}
+
+pub fn default_remeasure() -> u32 {
+    2
 }
 
 /// `[predicate.scenarios.NAME]`: one scenario's own thresholds.
@@ -412,6 +449,9 @@ impl Default for PredicateSpec {
             min_compare_speedup: None,
             min_compare_geomean: None,
             scenarios: BTreeMap::new(),
+            noise: default_noise(),
+            noise_unknown: default_noise_unknown(),
+            remeasure: default_remeasure(),
         }
     }
 }

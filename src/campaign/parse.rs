@@ -129,6 +129,8 @@ struct RawGate {
     stop_timeout_s: Option<Spanned<i64>>,
     #[serde(default)]
     remind_after_blocks: Option<Spanned<i64>>,
+    #[serde(default)]
+    against_best: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -191,6 +193,12 @@ struct RawPredicate {
     /// `[predicate.scenarios.NAME]`: thresholds for one scenario.
     #[serde(default)]
     scenarios: BTreeMap<String, Spanned<RawScenarioPredicate>>,
+    #[serde(default)]
+    noise: Option<Spanned<f64>>,
+    #[serde(default)]
+    noise_unknown: Option<Spanned<f64>>,
+    #[serde(default)]
+    remeasure: Option<Spanned<i64>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -211,6 +219,9 @@ impl Default for RawPredicate {
             min_compare_speedup: None,
             min_compare_geomean: None,
             scenarios: BTreeMap::new(),
+            noise: None,
+            noise_unknown: None,
+            remeasure: None,
         }
     }
 }
@@ -438,6 +449,20 @@ fn parse_checked(text: &str, file: &str, base: &Path, check_workspace: bool) -> 
             }
         }
     }
+    for (field, v) in
+        [("predicate.noise", &raw.predicate.noise), ("predicate.noise_unknown", &raw.predicate.noise_unknown)]
+    {
+        if let Some(g) = v {
+            if !(g.get_ref().is_finite() && (0.0..0.5).contains(g.get_ref())) {
+                loc.push(g.span(), field, "must be a relative uncertainty at least 0 and below 0.5 (0.01 is 1%)");
+            }
+        }
+    }
+    if let Some(r) = &raw.predicate.remeasure {
+        if !(0..=10).contains(r.get_ref()) {
+            loc.push(r.span(), "predicate.remeasure", "must be a whole number from 0 to 10");
+        }
+    }
     let mut scenario_thresholds = BTreeMap::new();
     for (name, t) in &raw.predicate.scenarios {
         if !raw.harness.scenarios.get_ref().iter().any(|s| s.get_ref() == name) {
@@ -566,6 +591,9 @@ fn parse_checked(text: &str, file: &str, base: &Path, check_workspace: bool) -> 
             _ => loc.push(n.span(), "gate.remind_after_blocks", "must be between 1 and 1000"),
         }
     }
+    if let Some(b) = raw.gate.against_best {
+        gate.against_best = b;
+    }
     let mut hooks = HooksSpec::default();
     if let Some(t) = &raw.hooks.transport {
         match t.get_ref().as_str() {
@@ -656,6 +684,12 @@ fn parse_checked(text: &str, file: &str, base: &Path, check_workspace: bool) -> 
             min_compare_speedup: raw.predicate.min_compare_speedup.map(Spanned::into_inner),
             min_compare_geomean: raw.predicate.min_compare_geomean.map(Spanned::into_inner),
             scenarios: scenario_thresholds,
+            noise: raw.predicate.noise.map_or_else(super::default_noise, Spanned::into_inner),
+            noise_unknown: raw.predicate.noise_unknown.map_or_else(super::default_noise_unknown, Spanned::into_inner),
+            remeasure: raw
+                .predicate
+                .remeasure
+                .map_or_else(super::default_remeasure, |r| r.into_inner().clamp(0, 10) as u32),
         },
         mode,
         withhold,

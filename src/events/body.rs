@@ -67,6 +67,7 @@ impl Event {
             Event::MomentWithheld(_) => kind::MOMENT_WITHHELD,
             Event::GainRecheck { .. } => kind::GAIN_RECHECK,
             Event::GainConfirmed { .. } => kind::GAIN_CONFIRMED,
+            Event::EvaluationRemeasured { .. } => kind::EVALUATION_REMEASURED,
             Event::GainRejected { .. } => kind::GAIN_REJECTED,
             Event::BeamFamily { .. } => kind::BEAM_FAMILY,
             Event::BeamAbandoned { .. } => kind::BEAM_ABANDONED,
@@ -253,6 +254,14 @@ impl Event {
             Event::GainRecheck { evaluation_id, tree, seed } => {
                 json!({"evaluation_id": evaluation_id, "tree": tree, "seed": seed})
             }
+            Event::EvaluationRemeasured { evaluation_id, recheck_ids, seeds, runs, holds, decided } => json!({
+                "evaluation_id": evaluation_id,
+                "recheck_ids": recheck_ids,
+                "seeds": seeds,
+                "runs": runs,
+                "holds": holds,
+                "decided": decided,
+            }),
             Event::GainConfirmed { evaluation_id, recheck_id, seed } => {
                 json!({"evaluation_id": evaluation_id, "recheck_id": recheck_id, "seed": seed})
             }

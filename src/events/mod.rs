@@ -77,6 +77,7 @@ pub const ALL_KINDS: &[&str] = &[
     kind::GAIN_RECHECK,
     kind::GAIN_CONFIRMED,
     kind::GAIN_REJECTED,
+    kind::EVALUATION_REMEASURED,
     kind::BEAM_FAMILY,
     kind::BEAM_ABANDONED,
     kind::REDTEAM_STARTED,
@@ -579,6 +580,18 @@ pub enum Event {
         recheck_id: i64,
         seed: u64,
         reasons: Vec<String>,
+    },
+    /// `evaluation.remeasured`: a figure was within noise of its bar, so
+    /// gadfly measured the tree again (`recheck_ids`, with `seeds`) and
+    /// judged the pooled figures (`runs` evaluations); `decided`: whether
+    /// the bar is now met or missed beyond noise.
+    EvaluationRemeasured {
+        evaluation_id: i64,
+        recheck_ids: Vec<i64>,
+        seeds: Vec<u64>,
+        runs: u32,
+        holds: bool,
+        decided: bool,
     },
     BeamFamily {
         family: String,

@@ -519,6 +519,18 @@ fn gains_and_beams() {
         json!({"evaluation_id": 7, "tree": "t1", "seed": 42}),
     );
     check(
+        Event::EvaluationRemeasured {
+            evaluation_id: 7,
+            recheck_ids: vec![8, 9],
+            seeds: vec![42, 43],
+            runs: 3,
+            holds: true,
+            decided: true,
+        },
+        "evaluation.remeasured",
+        json!({"evaluation_id": 7, "recheck_ids": [8, 9], "seeds": [42, 43], "runs": 3, "holds": true, "decided": true}),
+    );
+    check(
         Event::GainConfirmed { evaluation_id: 7, recheck_id: 8, seed: 42 },
         "gain.confirmed",
         json!({"evaluation_id": 7, "recheck_id": 8, "seed": 42}),

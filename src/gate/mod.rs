@@ -11,6 +11,7 @@ use crate::bank::groups::groups_for;
 use crate::bank::select;
 use crate::campaign::{Mode, PredicateSpec};
 use crate::evaluation::Evaluation;
+use crate::predicate::WITHIN_NOISE;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -267,6 +268,12 @@ pub fn plan_stop(input: &StopInput) -> StopPlan {
                     Some(Ask::Queued(q.id))
                 } else if mode == Mode::Human {
                     None
+                } else if eval.verdict.failing_count == 0
+                    && !eval.verdict.failures.is_empty()
+                    && eval.verdict.failures.iter().all(|f| f.starts_with(SLOWER_THAN_BEST))
+                {
+                    // The block names the better tree and asks for it.
+                    None
                 } else if incorrect(eval) {
                     match claim.filter(|&i| input.claims[i] == CORRECTNESS_MOMENT) {
                         Some(i) => {
@@ -407,6 +414,51 @@ impl StopPlan {
 /// stop's words show when they explain a failure away.
 pub const CORRECTNESS_MOMENT: &str = "correctness_dismissal";
 
+/// How a stop on a tree slower than the campaign's best is named in the
+/// verdict's failures.
+pub const SLOWER_THAN_BEST: &str = "slower than the campaign's best:";
+
+/// A stop is judged against the campaign's best (`[gate] against_best`):
+/// when the evaluation it would stop on measures a geometric mean beyond
+/// noise below the best correct workspace evaluation of another tree
+/// (intervals apart, [`crate::predicate::beyond_noise_above`]), what the
+/// block says, naming both trees and figures. Evaluations stored without an
+/// interval get `noise_unknown`'s. `history`: the campaign's evaluations.
+pub fn slower_than_best(eval: &Evaluation, history: &[Evaluation], predicate: &PredicateSpec) -> Option<String> {
+    use crate::predicate::{beyond_noise_above, interval};
+    let base = |t: &str| t.split('+').next().unwrap_or(t).to_string();
+    let figure = |e: &Evaluation| -> Option<(f64, [f64; 2])> {
+        let g = e.verdict.geomean_speedup?;
+        Some((g, e.verdict.geomean_interval.unwrap_or_else(|| interval(g, predicate.noise_unknown))))
+    };
+    let (g, iv) = figure(eval)?;
+    let (best, bg, biv) = history
+        .iter()
+        .filter(|e| e.origin == crate::evaluation::Origin::Workspace && base(&e.tree) != base(&eval.tree))
+        .filter(|e| e.verdict.scenarios.iter().all(|s| s.present && s.correct))
+        .filter(|e| e.verdict.failures.iter().all(|f| crate::predicate::is_bar_failure(f)))
+        .filter_map(|e| figure(e).map(|(g, i)| (e, g, i)))
+        .max_by(|a, b| a.1.total_cmp(&b.1))?;
+    if !beyond_noise_above(bg, biv, g, iv) {
+        return None;
+    }
+    let short = |t: &str| base(t).chars().take(10).collect::<String>();
+    Some(format!(
+        "{SLOWER_THAN_BEST} this tree ({}) measures a geometric mean of {g:.3}x ({:.3}x to {:.3}x with noise), while \
+         tree {} (evaluation #{}, {}) measured {bg:.3}x ({:.3}x to {:.3}x), correct on every scenario. Restore the \
+         faster version, or, if this one should stand (the faster one is wrong in a way the harness misses, it \
+         cannot be kept...), say why in your reply and stop again: the next stop on this tree is allowed.",
+        short(&eval.tree),
+        iv[0],
+        iv[1],
+        short(&best.tree),
+        best.id.unwrap_or(0),
+        best.created_at,
+        biv[0],
+        biv[1],
+    ))
+}
+
 /// Whether any scenario the harness measured is incorrect.
 pub fn incorrect(eval: &Evaluation) -> bool {
     eval.verdict.scenarios.iter().any(|s| s.present && !s.correct)
@@ -513,7 +565,11 @@ pub fn block_reason(eval: &Evaluation, predicate: &PredicateSpec, question: Opti
             out.push_str(&format!("- {f}\n"));
         }
     }
-    let geo = v.geomean_speedup.map_or("unknown".to_string(), |g| format!("{g:.2}x"));
+    let geo = match (v.geomean_speedup, v.geomean_interval) {
+        (Some(g), Some([lo, hi])) => format!("{g:.2}x ({lo:.3}x to {hi:.3}x with noise)"),
+        (Some(g), None) => format!("{g:.2}x"),
+        _ => "unknown".to_string(),
+    };
     let worst = match (&v.worst_scenario, v.worst_speedup) {
         (Some(s), Some(w)) => format!("; worst {s} at {w:.2}x"),
         _ => String::new(),
@@ -522,6 +578,18 @@ pub fn block_reason(eval: &Evaluation, predicate: &PredicateSpec, question: Opti
     out.push_str(&format!(
         "Geometric mean speedup {geo}{bar}{worst}. Every scenario must be correct and at least {min_speedup:.2}x; the mean never stands in for a scenario.\n"
     ));
+    if !v.holds
+        && (v.scenarios.iter().any(|s| s.within_noise) || v.failures.iter().any(|f| f.starts_with(WITHIN_NOISE)))
+    {
+        let runs = if v.runs > 1 {
+            format!(" (gadfly measured this tree {} times and pooled them)", v.runs)
+        } else {
+            String::new()
+        };
+        out.push_str(&format!(
+            "A bar is met only beyond the harness's noise: a figure whose interval straddles its bar is neither faster nor slower{runs}. A gain that small cannot be told from noise; make it larger.\n"
+        ));
+    }
     if compared {
         let geo_c = v.geomean_compare_speedup.map_or("unknown".to_string(), |g| format!("{g:.2}x"));
         let each = predicate

@@ -33,6 +33,7 @@ fn eval_of(results: &[(&str, bool, f64)], missing: &[&str]) -> Evaluation {
             cv: None,
             reason: None,
             cannot_tell: None,
+            baseline_cv: None,
         })
         .collect();
     Evaluation {

@@ -41,7 +41,7 @@ pub struct Settings {
 impl Default for Settings {
     fn default() -> Self {
         Settings {
-            plateau_evaluations: 8,
+            plateau_evaluations: 5,
             plateau_min_gain: 0.01,
             plateau_tool_calls: 60,
             suspicious_gain: 1.5,
@@ -114,6 +114,7 @@ pub fn detect(history: &[Evaluation], s: &Settings) -> Vec<Finding> {
     out.extend(zero_error(history));
     out.extend(concentrated_gain(history, s));
     out.extend(cv_jump(history, s));
+    out.extend(reference_shift(history));
     out.extend(correctness_regression(history));
     out
 }
@@ -202,18 +203,23 @@ pub fn geomean_jump(history: &[Evaluation], s: &Settings) -> Option<Finding> {
             _ => Some((e, g)),
         },
     );
-    let (prev, a) = best?;
+    let (prev, best) = best?;
+    // Against the initial kernel too (1.0x): a naive kernel brought back up
+    // toward the speed the campaign started from is progress, not a gain
+    // to doubt (on real campaigns most "jumps" were that: 0.04x to 1.01x).
+    let a = best.max(1.0);
     (b > a * s.suspicious_gain).then(|| Finding {
         moment: "suspicious_gain".into(),
         detector: "geomean_jump".into(),
         evaluations: vec![id(prev), id(last)],
         scenarios: vec![],
         detail: format!(
-            "the geometric mean went to {b:.3}x from a best of {a:.3}x before ({:.2}x, threshold {:.2}x)",
+            "the geometric mean went to {b:.3}x from a best of {best:.3}x before ({:.2}x above {}, threshold {:.2}x)",
             b / a,
+            if best < 1.0 { "the initial kernel" } else { "that best" },
             s.suspicious_gain
         ),
-        facts: facts(&[("from", a), ("to", b), ("ratio", b / a), ("threshold", s.suspicious_gain)]),
+        facts: facts(&[("from", best), ("to", b), ("ratio", b / a), ("threshold", s.suspicious_gain)]),
     })
 }
 
@@ -340,6 +346,63 @@ pub fn cv_jump(history: &[Evaluation], s: &Settings) -> Option<Finding> {
     })
 }
 
+/// The initial kernel's own time moved: on at least half the scenarios
+/// (two at least, or the only one), the latest `baseline_us` differs by
+/// more than 10% from its median over the earlier evaluations. The
+/// speedups are then measured against another reference than before (a
+/// global setting that changes the reference too, another machine, a
+/// harness change), whatever the candidate did.
+pub fn reference_shift(history: &[Evaluation]) -> Option<Finding> {
+    let (last, earlier) = history.split_last()?;
+    let mut shifted = Vec::new();
+    let mut compared = 0usize;
+    for sc in &last.verdict.scenarios {
+        let Some(now) = sc.measured.as_ref().map(|m| m.baseline_us) else { continue };
+        let mut before: Vec<f64> = earlier
+            .iter()
+            .filter_map(|e| e.verdict.scenarios.iter().find(|p| p.scenario == sc.scenario)?.measured.as_ref())
+            .map(|m| m.baseline_us)
+            .collect();
+        if before.is_empty() {
+            continue;
+        }
+        before.sort_by(f64::total_cmp);
+        let median = before[before.len() / 2];
+        compared += 1;
+        let ratio = now / median;
+        if !(1.0 / 1.1..=1.1).contains(&ratio) {
+            shifted.push((sc.scenario.clone(), median, now, ratio));
+        }
+    }
+    let enough = if compared == 1 { shifted.len() == 1 } else { shifted.len() >= 2 && 2 * shifted.len() >= compared };
+    if !enough {
+        return None;
+    }
+    let (_, from, to, ratio) = shifted[0].clone();
+    Some(Finding {
+        moment: "suspicious_gain".into(),
+        detector: "reference_shift".into(),
+        evaluations: earlier.last().map(id).into_iter().chain([id(last)]).collect(),
+        scenarios: shifted.iter().map(|s| s.0.clone()).collect(),
+        detail: format!(
+            "the initial kernel's own time moved on {} of {compared} scenarios: {}",
+            shifted.len(),
+            shifted
+                .iter()
+                .take(3)
+                .map(|(n, a, b, _)| format!("{n} {a:.1} us -> {b:.1} us"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        facts: facts(&[
+            ("scenarios_shifted", shifted.len() as f64),
+            ("reference_from_us", from),
+            ("reference_to_us", to),
+            ("reference_ratio", ratio),
+        ]),
+    })
+}
+
 /// A scenario that was correct became incorrect.
 pub fn correctness_regression(history: &[Evaluation]) -> Option<Finding> {
     let (prev, last) = last_two(history)?;
@@ -395,6 +458,7 @@ mod tests {
                 cv: Some(*cv),
                 reason: None,
                 cannot_tell: None,
+                baseline_cv: None,
             })
             .collect();
         Evaluation {
@@ -472,6 +536,42 @@ mod tests {
         let f = geomean_jump(&[flat(1, 1.2), flat(2, 0.5), flat(3, 1.0), flat(4, 1.9)], &s).unwrap();
         assert_eq!(f.evaluations, vec![1, 4], "from the best, evaluation 1");
         assert_eq!(f.facts["from"], "1.2");
+    }
+
+    /// A naive kernel fixed back up to the initial kernel's speed is no
+    /// jump, however large the step (0.04x to 1.01x); past the initial
+    /// kernel by the threshold, it is one, measured from 1.0x.
+    #[test]
+    fn a_naive_kernel_brought_back_to_the_baseline_is_no_jump() {
+        let s = Settings::default();
+        assert_eq!(geomean_jump(&[flat(1, 0.042), flat(2, 1.01)], &s), None);
+        assert_eq!(geomean_jump(&[flat(1, 0.024), flat(2, 0.73)], &s), None);
+        assert_eq!(geomean_jump(&[flat(1, 0.3), flat(2, 1.45)], &s), None);
+        let f = geomean_jump(&[flat(1, 0.042), flat(2, 1.85)], &s).expect("1.85x the initial kernel in one step");
+        assert_eq!(f.facts["from"], "0.042");
+        assert_eq!(f.facts["ratio"], "1.85");
+        assert!(f.detail.contains("above the initial kernel"), "{}", f.detail);
+    }
+
+    /// The reference's own time moving is a question whatever the
+    /// candidate did (a global setting that speeds the reference up too);
+    /// its noise is not.
+    #[test]
+    fn a_reference_that_moves_is_found_and_its_noise_is_not() {
+        let at = |id: i64, base: f64| {
+            let mut e = ev(id, &[("a", true, 2.0), ("b", true, 2.0), ("c", true, 2.0)]);
+            for s in &mut e.verdict.scenarios {
+                s.measured.as_mut().unwrap().baseline_us = base;
+            }
+            e
+        };
+        let h = [at(1, 100.0), at(2, 103.0), at(3, 97.0)];
+        assert_eq!(reference_shift(&h), None, "3% of noise");
+        let h = [at(1, 100.0), at(2, 101.0), at(3, 70.0)];
+        let f = reference_shift(&h).expect("the reference 30% faster");
+        assert_eq!((f.moment.as_str(), f.scenarios.len()), ("suspicious_gain", 3));
+        assert_eq!(f.facts["reference_to_us"], "70");
+        assert_eq!(reference_shift(&h[..1]), None, "nothing before");
     }
 
     /// The agent plays the detector: a forged 10x that fails correctness

@@ -105,12 +105,18 @@ pub struct ClaimMoment {
 
 /// The moments a message shows (text classifier), the ones that ask a
 /// question first: a dismissal, then a claimed limit, then a claimed gain;
-/// a completion claim is judged at the stop.
+/// a completion claim is judged at the stop. One per moment kind, whatever
+/// the number of sentences that show it (its first sentence is quoted):
+/// two sentences of one claim are one claim, never a question each nor a
+/// repeat of each other.
 pub fn claims_in(text: &str) -> Vec<ClaimMoment> {
     let labels = classifier().explain(text);
-    let mut out = Vec::new();
+    let mut out: Vec<ClaimMoment> = Vec::new();
     for (label, quote) in labels {
         let moment = claim_moment(label);
+        if out.iter().any(|c| c.finding.moment == moment) {
+            continue;
+        }
         out.push(ClaimMoment {
             finding: Finding {
                 moment: moment.into(),

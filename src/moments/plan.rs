@@ -67,12 +67,20 @@ pub fn plan_finding(f: &Finding, recent: &[Recorded], held: &[String], count: us
     }
 }
 
-/// Whether a claim of `moment` repeats the previous one with no evaluation
-/// between them: the latest text moment of the same kind was recorded at
-/// the same evaluation count.
-pub fn repeated_claim(recent: &[Recorded], moment: &str, count: usize) -> bool {
-    let previous = recent.iter().find(|e| e.moment == moment && e.source == "text");
-    previous.is_some_and(|p| p.evaluation_count == Some(count as u64))
+/// Whether a claim repeats words already challenged: a question for its
+/// moment reached the agent (`question_delivered`: when the latest did,
+/// before these words) and no evaluation came after it (`last_evaluation`:
+/// when the latest was made). Words written before the question was
+/// delivered are not a repeat, nor words after fresh evidence, nor a
+/// second sentence of one message ([`crate::moments::claims_in`] gives one
+/// moment per message and kind). `T`: the daemon's timestamps, a replay's
+/// clock.
+pub fn repeated_claim<T: PartialOrd>(question_delivered: Option<T>, last_evaluation: Option<T>) -> bool {
+    match (question_delivered, last_evaluation) {
+        (Some(d), Some(e)) => e <= d,
+        (Some(_), None) => true,
+        (None, _) => false,
+    }
 }
 
 /// Why a claim moment to be asked by mode is recorded only, if it is: a
@@ -230,12 +238,13 @@ mod tests {
     }
 
     #[test]
-    fn a_claim_is_repeated_when_no_evaluation_came_since_the_last_of_its_kind() {
-        // Newest first: the latest limit claim was at 4 evaluations.
-        let recent = [rec("limit_claim", "text:limit_claim", "text", 4), rec("limit_claim", "text:x", "text", 2)];
-        assert!(repeated_claim(&recent, "limit_claim", 4));
-        assert!(!repeated_claim(&recent, "limit_claim", 5));
-        assert!(!repeated_claim(&[rec("limit_claim", "plateau", "numeric", 4)], "limit_claim", 4), "text only");
+    fn a_claim_is_repeated_only_after_its_question_reached_the_agent_and_no_evaluation_came() {
+        assert!(repeated_claim(Some(10), Some(5)), "delivered at 10, nothing measured since");
+        assert!(repeated_claim(Some(10), Some(10)), "measured before the delivery at the same time");
+        assert!(!repeated_claim(Some(10), Some(11)), "fresh evidence since");
+        assert!(!repeated_claim(None, Some(1)), "never delivered: not a repeat");
+        assert!(!repeated_claim::<u64>(None, None));
+        assert!(repeated_claim(Some("2026-12-07T01:00:00.000Z"), None));
         assert!(escalates("limit_claim", true) && !escalates("completion_claim", true) && !escalates("x", false));
         assert_eq!(claim_record_only("completion_claim", false), Some("judged at the stop itself"));
         assert_eq!(claim_record_only("limit_claim", true), Some("a question for this moment already waits"));

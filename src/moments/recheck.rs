@@ -137,6 +137,7 @@ mod tests {
                 cv: None,
                 reason: None,
                 cannot_tell: None,
+                baseline_cv: None,
             })
             .collect();
         Evaluation {

@@ -66,6 +66,7 @@ pub fn run(timeline: &Timeline, spec: &CampaignSpec, entries: &[Entry], opts: &O
         tool_calls: 0,
         message_step: None,
         clock: 0,
+        told_slower: Default::default(),
         steps: vec![],
     };
     r.steps.push(StepReport {
@@ -167,6 +168,9 @@ struct Replayer<'a> {
     /// Orders evaluations and deliveries, for the learned yield.
     clock: u64,
     steps: Vec<StepReport>,
+    /// Evaluations a stop was blocked on once for being slower than the
+    /// campaign's best (the daemon reads its decision events).
+    told_slower: std::collections::HashSet<i64>,
 }
 
 impl Replayer<'_> {
@@ -409,7 +413,14 @@ impl Replayer<'_> {
     fn raise_claim(&mut self, n: usize, c: &ClaimMoment, action: ClaimAction) {
         let count = self.evaluations.len();
         let f = &c.finding;
-        let repeated = plan::repeated_claim(&self.recent(), &f.moment, count);
+        // The latest question of this moment delivered before these words.
+        let delivered = self
+            .queue
+            .iter()
+            .filter(|q| q.moment.as_deref() == Some(f.moment.as_str()))
+            .filter_map(|q| q.delivered.filter(|(step, _, _)| *step < n).map(|(_, at, _)| at))
+            .max();
+        let repeated = plan::repeated_claim(delivered, self.evaluations.last().map(|(_, at)| *at));
         let mut base = finding_moment(f, "text", count);
         base.claim = Some(crate::events::ClaimEvidence { quote: c.quote.clone(), repeated });
         let action = match action {
@@ -621,6 +632,20 @@ impl Replayer<'_> {
         if let (Some(e), true) = (&eval, evaluation.is_none() || cached) {
             self.did(n, evaluated(e, true));
         }
+        // A stop on a tree slower than the campaign's best: blocked once.
+        let eval = match eval {
+            Some(mut e) if e.verdict.holds && self.spec.gate.against_best => {
+                let history: Vec<Evaluation> = self.evaluations.iter().map(|(e, _)| e.clone()).collect();
+                if let Some(why) = gate::slower_than_best(&e, &history, &self.spec.predicate) {
+                    if self.told_slower.insert(e.id.unwrap_or(0)) {
+                        e.verdict.failures.push(why);
+                        e.verdict.holds = false;
+                    }
+                }
+                Some(e)
+            }
+            other => other,
+        };
         let why = unevaluated.unwrap_or(no_eval).to_string();
         let waiting_rows: Vec<Queued> = match &eval {
             Some(_) => self.queue.iter().filter(|q| q.waiting()).cloned().collect(),

@@ -31,6 +31,7 @@ fn scen(name: &str, correct: bool, time: f64) -> ScenarioResult {
         cv: None,
         reason: None,
         cannot_tell: None,
+        baseline_cv: None,
     }
 }
 
@@ -141,11 +142,11 @@ fn a_wrong_claim_is_blocked_with_the_failing_scenario_then_the_fixed_one_allowed
         .filter(|(_, d)| matches!(d, Did::Moment { moment, .. } if moment == "completion_claim"))
         .map(|(n, _)| n)
         .collect();
-    // "Fixed b. Done." shows it twice, as the daemon records it.
-    assert_eq!(claims, [5, 9, 9]);
+    // "Fixed b. Done." shows it twice: one moment per message and kind.
+    assert_eq!(claims, [5, 9]);
     let s = &r.summary;
     assert_eq!((s.stops, s.blocked, s.allowed, s.unevaluated, s.evaluations), (2, 1, 1, 0, 2));
-    assert_eq!(s.moments["completion_claim"], MomentTally { count: 3, first_step: 5 });
+    assert_eq!(s.moments["completion_claim"], MomentTally { count: 2, first_step: 5 });
     assert_eq!(s.moments["start"], MomentTally { count: 1, first_step: 0 });
     assert_eq!((s.asked_at_stop, s.asked_mid_turn, s.questions_asked), (1, 1, 2));
     // Each human message beside gadfly's nearest question before it.
@@ -290,22 +291,70 @@ fn a_claim_in_the_last_words_is_asked_at_the_stop_once_not_twice() {
     assert_eq!(q.moment.as_deref(), Some("limit_claim"), "the waiting question is carried");
 }
 
+/// Two sentences of one claim in one message are one moment: one question,
+/// no escalation of the message by itself.
+#[test]
+fn a_message_with_two_sentences_of_one_claim_is_one_moment() {
+    let t = timeline(vec![
+        step(0.0, StepKind::Evaluation(measured(WRONG_B))),
+        step(
+            10.0,
+            text(
+                "This is the hardware limit: we are memory bound, so no further speedup is possible. \
+                 We have hit the theoretical peak bandwidth and there is nothing left to gain.",
+            ),
+        ),
+    ]);
+    let r = replay(&t, &spec("autonomous", ""), 0);
+    let queued = r.steps[2].did.iter().filter(|d| matches!(d, Did::Queued { .. })).count();
+    let moments =
+        r.steps[2].did.iter().filter(|d| matches!(d, Did::Moment { moment, .. } if moment == "limit_claim")).count();
+    assert_eq!((moments, queued), (1, 1), "{:#?}", r.steps[2]);
+    assert_eq!(r.summary.escalations, 0);
+}
+
 #[test]
 fn a_repeated_claim_is_escalated_and_a_plateau_waits_out_its_cooldown() {
     let claim = "This is the hardware limit: we are memory bound, so no further speedup is possible.";
     let t = timeline(vec![
         step(0.0, StepKind::Evaluation(measured(WRONG_B))),
         step(10.0, text(claim)),
+        // Before its question reached the agent: not a repeat.
+        step(20.0, text(&format!("As I said: {claim}"))),
+        // The start's question goes out first, then the claim's.
+        step(30.0, call("ls")),
+        step(31.0, result("kernel.c")),
+        step(32.0, call("ls")),
+        step(33.0, result("kernel.c")),
         step(100.0, text(&format!("Again: {claim}"))),
     ]);
     let r = replay(&t, &spec("autonomous", ""), 0);
     assert!(
-        r.steps[3].did.iter().any(|d| matches!(d, Did::Escalated { moment, .. } if moment == "limit_claim")),
+        r.steps[8].did.iter().any(|d| matches!(d, Did::Escalated { moment, .. } if moment == "limit_claim")),
         "{:#?}",
-        r.steps[3]
+        r.steps[8]
     );
-    assert!(!r.steps[2].did.iter().any(|d| matches!(d, Did::Escalated { .. })));
-    assert_eq!(r.summary.escalations, 1);
+    assert!(
+        r.steps[7]
+            .did
+            .iter()
+            .any(|d| matches!(d, Did::Delivered { question, .. } if question.moment.as_deref() == Some("limit_claim"))),
+        "{:#?}",
+        r.steps[7]
+    );
+    assert_eq!(r.summary.escalations, 1, "{:#?}", r.steps);
+    // Fresh evidence after the question: the same words are not a repeat.
+    let t = timeline(vec![
+        step(0.0, StepKind::Evaluation(measured(WRONG_B))),
+        step(10.0, text(claim)),
+        step(30.0, call("ls")),
+        step(31.0, result("kernel.c")),
+        step(32.0, call("ls")),
+        step(33.0, result("kernel.c")),
+        step(40.0, StepKind::Evaluation(measured(SLOW_B))),
+        step(100.0, text(&format!("Again: {claim}"))),
+    ]);
+    assert_eq!(replay(&t, &spec("autonomous", ""), 0).summary.escalations, 0);
     // A flat series: the plateau after 3, quiet for the cooldown of 2, again.
     let moments = "[moments]\nplateau_evaluations = 2\ncooldown_evaluations = 2\n";
     let t = timeline((0..8).map(|i| step(i as f64, StepKind::Evaluation(measured(ALL_PASS)))).collect());
