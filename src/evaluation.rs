@@ -78,6 +78,27 @@ impl Origin {
     }
 }
 
+/// The kinds of failure [`Evaluation::failure_kind`] tells apart, as bank
+/// entries name them (`applies.failures`).
+pub const FAILURE_KINDS: [&str; 6] =
+    ["build_error", "crash", "missing_scenario", "far_from_tolerance", "near_tolerance", "wrong_values"];
+
+/// How far a scenario's error is from its tolerance: the harness's own
+/// `max_tol_ratio`, else the largest error over an absolute tolerance.
+fn tolerance_ratio(m: &crate::results::ScenarioResult) -> Option<f64> {
+    if let Some(r) = m.max_tol_ratio {
+        return Some(r);
+    }
+    let err = [m.max_abs_err_ref, m.max_abs_err_hi]
+        .into_iter()
+        .flatten()
+        .fold(None, |a: Option<f64>, e| Some(if e.is_nan() { f64::INFINITY } else { a.map_or(e, |a| a.max(e)) }))?;
+    match m.tolerance {
+        Some(t) if t > 0.0 && m.rtol.is_none_or(|r| r == 0.0) => Some(err / t),
+        _ => None,
+    }
+}
+
 impl Evaluation {
     /// Why this evaluation's figures are no result, so neither progress
     /// nor a "best": scenarios that are incorrect or missing, or the
@@ -108,6 +129,35 @@ impl Evaluation {
             why.push(format!("the evaluation failed ({line})"));
         }
         (!why.is_empty()).then(|| why.join(", "))
+    }
+
+    /// What kind of failure this evaluation shows, for the question that
+    /// follows it to fit ([`FAILURE_KINDS`]): the build failed; the run
+    /// failed or crashed (no results, or a scenario missing); an incorrect
+    /// scenario's error far beyond its tolerance (over 10 times, or not
+    /// finite) or near it; an incorrect scenario with no figures to tell.
+    /// The first that applies, in that order; None when nothing is wrong.
+    pub fn failure_kind(&self) -> Option<&'static str> {
+        if self.build.as_ref().is_some_and(|b| !b.ok) {
+            return Some("build_error");
+        }
+        let v = &self.verdict;
+        if self.run.as_ref().is_some_and(|r| !r.ok) {
+            return Some("crash");
+        }
+        if v.scenarios.iter().any(|s| !s.present) {
+            return Some("missing_scenario");
+        }
+        let mut kind = None;
+        for s in v.scenarios.iter().filter(|s| s.present && !s.correct) {
+            let ratio = s.measured.as_ref().and_then(tolerance_ratio);
+            match ratio {
+                Some(r) if !r.is_finite() || r > 10.0 => return Some("far_from_tolerance"),
+                Some(_) => kind = Some("near_tolerance"),
+                None => kind = kind.or(Some("wrong_values")),
+            }
+        }
+        kind
     }
 
     /// True when its figures are no result (see [`Self::incorrect_reason`]).

@@ -116,7 +116,7 @@ pub(super) async fn suggestions(
         .into_iter()
         .map(|c| {
             json!({
-                "id": c.entry.id, "group": c.entry.group, "text": c.entry.text, "rationale": c.entry.rationale,
+                "id": c.entry.id, "group": c.entry.group, "text": c.text, "rationale": c.entry.rationale,
                 "level": c.entry.level, "provenance": c.entry.provenance, "source": c.entry.source,
                 "moments": c.entry.moments, "asks": c.asks, "gains": c.gains, "rewards": c.rewards, "asked_here": c.asked_here,
             })

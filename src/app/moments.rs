@@ -328,7 +328,7 @@ async fn raise_with(
                     .iter()
                     .map(|c| Suggestion {
                         id: c.entry.id.clone(),
-                        text: c.entry.text.clone(),
+                        text: c.text.clone(),
                         rationale: c.entry.rationale.clone(),
                     })
                     .collect(),

@@ -202,8 +202,13 @@ pub fn known_placeholder(name: &str) -> bool {
 /// The entry's text with its placeholders filled from `ev`, or `None`
 /// when one of them has no value (the entry is then not picked).
 pub fn render(entry: &Entry, ev: Option<&Evidence>) -> Option<String> {
-    let mut text = entry.text.clone();
-    for name in placeholders(&entry.text) {
+    render_text(&entry.text, ev)
+}
+
+/// [`render`] of one of an entry's texts (its vendor variant...).
+pub fn render_text(template: &str, ev: Option<&Evidence>) -> Option<String> {
+    let mut text = template.to_string();
+    for name in placeholders(template) {
         let v = ev.and_then(|e| e.value(name))?;
         text = text.replace(&format!("{{{name}}}"), &v);
     }
@@ -261,6 +266,8 @@ mod tests {
             id: "gap-001".into(),
             group: "gap_analysis".into(),
             text: text.into(),
+            text_amd: None,
+            text_cpu: None,
             moments: vec!["plateau".into()],
             level: "measurement".into(),
             applies: Default::default(),

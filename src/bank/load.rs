@@ -25,6 +25,10 @@ struct RawFile {
 struct RawEntry {
     id: Spanned<String>,
     text: Spanned<String>,
+    #[serde(default)]
+    text_amd: Option<Spanned<String>>,
+    #[serde(default)]
+    text_cpu: Option<Spanned<String>>,
     moments: Spanned<Vec<Spanned<String>>>,
     level: Spanned<String>,
     #[serde(default)]
@@ -47,6 +51,10 @@ struct RawApplies {
     domains: Vec<String>,
     #[serde(default)]
     devices: Vec<String>,
+    #[serde(default)]
+    assumes: Vec<String>,
+    #[serde(default)]
+    failures: Vec<String>,
 }
 
 pub const MAX_TEXT: usize = 240;
@@ -103,6 +111,7 @@ pub fn parse_files(files: &[(String, String)]) -> Bank {
         bank.problems.extend(ctx.problems);
     }
     bank.warnings = composition(&bank.entries);
+    bank.warnings.extend(bank.entries.iter().flat_map(super::vocabulary::undeclared));
     bank
 }
 
@@ -221,6 +230,41 @@ fn parse_file(ctx: &mut Ctx<'_>, bank: &mut Bank, seen: &mut HashMap<String, Str
                 );
             }
         }
+        for a in &applies.assumes {
+            if !super::vocabulary::ASSUMPTIONS.contains(&a.as_str()) {
+                ctx.at(
+                    applies_at,
+                    &f("applies.assumes"),
+                    format!("unknown assumption `{a}`; expected one of {}", super::vocabulary::ASSUMPTIONS.join(", ")),
+                );
+            }
+        }
+        for k in &applies.failures {
+            if !crate::evaluation::FAILURE_KINDS.contains(&k.as_str()) {
+                ctx.at(
+                    applies_at,
+                    &f("applies.failures"),
+                    format!(
+                        "unknown failure kind `{k}`; expected one of {}",
+                        crate::evaluation::FAILURE_KINDS.join(", ")
+                    ),
+                );
+            }
+        }
+        let mut own_placeholders: Vec<&str> = super::evidence::placeholders(text);
+        own_placeholders.sort_unstable();
+        for (name, variant) in [("text_amd", &q.text_amd), ("text_cpu", &q.text_cpu)] {
+            let Some(v) = variant else { continue };
+            let t = v.get_ref().trim();
+            if t.is_empty() || t.chars().count() > MAX_TEXT || t.contains('\n') {
+                ctx.at(v.span().start, &f(name), format!("must be one line of 1 to {MAX_TEXT} characters"));
+            }
+            let mut theirs = super::evidence::placeholders(t);
+            theirs.sort_unstable();
+            if theirs != own_placeholders {
+                ctx.at(v.span().start, &f(name), "must use the same placeholders as `text`");
+            }
+        }
         for p in super::evidence::placeholders(text) {
             if !super::evidence::known_placeholder(p) {
                 ctx.at(
@@ -262,6 +306,8 @@ fn parse_file(ctx: &mut Ctx<'_>, bank: &mut Bank, seen: &mut HashMap<String, Str
                 id,
                 group: group.clone(),
                 text: text.to_string(),
+                text_amd: q.text_amd.as_ref().map(|t| t.get_ref().trim().to_string()),
+                text_cpu: q.text_cpu.as_ref().map(|t| t.get_ref().trim().to_string()),
                 moments: q.moments.get_ref().iter().map(|m| m.get_ref().clone()).collect(),
                 level: q.level.get_ref().clone(),
                 applies: Applies {
@@ -269,6 +315,8 @@ fn parse_file(ctx: &mut Ctx<'_>, bank: &mut Bank, seen: &mut HashMap<String, Str
                     architectures: applies.architectures.clone(),
                     domains: applies.domains.clone(),
                     devices: applies.devices.clone(),
+                    assumes: applies.assumes.clone(),
+                    failures: applies.failures.clone(),
                 },
                 provenance: q.provenance.get_ref().clone(),
                 evidence: q.evidence.as_ref().map(|e| e.get_ref().clone()),

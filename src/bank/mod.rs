@@ -12,6 +12,7 @@ pub mod live;
 pub mod load;
 pub mod select;
 pub mod uplift;
+pub mod vocabulary;
 
 use std::sync::LazyLock;
 
@@ -65,6 +66,18 @@ pub struct Applies {
     /// that kind of device only; empty for both.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub devices: Vec<String>,
+    /// What the question's words take for granted
+    /// ([`vocabulary::ASSUMPTIONS`]): `several_scenarios` (never asked in a
+    /// campaign of one scenario), `quoted_peak` (only when the agent's words
+    /// quote a peak).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub assumes: Vec<String>,
+    /// The kinds of failure the question can find the cause of
+    /// ([`crate::evaluation::FAILURE_KINDS`]); empty for any. A moment
+    /// whose evidence names its failure's kind (`facts.failure_kind`) asks
+    /// only entries that fit it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failures: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -72,6 +85,13 @@ pub struct Entry {
     pub id: String,
     pub group: String,
     pub text: String,
+    /// The question in an AMD GPU's words (ROCm tools, LDS, wavefronts),
+    /// when `text` uses NVIDIA's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text_amd: Option<String>,
+    /// The question in a CPU's words, when `text` uses a GPU's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text_cpu: Option<String>,
     pub moments: Vec<String>,
     pub level: String,
     pub applies: Applies,
@@ -83,9 +103,35 @@ pub struct Entry {
 }
 
 impl Entry {
-    /// Whether this entry may be asked in a campaign with this spec.
+    /// The question in the campaign's words: `text_amd` on an AMD GPU,
+    /// `text_cpu` on a CPU, `text` otherwise or when it gives no variant.
+    pub fn text_for(&self, spec: &CampaignSpec) -> &str {
+        let variant = match vocabulary::target(spec) {
+            vocabulary::Target::Amd => self.text_amd.as_deref(),
+            vocabulary::Target::Cpu => self.text_cpu.as_deref(),
+            vocabulary::Target::Nvidia => None,
+        };
+        variant.unwrap_or(&self.text)
+    }
+
+    /// Whether this entry may be asked in a campaign with this spec: what
+    /// it requires (a comparison, an architecture, a device, a domain) is
+    /// there, and nothing it assumes is contradicted (NVIDIA words on an
+    /// AMD GPU or a CPU, several scenarios in a campaign of one).
     pub fn applies_to(&self, spec: &CampaignSpec) -> bool {
         if self.applies.comparison && spec.comparison.is_none() {
+            return false;
+        }
+        // An architecture entry's words are its architecture's own (an AMD
+        // entry may name warps to warn of them); the others' follow the
+        // campaign's vendor.
+        if self.applies.architectures.is_empty()
+            && vocabulary::target(spec) != vocabulary::Target::Nvidia
+            && !vocabulary::nvidia_words(self.text_for(spec)).is_empty()
+        {
+            return false;
+        }
+        if self.applies.assumes.iter().any(|a| a == "several_scenarios") && spec.harness.scenarios.len() < 2 {
             return false;
         }
         if !self.applies.architectures.is_empty() {

@@ -113,7 +113,8 @@ pub fn rank(entries: &[Entry], req: &Request<'_>) -> Vec<Choice> {
     let fit: Vec<(&Entry, String)> = entries
         .iter()
         .filter(|e| e.fits(req.moment) && e.applies_to(req.spec))
-        .filter_map(|e| Some((e, evidence::render(e, req.evidence)?)))
+        .filter(|e| !super::vocabulary::contradicted_by_evidence(e, req.evidence))
+        .filter_map(|e| Some((e, evidence::render_text(e.text_for(req.spec), req.evidence)?)))
         .collect();
     // The group's learned yield at this moment, summed over its entries.
     let mut group_stats: HashMap<&str, (u32, u32)> = HashMap::new();
@@ -224,6 +225,8 @@ mod tests {
             id: id.into(),
             group: group.into(),
             text: format!("{id}?"),
+            text_amd: None,
+            text_cpu: None,
             moments: moments.iter().map(|m| m.to_string()).collect(),
             level: "measurement".into(),
             applies,
@@ -495,6 +498,13 @@ mod tests {
         let h100 = parse("architecture = 'H100'").unwrap();
         assert_eq!((h100.architecture.as_deref(), h100.device_kind()), (Some("hopper"), Some("gpu")));
         assert_eq!(parse("architecture = 'sm_90a'").unwrap().architecture.as_deref(), Some("hopper"));
+        for amd in ["MI355X", "mi325x", "MI300X", "gfx950", "gfx942", "CDNA3", "cdna4"] {
+            let spec = parse(&format!("architecture = '{amd}'")).unwrap();
+            assert_eq!((spec.architecture.as_deref(), spec.device_kind()), (Some("amd_cdna"), Some("gpu")), "{amd}");
+        }
+        for nv in ["H200", "B200", "sm_100a", "GB300"] {
+            assert_ne!(parse(&format!("architecture = '{nv}'")).unwrap().architecture.as_deref(), Some("amd_cdna"));
+        }
         let err = parse("architecture = 'h1000'").unwrap_err().to_string();
         assert!(err.contains("t.toml") && err.contains("h1000") && err.contains("hopper"), "{err}");
         let err = parse("device = 'tpu'").unwrap_err().to_string();
@@ -516,6 +526,67 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Questions that fit (issue 46): an AMD GPU campaign and a CPU one never
+    /// get NVIDIA's words (a variant in their own, or nothing), a campaign of
+    /// one scenario never a question about several, and a "peak you quote"
+    /// is asked only when the agent's words quote one. Every entry, every
+    /// moment, ranked in full.
+    #[test]
+    fn no_question_assumes_what_the_campaign_or_the_evidence_contradicts() {
+        let dir = tempfile::tempdir().unwrap();
+        std::process::Command::new("git").args(["init", "-q"]).current_dir(dir.path()).status().unwrap();
+        let parse = |head: &str, scenarios: &str| {
+            let text =
+                format!("{head}\nname='t'\nworkspace='.'\n[harness]\nrun='x {{results}}'\nscenarios=[{scenarios}]\n");
+            crate::campaign::parse(&text, "t.toml", dir.path()).unwrap()
+        };
+        let bank = crate::bank::embedded();
+        let stats = HashMap::new();
+        let no_peak = Evidence { quote: Some("This is as fast as it can go.".into()), ..Default::default() };
+        let peak = Evidence { quote: Some("We are at 93% of the peak HBM bandwidth.".into()), ..Default::default() };
+        let mut seen_amd_variant = false;
+        for (head, scenarios) in [
+            ("architecture = 'MI355X'", "'a'"),
+            ("architecture = 'gfx942'", "'a','b'"),
+            ("device = 'cpu'", "'a'"),
+            ("architecture = 'H100'", "'a'"),
+        ] {
+            let spec = parse(head, scenarios);
+            let target = crate::bank::vocabulary::target(&spec);
+            for moment in crate::bank::MOMENTS {
+                for ev in [None, Some(&no_peak)] {
+                    let req =
+                        Request { moment, spec: &spec, asked: &[], prefer: &[], stats: &stats, seed: 1, evidence: ev };
+                    for c in rank(&bank.entries, &req) {
+                        let words = crate::bank::vocabulary::nvidia_words(&c.text);
+                        if target != crate::bank::vocabulary::Target::Nvidia && c.entry.applies.architectures.is_empty()
+                        {
+                            assert!(words.is_empty(), "{head}: {} says {words:?}: {}", c.entry.id, c.text);
+                        }
+                        seen_amd_variant |= c.entry.text_amd.as_deref() == Some(c.text.as_str());
+                        if spec.harness.scenarios.len() == 1 {
+                            assert!(!crate::bank::vocabulary::assumes_several_scenarios(&c.text), "{head}: {}", c.text);
+                        }
+                        assert!(!c.entry.applies.assumes.iter().any(|a| a == "quoted_peak"), "{}", c.entry.id);
+                    }
+                }
+            }
+        }
+        assert!(seen_amd_variant, "the AMD variants are delivered");
+        // With a quoted peak, the peak questions are asked.
+        let spec = parse("architecture = 'H100'", "'a'");
+        let req = Request {
+            moment: "limit_claim",
+            spec: &spec,
+            asked: &[],
+            prefer: &[],
+            stats: &stats,
+            seed: 1,
+            evidence: Some(&peak),
+        };
+        assert!(rank(&bank.entries, &req).iter().any(|c| c.entry.id == "bound-007"));
     }
 
     /// Evidence routes: a plateau on the smallest scenarios prefers launch

@@ -176,7 +176,7 @@ pub const ARCHITECTURES: [(&str, &str); 6] =
     [("hopper", "gpu"), ("blackwell", "gpu"), ("ampere", "gpu"), ("amd_cdna", "gpu"), ("x86", "cpu"), ("arm", "cpu")];
 /// Other names for the families, lower case: products and compute targets.
 #[rustfmt::skip]
-const ARCHITECTURE_ALIASES: [(&str, &str); 40] = [
+const ARCHITECTURE_ALIASES: [(&str, &str); 52] = [
     ("h100", "hopper"), ("h200", "hopper"), ("h800", "hopper"), ("h20", "hopper"), ("gh200", "hopper"),
     ("sm_90", "hopper"), ("sm_90a", "hopper"), ("sm90", "hopper"), ("sm90a", "hopper"),
     ("b100", "blackwell"), ("b200", "blackwell"), ("b300", "blackwell"), ("gb200", "blackwell"),
@@ -185,6 +185,9 @@ const ARCHITECTURE_ALIASES: [(&str, &str); 40] = [
     ("sm_80", "ampere"), ("sm_86", "ampere"), ("sm80", "ampere"), ("sm86", "ampere"),
     ("mi200", "amd_cdna"), ("mi250", "amd_cdna"), ("mi250x", "amd_cdna"), ("mi300x", "amd_cdna"),
     ("gfx90a", "amd_cdna"), ("gfx942", "amd_cdna"), ("cdna", "amd_cdna"),
+    ("mi300", "amd_cdna"), ("mi300a", "amd_cdna"), ("mi325x", "amd_cdna"), ("mi350x", "amd_cdna"),
+    ("mi355x", "amd_cdna"), ("gfx940", "amd_cdna"), ("gfx941", "amd_cdna"), ("gfx950", "amd_cdna"),
+    ("cdna2", "amd_cdna"), ("cdna3", "amd_cdna"), ("cdna4", "amd_cdna"), ("gb300", "blackwell"),
     ("x86_64", "x86"), ("x86-64", "x86"), ("amd64", "x86"),
     ("aarch64", "arm"), ("arm64", "arm"), ("neoverse", "arm"), ("grace", "arm"),
 ];

@@ -274,6 +274,10 @@ pub fn plan_stop(input: &StopInput) -> StopPlan {
                 {
                     // The block names the better tree and asks for it.
                     None
+                } else if matches!(eval.failure_kind(), Some("build_error" | "crash")) {
+                    // The block quotes the build's or the run's error: the
+                    // question is that error, not one of the bank's.
+                    None
                 } else if incorrect(eval) {
                     match claim.filter(|&i| input.claims[i] == CORRECTNESS_MOMENT) {
                         Some(i) => {
@@ -500,6 +504,9 @@ pub fn stop_evidence(judged: Judged<'_>, moment: &str, quote: Option<&str>) -> c
         ev.facts.insert("scenarios".into(), e.verdict.scenarios.len().to_string());
         if let Some(g) = e.verdict.geomean_speedup {
             ev.facts.insert("geomean".into(), format!("{g:.3}"));
+        }
+        if let Some(kind) = e.failure_kind() {
+            ev.facts.insert("failure_kind".into(), kind.into());
         }
     }
     if moment == "start" {

@@ -507,3 +507,96 @@ fn the_block_reason_reminds_of_the_limit_claim_after_n_blocks_without_gain() {
     // A threshold of 0 is read as 1.
     assert!(limit_reminder(1, 0).is_some());
 }
+
+// -----------------------------------------------------------------
+// Questions that fit the failure (issue 46).
+// -----------------------------------------------------------------
+
+fn with_errors(mut e: Evaluation, scenario: &str, err: f64, tol: f64) -> Evaluation {
+    for s in e.verdict.scenarios.iter_mut().filter(|s| s.scenario == scenario) {
+        let m = s.measured.as_mut().unwrap();
+        m.max_abs_err_ref = Some(err);
+        m.tolerance = Some(tol);
+    }
+    e
+}
+
+#[test]
+fn a_failure_is_told_by_its_kind() {
+    assert_eq!(holding().failure_kind(), None);
+    assert_eq!(failing().failure_kind(), Some("wrong_values"), "no figures to tell");
+    assert_eq!(with_errors(failing(), "b", 3e-3, 1e-3).failure_kind(), Some("near_tolerance"));
+    assert_eq!(with_errors(failing(), "b", 0.5, 1e-3).failure_kind(), Some("far_from_tolerance"));
+    assert_eq!(with_errors(failing(), "b", f64::NAN, 1e-3).failure_kind(), Some("far_from_tolerance"));
+    assert_eq!(eval(&[("a", true, 2.0)]).failure_kind(), Some("missing_scenario"));
+    let step = |ok| {
+        Some(crate::evaluation::Step {
+            command: "make".into(),
+            ok,
+            exit: "status 2".into(),
+            seconds: 1.0,
+            output_tail: "kernel.c:3: error".into(),
+        })
+    };
+    let mut built_wrong = eval_of(&[], &["a", "b"]);
+    built_wrong.build = step(false);
+    assert_eq!(built_wrong.failure_kind(), Some("build_error"));
+    let mut crashed = eval_of(&[], &["a", "b"]);
+    crashed.build = step(true);
+    crashed.run = step(false);
+    assert_eq!(crashed.failure_kind(), Some("crash"));
+}
+
+/// A build that failed or a run that crashed: the block quotes the error,
+/// and no bank question rides on it (none can find a compiler's error).
+#[test]
+fn a_build_error_or_a_crash_asks_no_bank_question() {
+    let mut e = eval_of(&[], &["a", "b"]);
+    e.build = Some(crate::evaluation::Step {
+        command: "make".into(),
+        ok: false,
+        exit: "status 2".into(),
+        seconds: 1.0,
+        output_tail: "kernel.c:3: error".into(),
+    });
+    let plan = plan_stop(&stop(Mode::Autonomous, Judged::Evaluated(&e), vec![], &[]));
+    assert_eq!((plan.decision, plan.ask), (Decision::Block, None));
+    // A person's question still goes out.
+    let plan = plan_stop(&stop(Mode::Autonomous, Judged::Evaluated(&e), vec![person(4)], &[]));
+    assert_eq!(plan.ask, Some(Ask::Queued(4)));
+}
+
+/// The correctness question at a stop fits the failure's kind: near the
+/// tolerance, the numerics questions; far beyond it, the bug hunters;
+/// never the other kind's.
+#[test]
+fn the_correctness_question_fits_the_kind_of_failure() {
+    let bank = crate::bank::embedded();
+    let dir = tempfile::tempdir().unwrap();
+    std::process::Command::new("git").args(["init", "-q"]).current_dir(dir.path()).status().unwrap();
+    let text = "name='t'\nworkspace='.'\n[harness]\nrun='x {results}'\nscenarios=['a','b']\n";
+    let spec = crate::campaign::parse(text, "t.toml", dir.path()).unwrap();
+    let stats = std::collections::HashMap::new();
+    for (e, kind, fits) in [
+        (with_errors(failing(), "b", 3e-3, 1e-3), "near_tolerance", "correct-010"),
+        (with_errors(failing(), "b", 0.5, 1e-3), "far_from_tolerance", "correct-005"),
+    ] {
+        let ev = stop_evidence(Judged::Evaluated(&e), CORRECTNESS_MOMENT, None);
+        assert_eq!(ev.facts.get("failure_kind").map(String::as_str), Some(kind));
+        let req = select::Request {
+            moment: CORRECTNESS_MOMENT,
+            spec: &spec,
+            asked: &[],
+            prefer: &["correctness"],
+            stats: &stats,
+            seed: 3,
+            evidence: Some(&ev),
+        };
+        let ranked = select::rank(&bank.entries, &req);
+        assert!(ranked.iter().any(|c| c.entry.id == fits), "{kind}: {fits} is asked");
+        for c in &ranked {
+            let f = &c.entry.applies.failures;
+            assert!(f.is_empty() || f.iter().any(|k| k == kind), "{kind}: {} fits {f:?}", c.entry.id);
+        }
+    }
+}

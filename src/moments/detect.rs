@@ -420,7 +420,13 @@ pub fn correctness_regression(history: &[Evaluation]) -> Option<Finding> {
         evaluations: vec![id(prev), id(last)],
         scenarios: hits.clone(),
         detail: format!("correct before, incorrect now: {}", hits.join(", ")),
-        facts: facts(&[("scenarios_broken", hits.len() as f64)]),
+        facts: {
+            let mut f = facts(&[("scenarios_broken", hits.len() as f64)]);
+            if let Some(kind) = last.failure_kind() {
+                f.insert("failure_kind".into(), kind.into());
+            }
+            f
+        },
     })
 }
 

@@ -397,7 +397,7 @@ impl Replayer<'_> {
                         .iter()
                         .map(|c| crate::events::Suggestion {
                             id: c.entry.id.clone(),
-                            text: c.entry.text.clone(),
+                            text: c.text.clone(),
                             rationale: c.entry.rationale.clone(),
                         })
                         .collect(),

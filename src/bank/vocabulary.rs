@@ -1,0 +1,164 @@
+//! What a question's words assume of the campaign, so that selection never
+//! asks one the campaign contradicts: a vendor's tools and hardware words
+//! (NVIDIA's Nsight, warps, shared memory... on an AMD GPU or a CPU), several
+//! scenarios (in a campaign of one), a peak the agent quoted (when none
+//! was). An entry says what it assumes (`applies.assumes`) and gives its
+//! text in the other vendors' words (`text_amd`, `text_cpu`); the bank's
+//! loader warns of an entry whose words assume what it does not declare
+//! ([`undeclared`]), and selection reads both ([`super::Entry::text_for`],
+//! [`super::Entry::applies_to`], [`contradicted_by_evidence`]).
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use super::evidence::Evidence;
+use super::Entry;
+use crate::campaign::CampaignSpec;
+
+/// What an entry may declare it assumes (`applies.assumes`).
+pub const ASSUMPTIONS: [&str; 2] = ["several_scenarios", "quoted_peak"];
+
+/// Whose words a campaign's questions are written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// An NVIDIA GPU, or a campaign that does not say (the default texts).
+    Nvidia,
+    /// An AMD GPU (`architecture` of the `amd_cdna` family: MI300X, gfx950...).
+    Amd,
+    /// A CPU (`device = "cpu"`, or an x86 or Arm architecture).
+    Cpu,
+}
+
+pub fn target(spec: &CampaignSpec) -> Target {
+    let family = spec.architecture.as_deref().and_then(crate::campaign::canonical_architecture);
+    if family == Some("amd_cdna") {
+        Target::Amd
+    } else if spec.device_kind() == Some("cpu") {
+        Target::Cpu
+    } else {
+        Target::Nvidia
+    }
+}
+
+static NVIDIA: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)\b(nsight|ncu|nsys|cuobjdump|nvdisasm|ptx|sass|cuda|cublas(lt)?|cutlass|cudnn|nvcc|tensor[- ]cores?|warps?|sectors?|sm_\d+a?|sms?|ctas?|cta_group|wgmma|ldmatrix|shared[- ]memory|nvlink|nvml|nvidia)\b",
+    )
+    .expect("a valid pattern")
+});
+
+static SEVERAL: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)(^|[^{])\bscenarios\b|\bother scenario|\bsmall(est)? scenarios|\bworst-performing").expect("valid")
+});
+
+static QUOTED_PEAK: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)\bpeak you (quote|compare|cite|use)\b").expect("a valid pattern"));
+
+static PEAK_IN_WORDS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(peak|theoretical|roofline|speed[- ]of[- ]light|datasheet|spec sheet|[0-9.]+\s*(tb/s|gb/s|tflop|gflop|pflop)|% of (the )?(peak|bandwidth|roofline))")
+        .expect("a valid pattern")
+});
+
+/// The NVIDIA-only words of `text`, lower case, each once.
+pub fn nvidia_words(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = NVIDIA.find_iter(text).map(|m| m.as_str().to_ascii_lowercase()).collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Whether `text` speaks of several scenarios (not the `{scenarios}`
+/// placeholder, which names the evidence's own).
+pub fn assumes_several_scenarios(text: &str) -> bool {
+    SEVERAL.is_match(text)
+}
+
+/// Whether `text` speaks of a peak the agent quoted.
+pub fn assumes_quoted_peak(text: &str) -> bool {
+    QUOTED_PEAK.is_match(text)
+}
+
+/// What an entry's words assume that it does not declare, one line each
+/// (the loader's warnings).
+pub fn undeclared(e: &Entry) -> Vec<String> {
+    let mut w = Vec::new();
+    let gpu_only = e.applies.devices.iter().all(|d| d == "gpu") && !e.applies.devices.is_empty();
+    // An architecture entry speaks its architecture's words (selection
+    // asks it only there).
+    let words = nvidia_words(&e.text);
+    if !words.is_empty() && e.applies.architectures.is_empty() {
+        if e.text_amd.is_none() {
+            w.push(format!("{}: its text uses NVIDIA words ({}) and gives no text_amd", e.id, words.join(", ")));
+        }
+        if e.text_cpu.is_none() && !gpu_only {
+            w.push(format!(
+                "{}: its text uses NVIDIA words ({}) and gives no text_cpu (or applies.devices = [\"gpu\"])",
+                e.id,
+                words.join(", ")
+            ));
+        }
+    }
+    for (name, t) in [("text_amd", &e.text_amd), ("text_cpu", &e.text_cpu)] {
+        if let Some(t) = t {
+            let words = nvidia_words(t);
+            if !words.is_empty() {
+                w.push(format!("{}: {name} uses NVIDIA words ({})", e.id, words.join(", ")));
+            }
+        }
+    }
+    let assumes = |a: &str| e.applies.assumes.iter().any(|x| x == a);
+    let texts = [Some(&e.text), e.text_amd.as_ref(), e.text_cpu.as_ref()];
+    if texts.iter().flatten().any(|t| assumes_several_scenarios(t)) && !assumes("several_scenarios") {
+        w.push(format!(
+            "{}: its text speaks of several scenarios; declare applies.assumes = [\"several_scenarios\"]",
+            e.id
+        ));
+    }
+    if texts.iter().flatten().any(|t| assumes_quoted_peak(t)) && !assumes("quoted_peak") {
+        w.push(format!(
+            "{}: its text speaks of a peak the agent quoted; declare applies.assumes = [\"quoted_peak\"]",
+            e.id
+        ));
+    }
+    w
+}
+
+/// Whether the moment's evidence contradicts what the entry assumes: a
+/// quoted peak with no quote that names one; a failure of another kind
+/// than those the entry can find (`facts.failure_kind`).
+pub fn contradicted_by_evidence(e: &Entry, ev: Option<&Evidence>) -> bool {
+    let peak = e.applies.assumes.iter().any(|a| a == "quoted_peak")
+        && !ev.and_then(|ev| ev.quote.as_deref()).is_some_and(|q| PEAK_IN_WORDS.is_match(q));
+    let kind = ev.and_then(|ev| ev.facts.get("failure_kind"));
+    let other_failure = matches!(kind, Some(k) if !e.applies.failures.is_empty() && !e.applies.failures.contains(k));
+    peak || other_failure
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vendor_words_are_found_as_words() {
+        assert_eq!(nvidia_words("How many SMs idle, and the warp count in Nsight?"), ["nsight", "sms", "warp"]);
+        assert!(nvidia_words("the smallest scenarios, smem-free, a swarm of warplets").is_empty());
+        assert_eq!(nvidia_words("cuobjdump -sass output"), ["cuobjdump", "sass"]);
+    }
+
+    #[test]
+    fn several_scenarios_and_quoted_peaks_are_read_from_the_words() {
+        assert!(assumes_several_scenarios("Which scenarios got slower with this change?"));
+        assert!(assumes_several_scenarios("On the smallest scenarios, what does the time do?"));
+        assert!(!assumes_several_scenarios("If {scenarios} run after the others, do they change?"));
+        assert!(!assumes_several_scenarios("How many blocks does each scenario launch?"));
+        assert!(assumes_quoted_peak("Does the peak you quote match what the kernel executes?"));
+        let quote = |q: &str| Evidence { quote: Some(q.into()), ..Default::default() };
+        let mut e = crate::bank::embedded().get("bound-007").expect("bound-007").clone();
+        e.applies.assumes = vec!["quoted_peak".into()];
+        assert!(contradicted_by_evidence(&e, None));
+        assert!(contradicted_by_evidence(&e, Some(&quote("It is as fast as it gets."))));
+        assert!(!contradicted_by_evidence(&e, Some(&quote("We reach 92% of the peak HBM bandwidth."))));
+        assert!(!contradicted_by_evidence(&e, Some(&quote("That is 3.1 TB/s, the limit."))));
+    }
+}
