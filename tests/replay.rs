@@ -707,8 +707,19 @@ fn bank_stats_learn_offline_from_replay_reports_pooled() {
         .map(|(_, s)| s["asks"].as_u64().unwrap())
         .sum();
     assert_eq!(asks, asked.len() as u64);
+    // Nobody read a replay's questions: no entry is confirmed by one.
+    let statuses: Vec<&str> = stats
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(k, _)| *k != "uplift")
+        .map(|(_, s)| s["status"].as_str().unwrap())
+        .collect();
+    assert!(statuses.iter().all(|s| *s == "unverified"), "{statuses:?}");
 
     let text = gadfly_ok(&args);
+    assert!(text.starts_with("replayed logs: the agents in them never read gadfly's questions"), "{text}");
+    assert!(text.contains("null calibration"), "{text}");
     eprintln!("gadfly bank stats --replay (seeds 1 and 2):\n{text}");
     assert!(
         text.contains("\nuplift: the rate of reward after a question minus the rate after a withheld moment"),

@@ -77,6 +77,9 @@ pub(super) async fn run(cmd: BankCommand, client: fn(Duration) -> anyhow::Result
             if json {
                 println!("{}", serde_json::to_string_pretty(&stats)?);
             } else {
+                if !replay.is_empty() {
+                    println!("{REPLAY_NOTE}\n");
+                }
                 print!("{}", stats_text(&stats));
             }
             Ok(ExitCode::SUCCESS)
@@ -133,9 +136,19 @@ fn replay_stats(files: &[PathBuf], bank: &Bank) -> anyhow::Result<Value> {
         history.withheld.extend(h.withheld);
         history.evals.extend(h.evals);
     }
-    let (stats, uplift) = crate::bank::learn::report(&history, bank);
+    let (mut stats, uplift) = crate::bank::learn::report(&history, bank);
+    // Nobody read these questions: what followed them confirms nothing.
+    for s in stats.values_mut() {
+        s.status = "unverified".into();
+    }
     Ok(crate::bank::learn::report_json(&stats, &uplift))
 }
+
+/// What `bank stats --replay` says first: its figures are a null
+/// calibration, never evidence for an entry.
+pub const REPLAY_NOTE: &str = "replayed logs: the agents in them never read gadfly's questions, so what followed a \
+     question is chance. These figures are a null calibration (an uplift here should be near 0); they confirm no \
+     entry (every status stays unverified).";
 
 /// `gadfly bank pick`: the question the daemon would deliver at `moment`
 /// for this evidence, chosen by the daemon's own code

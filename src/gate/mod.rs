@@ -418,6 +418,17 @@ impl StopPlan {
 /// stop's words show when they explain a failure away.
 pub const CORRECTNESS_MOMENT: &str = "correctness_dismissal";
 
+/// A tree as a block reason names it: a git id's first 10 characters; any
+/// other name (a replay's `replay-step-12`) whole.
+pub fn short_tree(tree: &str) -> String {
+    let id = tree.split('+').next().unwrap_or(tree);
+    if id.len() > 10 && id.chars().all(|c| c.is_ascii_hexdigit()) {
+        id[..10].to_string()
+    } else {
+        tree.to_string()
+    }
+}
+
 /// How a stop on a tree slower than the campaign's best is named in the
 /// verdict's failures.
 pub const SLOWER_THAN_BEST: &str = "slower than the campaign's best:";
@@ -446,7 +457,7 @@ pub fn slower_than_best(eval: &Evaluation, history: &[Evaluation], predicate: &P
     if !beyond_noise_above(bg, biv, g, iv) {
         return None;
     }
-    let short = |t: &str| base(t).chars().take(10).collect::<String>();
+    let short = |t: &str| short_tree(&base(t));
     Some(format!(
         "{SLOWER_THAN_BEST} this tree ({}) measures a geometric mean of {g:.3}x ({:.3}x to {:.3}x with noise), while \
          tree {} (evaluation #{}, {}) measured {bg:.3}x ({:.3}x to {:.3}x), correct on every scenario. Restore the \
@@ -528,7 +539,7 @@ pub fn block_reason(eval: &Evaluation, predicate: &PredicateSpec, question: Opti
     let compared = predicate.uses_comparison();
     let v = &eval.verdict;
     let mut out = String::new();
-    let short_tree: String = eval.tree.chars().take(10).collect();
+    let short_tree = short_tree(&eval.tree);
     if v.holds {
         out.push_str(&format!(
             "gadfly: the predicate holds on all {} scenarios (tree {short_tree}), but the person supervising this campaign has a question for you before you stop.\n",

@@ -600,3 +600,10 @@ fn the_correctness_question_fits_the_kind_of_failure() {
         }
     }
 }
+
+#[test]
+fn a_tree_is_named_by_its_id_or_whole() {
+    assert_eq!(short_tree("0123456789abcdef0123"), "0123456789");
+    assert_eq!(short_tree("0123456789abcdef+3"), "0123456789");
+    assert_eq!(short_tree("replay-step-12"), "replay-step-12", "never cut to replay-ste");
+}

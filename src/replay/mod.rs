@@ -781,6 +781,7 @@ fn evaluated(e: &Evaluation, cached: bool) -> Did {
         evaluation: e.id.unwrap_or(0),
         holds: e.verdict.holds,
         geomean_speedup: e.verdict.geomean_speedup,
+        geomean_interval: e.verdict.geomean_interval,
         failing,
         failures,
         cached,

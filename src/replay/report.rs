@@ -97,6 +97,9 @@ pub enum Did {
         holds: bool,
         #[serde(skip_serializing_if = "Option::is_none")]
         geomean_speedup: Option<f64>,
+        /// The geometric mean's interval with noise (`[low, high]`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        geomean_interval: Option<[f64; 2]>,
         failing: Vec<Failing>,
         failures: Vec<String>,
         /// The daemon's cache gave it (no detectors ran).
