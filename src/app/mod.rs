@@ -149,6 +149,9 @@ enum MomentWork {
 #[derive(Default)]
 struct ToolCalls {
     count: usize,
+    /// The counts between the campaign's recent evaluations, oldest first
+    /// (its cadence, [`crate::moments::detect::idle_threshold`]).
+    cadence: std::collections::VecDeque<usize>,
     recent_ids: std::collections::VecDeque<String>,
     /// The count the moment detector last saw.
     reported: usize,
@@ -221,11 +224,13 @@ impl Supervisor {
                             all.get_mut(&campaign).map(|c| {
                                 c.queued = false;
                                 let from = std::mem::replace(&mut c.reported, c.count);
-                                (from, c.count)
+                                (from, c.count, c.cadence.iter().copied().collect::<Vec<usize>>())
                             })
                         };
                         match seen {
-                            Some((from, to)) => moments::after_tool_calls(&sup, &campaign, from, to).await,
+                            Some((from, to, cadence)) => {
+                                moments::after_tool_calls(&sup, &campaign, from, to, &cadence).await
+                            }
                             None => Ok(()),
                         }
                     }
@@ -247,7 +252,14 @@ impl Supervisor {
     fn count_tool_calls(&self, campaign_id: &str, kind: &str, payload: &Value) {
         let id = match kind {
             kind::EVALUATION => {
-                self.inner.tool_calls.lock().expect("tool call counts poisoned").remove(campaign_id);
+                let mut all = self.inner.tool_calls.lock().expect("tool call counts poisoned");
+                let calls = all.entry(campaign_id.to_string()).or_default();
+                if calls.cadence.len() >= 8 {
+                    calls.cadence.pop_front();
+                }
+                calls.cadence.push_back(calls.count);
+                let cadence = std::mem::take(&mut calls.cadence);
+                *calls = ToolCalls { cadence, ..Default::default() };
                 return;
             }
             kind::HOOK_POST_TOOL_USE => payload["payload"]["tool_use_id"].as_str(),

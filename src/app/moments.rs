@@ -68,10 +68,16 @@ pub(super) async fn after_evaluation(
 /// The idle plateau: the agent made `n` tool calls since the last
 /// evaluation (`from` when the detector last looked). Raised once per
 /// `plateau_tool_calls` calls.
-pub(super) async fn after_tool_calls(sup: &Supervisor, campaign_id: &str, from: usize, n: usize) -> anyhow::Result<()> {
+pub(super) async fn after_tool_calls(
+    sup: &Supervisor,
+    campaign_id: &str,
+    from: usize,
+    n: usize,
+    cadence: &[usize],
+) -> anyhow::Result<()> {
     let (_row, spec) = sup.campaign(campaign_id).await.map_err(|e| anyhow::anyhow!("{e}"))?;
     let settings = Settings::from_campaign(&spec)?;
-    let Some(f) = crate::moments::after_tool_calls(from, n, &settings) else { return Ok(()) };
+    let Some(f) = crate::moments::after_tool_calls(from, n, cadence, &settings) else { return Ok(()) };
     let count = sup.store().count_evaluations(campaign_id).await? as usize;
     raise(sup, campaign_id, &spec, &f, "numeric", count).await
 }

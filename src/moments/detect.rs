@@ -164,15 +164,32 @@ fn worst_scenarios(latest: &Evaluation) -> Vec<String> {
     by[..n].iter().map(|(s, _)| s.to_string()).collect()
 }
 
+/// How many tool calls without an evaluation make an idle plateau, for
+/// this campaign's cadence: three times the median count between its
+/// recent evaluations (`cadence`, oldest first), at least 15 and at most
+/// `plateau_tool_calls`; `plateau_tool_calls` until three evaluations have
+/// set a cadence. On real logs the fixed 60 never fired (58 calls at most
+/// between evaluations): an agent that evaluates every 8 calls and then
+/// goes 30 without one has stalled. 0 switches it off.
+pub fn idle_threshold(cadence: &[usize], s: &Settings) -> usize {
+    if s.plateau_tool_calls == 0 || cadence.len() < 3 {
+        return s.plateau_tool_calls;
+    }
+    let mut sorted = cadence.to_vec();
+    sorted.sort_unstable();
+    let median = sorted[sorted.len() / 2];
+    (3 * median).clamp(15.min(s.plateau_tool_calls), s.plateau_tool_calls)
+}
+
 /// Tool calls going on without any new evaluation.
-pub fn idle_plateau(tool_calls_since_evaluation: usize, s: &Settings) -> Option<Finding> {
-    (tool_calls_since_evaluation >= s.plateau_tool_calls).then(|| Finding {
+pub fn idle_plateau(tool_calls_since_evaluation: usize, threshold: usize) -> Option<Finding> {
+    (threshold > 0 && tool_calls_since_evaluation >= threshold).then(|| Finding {
         moment: "plateau".into(),
         detector: "tool_calls_without_evaluation".into(),
         evaluations: vec![],
         scenarios: vec![],
         detail: format!("{tool_calls_since_evaluation} tool calls since the last evaluation"),
-        facts: facts(&[("tool_calls", tool_calls_since_evaluation as f64)]),
+        facts: facts(&[("tool_calls", tool_calls_since_evaluation as f64), ("threshold", threshold as f64)]),
     })
 }
 
@@ -496,8 +513,8 @@ mod tests {
         assert_eq!(plateau(&h, &s), None);
         // too short a history
         assert_eq!(plateau(&h[..3], &s), None);
-        assert!(idle_plateau(60, &Settings::default()).is_some());
-        assert!(idle_plateau(59, &Settings::default()).is_none());
+        assert!(idle_plateau(60, 60).is_some());
+        assert!(idle_plateau(59, 60).is_none());
     }
 
     /// Issue 35, item 1: a finding carries the numbers its detector saw
@@ -516,7 +533,7 @@ mod tests {
         );
         let j = geomean_jump(&[flat(1, 1.0), flat(2, 1.6)], &Settings::default()).unwrap();
         assert_eq!((fact(&j, "from"), fact(&j, "to"), fact(&j, "ratio")), ("1".into(), "1.6".into(), "1.6".into()));
-        assert_eq!(fact(&idle_plateau(75, &Settings::default()).unwrap(), "tool_calls"), "75");
+        assert_eq!(fact(&idle_plateau(75, 60).unwrap(), "tool_calls"), "75");
     }
 
     #[test]

@@ -39,13 +39,15 @@ pub fn after_evaluation(store: &std::path::Path, history: &[Evaluation], setting
 
 /// The idle plateau: the agent's tool calls since the last evaluation
 /// went from `from` to `n` since the detector last looked. Found once
-/// when the count crosses a multiple of `plateau_tool_calls`.
-pub fn after_tool_calls(from: usize, n: usize, settings: &Settings) -> Option<Finding> {
-    let p = settings.plateau_tool_calls;
+/// when the count crosses a multiple of the campaign's threshold
+/// ([`detect::idle_threshold`] of `cadence`, the counts between its recent
+/// evaluations).
+pub fn after_tool_calls(from: usize, n: usize, cadence: &[usize], settings: &Settings) -> Option<Finding> {
+    let p = detect::idle_threshold(cadence, settings);
     if p == 0 || n == 0 || n / p <= from / p {
         return None;
     }
-    detect::idle_plateau(n, settings)
+    detect::idle_plateau(n, p)
 }
 
 /// `store`: gadfly's private snapshot store, where the evaluated trees are.
@@ -188,14 +190,32 @@ mod tests {
     #[test]
     fn the_idle_plateau_is_found_once_per_crossing() {
         let s = Settings { plateau_tool_calls: 10, ..Default::default() };
-        assert!(after_tool_calls(0, 9, &s).is_none());
-        let f = after_tool_calls(9, 10, &s).expect("crossed 10");
+        assert!(after_tool_calls(0, 9, &[], &s).is_none());
+        let f = after_tool_calls(9, 10, &[], &s).expect("crossed 10");
         assert_eq!((f.moment.as_str(), f.detector.as_str()), ("plateau", "tool_calls_without_evaluation"));
-        assert!(after_tool_calls(10, 19, &s).is_none(), "no new multiple crossed");
-        assert!(after_tool_calls(12, 25, &s).is_some(), "crossed 20");
-        assert!(after_tool_calls(0, 0, &s).is_none());
+        assert!(after_tool_calls(10, 19, &[], &s).is_none(), "no new multiple crossed");
+        assert!(after_tool_calls(12, 25, &[], &s).is_some(), "crossed 20");
+        assert!(after_tool_calls(0, 0, &[], &s).is_none());
         let off = Settings { plateau_tool_calls: 0, ..Default::default() };
-        assert!(after_tool_calls(0, 100, &off).is_none(), "0 switches it off");
+        assert!(after_tool_calls(0, 100, &[8, 8, 8], &off).is_none(), "0 switches it off");
+    }
+
+    /// The idle threshold follows the campaign's cadence: an agent that
+    /// evaluates every 8 calls has stalled after 24 without one; the
+    /// fixed threshold stands until three evaluations set a cadence, and
+    /// bounds it.
+    #[test]
+    fn the_idle_plateau_adapts_to_the_campaigns_cadence() {
+        let s = Settings::default();
+        assert_eq!(detect::idle_threshold(&[], &s), 60);
+        assert_eq!(detect::idle_threshold(&[8, 8], &s), 60, "two evaluations set no cadence yet");
+        assert_eq!(detect::idle_threshold(&[6, 8, 10, 9], &s), 27);
+        assert_eq!(detect::idle_threshold(&[1, 2, 1], &s), 15, "never below 15");
+        assert_eq!(detect::idle_threshold(&[40, 50, 45], &s), 60, "never above plateau_tool_calls");
+        assert!(after_tool_calls(23, 24, &[8, 8, 8], &s).is_some(), "3 x 8");
+        assert!(after_tool_calls(0, 23, &[8, 8, 8], &s).is_none());
+        let f = after_tool_calls(23, 24, &[8, 8, 8], &s).unwrap();
+        assert_eq!(f.facts["threshold"], "24");
     }
 
     #[test]

@@ -64,6 +64,7 @@ pub fn run(timeline: &Timeline, spec: &CampaignSpec, entries: &[Entry], opts: &O
         seen: Seen::default(),
         pending: VecDeque::new(),
         tool_calls: 0,
+        cadence: VecDeque::new(),
         message_step: None,
         clock: 0,
         told_slower: Default::default(),
@@ -163,6 +164,8 @@ struct Replayer<'a> {
     pending: VecDeque<(f64, usize, f64, String)>,
     /// Tool calls since the last evaluation.
     tool_calls: usize,
+    /// The counts between recent evaluations, oldest first.
+    cadence: VecDeque<usize>,
     /// While a message is classified after its grace: its step.
     message_step: Option<usize>,
     /// Orders evaluations and deliveries, for the learned yield.
@@ -194,7 +197,8 @@ impl Replayer<'_> {
             StepKind::ToolCall { .. } => {
                 self.tool_calls += 1;
                 let from = self.tool_calls - 1;
-                if let Some(f) = crate::moments::after_tool_calls(from, self.tool_calls, &self.settings) {
+                let cadence: Vec<usize> = self.cadence.iter().copied().collect();
+                if let Some(f) = crate::moments::after_tool_calls(from, self.tool_calls, &cadence, &self.settings) {
                     let count = self.evaluations.len();
                     self.raise(n, &f, "numeric", count);
                 }
@@ -575,7 +579,12 @@ impl Replayer<'_> {
         let eval = self.judge(n, m, Some(id));
         let at = self.tick();
         self.evaluations.push((eval.clone(), at));
-        // An evaluation event resets the idle-plateau count.
+        // An evaluation event resets the idle-plateau count, and its count
+        // joins the campaign's cadence (the daemon's `count_tool_calls`).
+        if self.cadence.len() >= 8 {
+            self.cadence.pop_front();
+        }
+        self.cadence.push_back(self.tool_calls);
         self.tool_calls = 0;
         self.did(n, evaluated(&eval, false));
         {
