@@ -270,18 +270,31 @@ pub fn faster_than_bound(history: &[Evaluation]) -> Option<Finding> {
 
 /// An error of exactly zero against the reference while the reference
 /// itself differs from the high-precision one: the candidate reproduces
-/// the reference bit for bit (a copy, a cached answer).
+/// the reference bit for bit (a copy, a cached answer), on a scenario it
+/// runs faster beyond noise. Not when there is no gain (the unchanged
+/// kernel), nor on a scenario where a kernel at the initial kernel's speed
+/// already matched exactly (the reference is the initial kernel itself:
+/// bit-identical results are expected of any kernel that keeps its order
+/// of operations).
 pub fn zero_error(history: &[Evaluation]) -> Option<Finding> {
     let last = history.last()?;
+    let exact = |s: &crate::predicate::ScenarioVerdict| {
+        s.measured.as_ref().is_some_and(|m| m.max_abs_err_ref == Some(0.0) && m.max_abs_err_hi.is_some_and(|h| h > 0.0))
+    };
+    let faster = |s: &crate::predicate::ScenarioVerdict| s.interval.is_some_and(|i| i[0] > 1.0);
+    let reference_is_initial = |name: &str| {
+        history.iter().any(|e| {
+            e.verdict
+                .scenarios
+                .iter()
+                .any(|s| s.scenario == name && exact(s) && s.interval.is_some_and(|i| i[0] <= 1.0))
+        })
+    };
     let hits: Vec<String> = last
         .verdict
         .scenarios
         .iter()
-        .filter(|s| {
-            s.measured
-                .as_ref()
-                .is_some_and(|m| m.max_abs_err_ref == Some(0.0) && m.max_abs_err_hi.is_some_and(|h| h > 0.0))
-        })
+        .filter(|s| exact(s) && faster(s) && !reference_is_initial(&s.scenario))
         .map(|s| s.scenario.clone())
         .collect();
     (!hits.is_empty()).then(|| Finding {
@@ -621,6 +634,21 @@ mod tests {
         let e = ev_full(1, &[("a", true, 2.0, 0.01, 0.0, 3e-16, None), ("b", true, 2.0, 0.01, 0.0, 0.0, None)]);
         let f = zero_error(&[e]).unwrap();
         assert_eq!(f.scenarios, vec!["a"], "b's reference is exact too: not suspicious");
+    }
+
+    /// When the reference is the initial kernel, the unchanged kernel
+    /// matches it exactly: no suspicious gain (there is no gain), and a
+    /// faster kernel that keeps its order of operations may match it
+    /// exactly too. A copy of the answer that is faster in a campaign
+    /// whose initial kernel did not match exactly still is one.
+    #[test]
+    fn an_exact_match_of_the_initial_kernel_is_no_false_alarm() {
+        let unchanged = ev_full(1, &[("a", true, 1.0, 0.01, 0.0, 3e-16, None)]);
+        assert_eq!(zero_error(std::slice::from_ref(&unchanged)), None, "no gain, no suspicious gain");
+        let faster = ev_full(2, &[("a", true, 2.0, 0.01, 0.0, 3e-16, None)]);
+        assert_eq!(zero_error(&[unchanged, faster.clone()]), None, "the reference is the initial kernel");
+        let initial_differs = ev_full(1, &[("a", true, 1.0, 0.01, 1e-16, 3e-16, None)]);
+        assert!(zero_error(&[initial_differs, faster]).is_some());
     }
 
     #[test]
