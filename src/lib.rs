@@ -6,6 +6,7 @@ pub mod app;
 pub mod audit;
 pub mod bank;
 pub mod beam;
+pub mod calibration;
 pub mod campaign;
 pub mod classify;
 pub mod cli;

@@ -87,10 +87,15 @@ pub const WITHIN_NOISE: &str = "within noise:";
 /// reports them: twice the standard error of a median
 /// (`1.25 * cv / sqrt(samples)`) of the candidate and of the initial
 /// kernel (`baseline_cv`, else the candidate's own `cv`), never below
-/// `[predicate] noise`; `noise_unknown` when it reports no spread. `runs`
+/// `[predicate] noise` nor the scenario's calibrated noise
+/// ([`PredicateSpec::calibrated`]); `noise_unknown` when it reports no
+/// spread. `runs`
 /// pooled evaluations narrow it by `sqrt(runs)`.
 pub fn noise(spec: &PredicateSpec, m: &ScenarioResult, runs: u32) -> f64 {
-    let floor = spec.noise.max(0.0);
+    // The harness's calibration of this scenario widens the floor: the
+    // spread it showed from run to run.
+    let calibrated = spec.calibrated.get(&m.scenario).copied().filter(|c| c.is_finite()).unwrap_or(0.0);
+    let floor = spec.noise.max(calibrated).max(0.0);
     let one = match (m.cv, m.samples) {
         (Some(cv), Some(n)) if n >= 2 && cv.is_finite() && cv >= 0.0 => {
             let base = m.baseline_cv.filter(|c| c.is_finite() && *c >= 0.0).unwrap_or(cv);

@@ -216,6 +216,8 @@ fn every_malformed_request_gets_a_4xx_in_the_error_shape_with_a_message() {
         case("GET", "/campaigns/{id}/suggestions?moment=lunch", None, 400, "invalid", "lunch"),
         case("GET", "/campaigns/{id}/suggestions?moment=start&limit=-1", None, 400, "invalid", "limit"),
         case("POST", "/campaigns/{id}/evaluate?force=maybe", None, 400, "invalid", "force"),
+        case("POST", "/campaigns/{id}/calibrate?runs=many", None, 400, "invalid", "runs"),
+        case("POST", "/campaigns/{id}/calibrate?runs=1", None, 400, "invalid", "2 to 20"),
         // Path parameters: unknown and odd campaign ids.
         case("GET", "/campaigns/no-such-campaign", None, 404, "not_found", "no-such-campaign"),
         case("GET", "/campaigns/a%2Fb/stops", None, 404, "not_found", "not found"),
@@ -285,6 +287,7 @@ const ROUTES: &[&str] = &[
     "POST /campaigns/{id}/claims/{claim}/accept",
     "POST /campaigns/{id}/claims/{claim}/reject",
     "POST /campaigns/{id}/evaluate",
+    "POST /campaigns/{id}/calibrate",
     "GET /campaigns/{id}/evaluations",
     "GET /campaigns/{id}/events",
     "POST /campaigns/{id}/hook-installs",

@@ -90,6 +90,38 @@ pub(super) async fn evaluate(
     Ok(Json(super::views::evaluation_json(&e)))
 }
 
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(super) struct CalibrateQuery {
+    /// How many evaluations of the initial kernel against itself (2 to 20;
+    /// 5 when left out).
+    #[serde(default)]
+    runs: Option<u32>,
+}
+
+/// Calibrate the campaign's harness: the initial kernel against itself,
+/// `runs` evaluations with fresh seeds. Returns each scenario's bias and
+/// noise, and `fair`: false when a scenario's bias is beyond its noise or a
+/// run failed. Later evaluations are judged with the noise found. The
+/// master token only.
+#[utoipa::path(post, path = "/campaigns/{id}/calibrate", tag = "campaigns", params(CampaignId, CalibrateQuery),
+    responses((status = 200, description = "ok", body = Object), Invalid, Unauthorized, Forbidden, NotFound, Internal))]
+pub(super) async fn calibrate(
+    State(state): State<AppState>,
+    ApiPath(CampaignId { id }): ApiPath<CampaignId>,
+    ApiQuery(q): ApiQuery<CalibrateQuery>,
+) -> ApiResult<Json<Value>> {
+    let runs = q.runs.unwrap_or(crate::calibration::DEFAULT_RUNS);
+    if !(2..=crate::app::CALIBRATION_MAX_RUNS).contains(&runs) {
+        return Err(ApiError::Invalid(format!(
+            "runs: {runs} is out of range; a calibration takes 2 to {} evaluations",
+            crate::app::CALIBRATION_MAX_RUNS
+        )));
+    }
+    let c = state.supervisor.calibrate(&id, runs).await?;
+    Ok(Json(serde_json::json!({"fair": c.fair(), "summary": c.summary(), "calibration": c})))
+}
+
 /// How often a hook token may force an evaluation of its campaign: each
 /// one runs the harness (minutes on a GPU, and the machine is shared), and
 /// an unchanged tree's verdict is cached anyway (THREATS row 16).

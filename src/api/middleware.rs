@@ -129,13 +129,16 @@ fn percent_decode(s: &str) -> Vec<u8> {
 }
 
 /// How long an API request may take, except those that wait for an
-/// evaluation (evaluate, hook calls: a stop is judged on one, bounded by the
-/// harness's own timeout) or stream (events).
+/// evaluation (evaluate, calibrate, hook calls: a stop is judged on one,
+/// bounded by the harness's own timeout) or stream (events).
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
 pub(super) async fn request_timeout(req: Request, next: Next) -> Response {
     let path = req.uri().path();
-    let long = path.ends_with("/evaluate") || path.contains("/hooks/") || path.ends_with("/events");
+    let long = path.ends_with("/evaluate")
+        || path.ends_with("/calibrate")
+        || path.contains("/hooks/")
+        || path.ends_with("/events");
     if long {
         return next.run(req).await;
     }

@@ -249,6 +249,7 @@ pub fn router(state: AppState) -> Router {
         .route("/campaigns", get(campaigns::list_campaigns).post(campaigns::create_campaign))
         .route("/campaigns/{id}", get(campaigns::show_campaign))
         .route("/campaigns/{id}/evaluate", post(campaigns::evaluate))
+        .route("/campaigns/{id}/calibrate", post(campaigns::calibrate))
         .route("/campaigns/{id}/archive", post(campaigns::archive))
         .route("/campaigns/{id}/unarchive", post(campaigns::unarchive))
         .route("/campaigns/{id}/evaluations", get(campaigns::list_evaluations))

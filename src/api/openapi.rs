@@ -27,6 +27,7 @@ use super::{beam, campaigns, claims, events, hooks, login, notify, questions, ru
         campaigns::create_campaign,
         campaigns::show_campaign,
         campaigns::evaluate,
+        campaigns::calibrate,
         campaigns::archive,
         campaigns::unarchive,
         campaigns::list_evaluations,

@@ -93,6 +93,9 @@ impl Supervisor {
         moments: Option<&[String]>,
     ) -> Result<Evaluation> {
         let campaign_id = row.id.as_str();
+        // Judged with the noise the harness's calibration showed, if any.
+        let calibrated = self.with_calibration(campaign_id, spec).await?;
+        let spec = calibrated.as_ref().unwrap_or(spec);
         // The workspace's own evaluations raise moments; a beam candidate's do not.
         let workspace = moments.is_some();
         if !force {

@@ -43,6 +43,8 @@ use crate::harness;
 use crate::store::{CampaignRow, EventRow, Store};
 
 mod answers;
+mod calibrate;
+pub use calibrate::MAX_RUNS as CALIBRATION_MAX_RUNS;
 pub mod beam;
 pub mod claims;
 mod escapes;

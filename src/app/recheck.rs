@@ -166,7 +166,7 @@ pub(super) async fn remeasure_within_noise(
 
 /// A seed for a re-evaluation: never the harness's default, never one of
 /// `used`.
-fn fresh_seed(used: &[u64]) -> u64 {
+pub(super) fn fresh_seed(used: &[u64]) -> u64 {
     loop {
         let s = rand::random::<u32>() as u64;
         if s != harness::DEFAULT_SEED && !used.contains(&s) {

@@ -420,6 +420,12 @@ pub struct PredicateSpec {
     /// figures are pooled with the first.
     #[serde(default = "default_remeasure")]
     pub remeasure: u32,
+    /// Per scenario, the half-width one evaluation's figure gets at least,
+    /// from the harness's calibration (`gadfly calibrate`: the initial
+    /// kernel against itself, [`crate::calibration`]). Never written in a
+    /// spec file: the daemon adds the campaign's latest calibration.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub calibrated: BTreeMap<String, f64>,
 }
 
 pub fn default_noise() -> f64 {
@@ -455,6 +461,7 @@ impl Default for PredicateSpec {
             noise: default_noise(),
             noise_unknown: default_noise_unknown(),
             remeasure: default_remeasure(),
+            calibrated: BTreeMap::new(),
         }
     }
 }

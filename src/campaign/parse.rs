@@ -690,6 +690,7 @@ fn parse_checked(text: &str, file: &str, base: &Path, check_workspace: bool) -> 
                 .predicate
                 .remeasure
                 .map_or_else(super::default_remeasure, |r| r.into_inner().clamp(0, 10) as u32),
+            calibrated: BTreeMap::new(),
         },
         mode,
         withhold,

@@ -70,6 +70,18 @@ pub enum Command {
         #[arg(long)]
         force: bool,
     },
+    /// Calibrate the campaign's harness before it judges anyone: the initial kernel against itself,
+    /// RUNS evaluations with fresh seeds; prints each scenario's bias and noise. Exit 0 when the
+    /// harness is fair, 1 when a scenario's bias is beyond its noise or a run failed. Later
+    /// evaluations are judged with the noise found. Run it before the agent changes the kernel.
+    Calibrate {
+        id: String,
+        /// Evaluations of the initial kernel (2 to 20).
+        #[arg(long, default_value_t = crate::calibration::DEFAULT_RUNS)]
+        runs: u32,
+        #[arg(long)]
+        json: bool,
+    },
     /// The hook command an agent's configuration runs (stdin: the hook's JSON).
     Hook {
         /// The agent whose hook protocol is spoken (claude-code).
@@ -582,6 +594,29 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
                 print!("{}", render_evaluation(&e));
             }
             Ok(eval_exit(&e))
+        }
+        Command::Calibrate { id, runs, json } => {
+            let client = client(Duration::from_secs(24 * 3600))?;
+            let c = client.post(&format!("/campaigns/{id}/calibrate?runs={runs}"), &json!({})).await?;
+            let fair = c["fair"].as_bool() == Some(true);
+            if json {
+                println!("{}", serde_json::to_string_pretty(&c)?);
+            } else {
+                println!(
+                    "calibration of {id}: the initial kernel (tree {}) against itself, {runs} runs",
+                    c["calibration"]["tree"].as_str().unwrap_or("?").chars().take(10).collect::<String>()
+                );
+                println!("{}", c["summary"].as_str().unwrap_or(""));
+                println!(
+                    "{}",
+                    if fair {
+                        "fair: every scenario is 1.00x against itself within its noise; later evaluations are judged with this noise"
+                    } else {
+                        "NOT FAIR: fix the harness where it is biased (both kernels timed alike: same process, same build, interleaved), or a run failed"
+                    }
+                );
+            }
+            Ok(if fair { ExitCode::SUCCESS } else { ExitCode::from(1) })
         }
         Command::Ask { id, text } => {
             let q = client(Duration::from_secs(30))?

@@ -68,6 +68,7 @@ impl Event {
             Event::GainRecheck { .. } => kind::GAIN_RECHECK,
             Event::GainConfirmed { .. } => kind::GAIN_CONFIRMED,
             Event::EvaluationRemeasured { .. } => kind::EVALUATION_REMEASURED,
+            Event::Calibrated(_) => kind::CAMPAIGN_CALIBRATED,
             Event::GainRejected { .. } => kind::GAIN_REJECTED,
             Event::BeamFamily { .. } => kind::BEAM_FAMILY,
             Event::BeamAbandoned { .. } => kind::BEAM_ABANDONED,
@@ -254,6 +255,7 @@ impl Event {
             Event::GainRecheck { evaluation_id, tree, seed } => {
                 json!({"evaluation_id": evaluation_id, "tree": tree, "seed": seed})
             }
+            Event::Calibrated(c) => serde_json::to_value(c).unwrap_or(Value::Null),
             Event::EvaluationRemeasured { evaluation_id, recheck_ids, seeds, runs, holds, decided } => json!({
                 "evaluation_id": evaluation_id,
                 "recheck_ids": recheck_ids,

@@ -35,6 +35,7 @@ pub const GAIN_RECHECK: &str = "gain.recheck";
 pub const GAIN_CONFIRMED: &str = "gain.confirmed";
 pub const GAIN_REJECTED: &str = "gain.rejected";
 pub const EVALUATION_REMEASURED: &str = "evaluation.remeasured";
+pub const CAMPAIGN_CALIBRATED: &str = "campaign.calibrated";
 pub const BEAM_FAMILY: &str = "beam.family";
 pub const BEAM_ABANDONED: &str = "beam.abandoned";
 pub const REDTEAM_STARTED: &str = "redteam.started";

@@ -78,6 +78,7 @@ pub const ALL_KINDS: &[&str] = &[
     kind::GAIN_CONFIRMED,
     kind::GAIN_REJECTED,
     kind::EVALUATION_REMEASURED,
+    kind::CAMPAIGN_CALIBRATED,
     kind::BEAM_FAMILY,
     kind::BEAM_ABANDONED,
     kind::REDTEAM_STARTED,
@@ -585,6 +586,9 @@ pub enum Event {
     /// gadfly measured the tree again (`recheck_ids`, with `seeds`) and
     /// judged the pooled figures (`runs` evaluations); `decided`: whether
     /// the bar is now met or missed beyond noise.
+    /// `campaign.calibrated`: the initial kernel against itself
+    /// (`gadfly calibrate`): each scenario's bias and noise.
+    Calibrated(crate::calibration::Calibration),
     EvaluationRemeasured {
         evaluation_id: i64,
         recheck_ids: Vec<i64>,
