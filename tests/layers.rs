@@ -155,6 +155,8 @@ const DOMAIN: &[&str] = &[
     "classify",
     "gate",
     "predicate",
+    // Issue #47: a harness's calibration, from its measurements.
+    "calibration",
     "results",
     "campaign",
     "events",
