@@ -121,3 +121,64 @@ fn the_best_is_only_a_correct_evaluation_and_only_beyond_noise() {
     f.set_candidate(SLOWER_BUT_PASSING);
     assert!(d.stop(&id, "Done.").is_none(), "0.2% apart is not slower");
 }
+
+fn last_stop_question(d: &Daemon, id: &str) -> Option<i64> {
+    let stops = d.api_get(&format!("/campaigns/{id}/stops"));
+    let last = stops.as_array().unwrap().iter().max_by_key(|s| s["id"].as_i64().unwrap()).cloned().unwrap();
+    last["question_id"].as_i64()
+}
+
+/// Issue 47, part 3: a 40x gain is held at the stop with a suspicious-gain
+/// question until evidence is filed for it; a cosmetic edit of the held
+/// tree (the same figure) is held again, not measured against the held
+/// figure; evidence releases it.
+#[test]
+fn a_gain_gadfly_cannot_rule_out_holds_the_stop_until_evidence_is_filed() {
+    let f = Fixture::new("");
+    let d = Daemon::start(&f.data_dir());
+    let id = d.create_campaign(&f.spec());
+    f.set_candidate("a true 2.5 100\nb true 2.5 100\nc true 2.5 100\n");
+    let reason = common::reason(&d.stop(&id, "Done: it is 40x faster now."));
+    assert!(reason.contains("held on a gain gadfly cannot rule out: the geometric mean is 40.0x"), "{reason}");
+    assert!(reason.contains("Question ("), "{reason}");
+    let q = last_stop_question(&d, &id).expect("the block carries a question");
+    let questions = d.api_get(&format!("/campaigns/{id}/questions"));
+    let asked = questions.as_array().unwrap().iter().find(|x| x["id"] == q).unwrap().clone();
+    assert_eq!(asked["moment"], "suspicious_gain", "{asked}");
+    // Stopping again changes nothing; nor does a cosmetic edit.
+    assert!(d.stop(&id, "Done.").is_some());
+    f.set_candidate("a true 2.5 100\nb true 2.5 100\nc true 2.5 100\n\n");
+    let reason = common::reason(&d.stop(&id, "Done, really."));
+    assert!(reason.contains("held on a gain"), "{reason}");
+    // Evidence filed for the question delivered now releases the stop.
+    let q = last_stop_question(&d, &id).unwrap();
+    let evidence = f.data_dir().join("../evidence.txt");
+    std::fs::write(&evidence, "fresh inputs every call (seed 1..50): 40x each time; perf shows the full loop runs\n")
+        .unwrap();
+    let hook_token = d.api_get(&format!("/campaigns/{id}/hook-token"))["token"].as_str().unwrap().to_string();
+    let out = d
+        .cmd()
+        .env("GADFLY_TOKEN", &hook_token)
+        .args(["answer", &q.to_string(), "--campaign", &id, "--evidence"])
+        .arg(&evidence)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let answer = d.stop(&id, "Done: the evidence is filed.");
+    assert!(answer.is_none(), "{}", common::reason(&answer));
+}
+
+/// A spec can switch the hold off; a gain below the factor is not held.
+#[test]
+fn a_gain_below_the_factor_or_with_the_hold_off_is_not_held() {
+    let f = Fixture::new("[gate]\nhold_gain = 0\n");
+    let d = Daemon::start(&f.data_dir());
+    let id = d.create_campaign(&f.spec());
+    f.set_candidate("a true 2.5 100\nb true 2.5 100\nc true 2.5 100\n");
+    assert!(d.stop(&id, "Done.").is_none());
+    let f = Fixture::new("");
+    let d = Daemon::start(&f.data_dir());
+    let id = d.create_campaign(&f.spec());
+    f.set_candidate("a true 10 100\nb true 10 100\nc true 10 100\n");
+    assert!(d.stop(&id, "Done: 10x.").is_none(), "10x is below 30x");
+}

@@ -117,6 +117,14 @@ impl Supervisor {
             }
             other => other,
         };
+        // A gain too large to take on numbers alone is held until evidence
+        // is filed for its question.
+        let evaluation = match evaluation {
+            Ok(eval) if eval.verdict.holds && spec.gate.hold_gain > 0.0 => {
+                self.hold_gain(campaign_id, spec, eval).await.map_err(|e| format!("{e:#}"))
+            }
+            other => other,
+        };
         // A turn for the questions still unanswered: one left too long is
         // asked again (queued now, so this stop may carry it), then escalated.
         if let Err(e) = self.answers_at_stop(campaign_id, session, spec).await {
@@ -268,6 +276,26 @@ impl Supervisor {
                 && d.payload["reason"].as_str().is_some_and(|r| r.contains(gate::SLOWER_THAN_BEST))
         });
         if !told_before {
+            eval.verdict.failures.push(why);
+            eval.verdict.holds = false;
+        }
+        Ok(eval)
+    }
+
+    /// [`gate::gain_to_hold`] at a stop: the evaluation fails with why,
+    /// unless a suspicious-gain question delivered since that evaluation
+    /// was answered with evidence filed for it.
+    async fn hold_gain(
+        &self,
+        campaign_id: &str,
+        spec: &CampaignSpec,
+        mut eval: crate::evaluation::Evaluation,
+    ) -> anyhow::Result<crate::evaluation::Evaluation> {
+        let history = self.inner.store.list_evaluations(campaign_id).await?;
+        let Some(why) = gate::gain_to_hold(&eval, &history, spec.gate.hold_gain) else { return Ok(eval) };
+        let answered =
+            self.inner.store.answered_with_evidence(campaign_id, "suspicious_gain", &eval.created_at).await?;
+        if !answered {
             eval.verdict.failures.push(why);
             eval.verdict.holds = false;
         }

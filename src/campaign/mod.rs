@@ -329,6 +329,16 @@ pub struct GateSpec {
     /// better tree ([`crate::gate::slower_than_best`]).
     #[serde(default = "default_against_best")]
     pub against_best: bool,
+    /// A stop on a gain this many times the best correct figure before it
+    /// (or faster than a stated bound) is held until evidence filed for
+    /// its question rules out a cache or a skipped computation
+    /// ([`crate::gate::gain_to_hold`]); 0 switches it off.
+    #[serde(default = "default_hold_gain")]
+    pub hold_gain: f64,
+}
+
+fn default_hold_gain() -> f64 {
+    30.0
 }
 
 fn default_against_best() -> bool {
@@ -351,6 +361,7 @@ impl Default for GateSpec {
             stop_timeout_s: default_stop_timeout_s(),
             remind_after_blocks: default_remind_after_blocks(),
             against_best: default_against_best(),
+            hold_gain: default_hold_gain(),
         }
     }
 }

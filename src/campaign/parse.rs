@@ -131,6 +131,8 @@ struct RawGate {
     remind_after_blocks: Option<Spanned<i64>>,
     #[serde(default)]
     against_best: Option<bool>,
+    #[serde(default)]
+    hold_gain: Option<Spanned<f64>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -593,6 +595,14 @@ fn parse_checked(text: &str, file: &str, base: &Path, check_workspace: bool) -> 
     }
     if let Some(b) = raw.gate.against_best {
         gate.against_best = b;
+    }
+    if let Some(h) = &raw.gate.hold_gain {
+        let v = *h.get_ref();
+        if v.is_finite() && (v == 0.0 || v > 1.0) {
+            gate.hold_gain = v;
+        } else {
+            loc.push(h.span(), "gate.hold_gain", "must be 0 (off) or a factor above 1, such as 30");
+        }
     }
     let mut hooks = HooksSpec::default();
     if let Some(t) = &raw.hooks.transport {

@@ -274,6 +274,11 @@ pub fn plan_stop(input: &StopInput) -> StopPlan {
                 {
                     // The block names the better tree and asks for it.
                     None
+                } else if eval.verdict.failing_count == 0
+                    && eval.verdict.failures.iter().any(|f| f.starts_with(GAIN_HELD))
+                {
+                    // Held on a gain: its own question, the one evidence answers.
+                    Some(ask_for("suspicious_gain", bank))
                 } else if matches!(eval.failure_kind(), Some("build_error" | "crash")) {
                     // The block quotes the build's or the run's error: the
                     // question is that error, not one of the bank's.
@@ -472,6 +477,64 @@ pub fn slower_than_best(eval: &Evaluation, history: &[Evaluation], predicate: &P
         biv[0],
         biv[1],
     ))
+}
+
+/// How a stop held on a gain gadfly cannot rule out is named in the
+/// verdict's failures.
+pub const GAIN_HELD: &str = "held on a gain gadfly cannot rule out:";
+
+/// A gain too large to let a stop through on numbers alone (`[gate]
+/// hold_gain`): the evaluation's geometric mean at least `factor` times
+/// the best correct workspace evaluation of another tree (and the initial
+/// kernel, 1.0x), or a scenario measured faster than the speed-of-light
+/// bound the harness states. What the block says, or None. A re-check with
+/// another seed does not release it (a cache keyed on the inputs' identity
+/// survives any seed): evidence filed for the gain's question does
+/// (`gadfly answer`), which the caller checks.
+pub fn gain_to_hold(eval: &Evaluation, history: &[Evaluation], factor: f64) -> Option<String> {
+    let base = |t: &str| t.split('+').next().unwrap_or(t).to_string();
+    let under_bound: Vec<String> = eval
+        .verdict
+        .scenarios
+        .iter()
+        .filter_map(|s| {
+            let m = s.measured.as_ref()?;
+            let b = m.bound_us.filter(|b| *b > 0.0)?;
+            (m.time_us < b).then(|| format!("{} at {:.2} us, under its bound of {b:.2} us", s.scenario, m.time_us))
+        })
+        .collect();
+    if !under_bound.is_empty() {
+        return Some(format!("{GAIN_HELD} faster than physics allows: {}", under_bound.join("; ")));
+    }
+    if !(factor > 0.0) {
+        return None;
+    }
+    let g = eval.verdict.geomean_speedup?;
+    // The bar is the best correct figure that was itself no such gain: a
+    // held gain never raises it (else a cosmetic edit of a held tree would
+    // measure against the held figure and pass).
+    let mut best = 1.0f64;
+    for e in history
+        .iter()
+        .filter(|e| e.origin == crate::evaluation::Origin::Workspace && base(&e.tree) != base(&eval.tree))
+        .filter(|e| !e.incorrect())
+    {
+        if let Some(x) = e.verdict.geomean_speedup {
+            if x < best * factor {
+                best = best.max(x);
+            }
+        }
+    }
+    (g >= best * factor).then(|| {
+        format!(
+            "{GAIN_HELD} the geometric mean is {g:.1}x, {:.0} times the best correct figure before it ({best:.2}x; \
+             [gate] hold_gain = {factor}). A cache of the outputs, work done outside the timed calls or a skipped \
+             computation all look like this. File the evidence that rules them out for the question below \
+             (`gadfly answer ID --evidence FILE`: a run on inputs the harness never repeats, a profile of the timed \
+             calls); a new seed alone does not.",
+            g / best
+        )
+    })
 }
 
 /// Whether any scenario the harness measured is incorrect.

@@ -111,6 +111,22 @@ impl Store {
         Ok(rows.iter().map(AnswerRow::from_row).collect::<Result<_, _>>()?)
     }
 
+    /// Whether a question of `moment` delivered at or after `since` was
+    /// answered with evidence filed for it (`gadfly answer`), not by a new
+    /// evaluation.
+    pub async fn answered_with_evidence(&self, campaign_id: &str, moment: &str, since: &str) -> anyhow::Result<bool> {
+        let n: i64 = sqlx::query_scalar(
+            "select count(*) from questions
+             where campaign_id = $1 and moment = $2 and answered_by = 'artifact' and delivered_at >= $3",
+        )
+        .bind(campaign_id)
+        .bind(moment)
+        .bind(since)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(n > 0)
+    }
+
     /// One question of the campaign as answer tracking sees it.
     pub async fn answer_row(&self, campaign_id: &str, question_id: i64) -> anyhow::Result<Option<AnswerRow>> {
         let row = sqlx::query(&format!("select {COLUMNS} from questions where campaign_id = $1 and id = $2"))
