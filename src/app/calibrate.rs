@@ -22,7 +22,7 @@ impl Supervisor {
     /// Calibrates the campaign's harness with `runs` evaluations (2 to
     /// [`MAX_RUNS`]) and records the result.
     pub async fn calibrate(&self, campaign_id: &str, runs: u32) -> Result<Calibration> {
-        let (row, spec) = self.campaign(campaign_id).await?;
+        let (_row, spec) = self.campaign(campaign_id).await?;
         let runs = runs.clamp(2, MAX_RUNS);
         let lock = self.eval_lock(campaign_id);
         let mut last = lock.lock().await;
@@ -38,8 +38,6 @@ impl Supervisor {
                 tree
             }
         };
-        let protected = row.protected()?;
-        let pristine = self.pristine(campaign_id).await?;
         // The runs are judged with the spec's own floor, not an earlier
         // calibration's (it is what is being measured again).
         let mut plain = spec.clone();
@@ -48,19 +46,7 @@ impl Supervisor {
         for _ in 0..runs {
             let seed = super::recheck::fresh_seed(&seeds);
             seeds.push(seed);
-            let inputs = harness::Inputs {
-                spec: &plain,
-                campaign_id,
-                tree: &tree,
-                protected: &protected,
-                pristine: &pristine,
-                seed,
-                store: &store,
-            };
-            let mut e = crate::jobs::evaluate(&self.inner.store, &inputs, &self.inner.scratch).await?;
-            e.tree = format!("{tree}+calibrate-{seed}");
-            e.origin = crate::evaluation::Origin::Recheck;
-            self.inner.store.insert_evaluation(campaign_id, &e).await?;
+            let (e, _) = super::recheck::own_run(self, campaign_id, &plain, &tree, seed, "calibrate").await?;
             measured.push(e.verdict.scenarios.iter().filter_map(|s| s.measured.clone()).collect::<Vec<_>>());
             failures.push(
                 e.verdict.failures.iter().filter(|f| !crate::predicate::is_bar_failure(f)).cloned().collect::<Vec<_>>(),

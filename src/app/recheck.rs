@@ -27,37 +27,13 @@ pub(super) async fn recheck(
     eval: &Evaluation,
 ) -> anyhow::Result<Evaluation> {
     let id = eval.id.ok_or_else(|| anyhow!("recheck of an unsaved evaluation"))?;
-    let (row, _) = sup.campaign(campaign_id).await.map_err(|e| anyhow!("{e}"))?;
-    let protected = row.protected()?;
-    let pristine = sup.pristine(campaign_id).await?;
-    let store = crate::snapshot::store_path(sup.data_dir(), campaign_id);
     // One re-evaluation of the tree with a fresh seed, stored as gadfly's
     // own measurement (not a tree the workspace presents: its outcome
     // reaches the verdict through `eval`'s own row, below).
-    let remeasure = |seed: u64| {
-        let inputs = harness::Inputs {
-            spec,
-            campaign_id,
-            tree: &eval.tree,
-            protected: &protected,
-            pristine: &pristine,
-            seed,
-            store: &store,
-        };
-        async move {
-            sup.record_event(
-                campaign_id,
-                None,
-                None,
-                Event::GainRecheck { evaluation_id: id, tree: eval.tree.clone(), seed },
-            )
-            .await?;
-            let mut again = crate::jobs::evaluate(sup.store(), &inputs, &sup.data_dir().join("evaluations")).await?;
-            again.tree = format!("{}+recheck-{seed}", eval.tree);
-            again.origin = crate::evaluation::Origin::Recheck;
-            let again_id = sup.store().insert_evaluation(campaign_id, &again).await?;
-            anyhow::Ok((again, again_id))
-        }
+    let remeasure = |seed: u64| async move {
+        let recheck = Event::GainRecheck { evaluation_id: id, tree: eval.tree.clone(), seed };
+        sup.record_event(campaign_id, None, None, recheck).await?;
+        own_run(sup, campaign_id, spec, &eval.tree, seed, "recheck").await
     };
     let seed = fresh_seed(&[]);
     let (second, mut second_id) = remeasure(seed).await?;
@@ -103,10 +79,6 @@ pub(super) async fn remeasure_within_noise(
         return Ok(eval);
     }
     let id = eval.id.ok_or_else(|| anyhow!("re-measuring an unsaved evaluation"))?;
-    let (row, _) = sup.campaign(campaign_id).await.map_err(|e| anyhow!("{e}"))?;
-    let protected = row.protected()?;
-    let pristine = sup.pristine(campaign_id).await?;
-    let store = crate::snapshot::store_path(sup.data_dir(), campaign_id);
     let measured = |e: &Evaluation| -> Vec<crate::results::ScenarioResult> {
         e.verdict.scenarios.iter().filter_map(|s| s.measured.clone()).collect()
     };
@@ -116,19 +88,8 @@ pub(super) async fn remeasure_within_noise(
     for _ in 0..spec.predicate.remeasure {
         let seed = fresh_seed(&seeds);
         seeds.push(seed);
-        let inputs = harness::Inputs {
-            spec,
-            campaign_id,
-            tree: &eval.tree,
-            protected: &protected,
-            pristine: &pristine,
-            seed,
-            store: &store,
-        };
-        let mut again = crate::jobs::evaluate(sup.store(), &inputs, &sup.data_dir().join("evaluations")).await?;
-        again.tree = format!("{}+remeasure-{seed}", eval.tree);
-        again.origin = crate::evaluation::Origin::Recheck;
-        recheck_ids.push(sup.store().insert_evaluation(campaign_id, &again).await?);
+        let (again, again_id) = own_run(sup, campaign_id, spec, &eval.tree, seed, "remeasure").await?;
+        recheck_ids.push(again_id);
         runs.push(measured(&again));
         // The evaluation's own failures (build, run, constraints) of every
         // run stand; the bars are judged again on the pooled figures.
@@ -162,6 +123,31 @@ pub(super) async fn remeasure_within_noise(
     };
     sup.record_event(campaign_id, None, None, event).await?;
     Ok(now)
+}
+
+/// One more evaluation of `tree` with `seed`, run by gadfly itself (a
+/// gain's re-check, a figure within noise measured again, a calibration
+/// run) and stored as its own measurement under `TREE+LABEL-SEED`, never as
+/// a tree the workspace presents. Returns it with its id.
+pub(super) async fn own_run(
+    sup: &Supervisor,
+    campaign_id: &str,
+    spec: &CampaignSpec,
+    tree: &str,
+    seed: u64,
+    label: &str,
+) -> anyhow::Result<(Evaluation, i64)> {
+    let (row, _) = sup.campaign(campaign_id).await.map_err(|e| anyhow!("{e}"))?;
+    let protected = row.protected()?;
+    let pristine = sup.pristine(campaign_id).await?;
+    let store = crate::snapshot::store_path(sup.data_dir(), campaign_id);
+    let inputs =
+        harness::Inputs { spec, campaign_id, tree, protected: &protected, pristine: &pristine, seed, store: &store };
+    let mut e = crate::jobs::evaluate(sup.store(), &inputs, &sup.data_dir().join("evaluations")).await?;
+    e.tree = format!("{tree}+{label}-{seed}");
+    e.origin = crate::evaluation::Origin::Recheck;
+    let id = sup.store().insert_evaluation(campaign_id, &e).await?;
+    Ok((e, id))
 }
 
 /// A seed for a re-evaluation: never the harness's default, never one of
