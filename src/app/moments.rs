@@ -219,14 +219,7 @@ pub(super) async fn raise_claim(
         .filter(|q| q.moment.as_deref() == Some(f.moment.as_str()) && Some(q.id) != asked_now)
         .filter_map(|q| q.delivered_at)
         .max();
-    let last_evaluation = sup
-        .store()
-        .list_evaluations(campaign_id)
-        .await?
-        .into_iter()
-        .filter(|e| e.origin == crate::evaluation::Origin::Workspace)
-        .map(|e| e.created_at)
-        .max();
+    let last_evaluation = sup.store().latest_evaluation(campaign_id).await?.map(|e| e.created_at);
     let repeated = plan::repeated_claim(delivered, last_evaluation);
     let mut base = finding_moment(f, "text", count);
     base.claim = Some(ClaimEvidence { quote: c.quote.clone(), repeated });

@@ -110,18 +110,12 @@ impl Supervisor {
             },
             other => other,
         };
-        // A stop on a tree slower than the campaign's best is blocked once.
+        // A holding stop measured against the campaign's history: a tree
+        // slower than its best is blocked once; a gain too large to take on
+        // numbers alone is held until evidence is filed for its question.
         let evaluation = match evaluation {
-            Ok(eval) if eval.verdict.holds && spec.gate.against_best => {
-                self.against_best(campaign_id, spec, eval).await.map_err(|e| format!("{e:#}"))
-            }
-            other => other,
-        };
-        // A gain too large to take on numbers alone is held until evidence
-        // is filed for its question.
-        let evaluation = match evaluation {
-            Ok(eval) if eval.verdict.holds && spec.gate.hold_gain > 0.0 => {
-                self.hold_gain(campaign_id, spec, eval).await.map_err(|e| format!("{e:#}"))
+            Ok(eval) if eval.verdict.holds && (spec.gate.against_best || spec.gate.hold_gain > 0.0) => {
+                self.against_history(campaign_id, spec, eval).await.map_err(|e| format!("{e:#}"))
             }
             other => other,
         };
@@ -259,45 +253,40 @@ impl Supervisor {
         })
     }
 
-    /// [`gate::slower_than_best`] at a stop: the evaluation fails with the
-    /// better tree named, unless a stop on this evaluation was already
-    /// blocked so (the agent stopped again: it stands).
-    async fn against_best(
+    /// A holding evaluation at a stop, against the campaign's history (read
+    /// once): [`gate::slower_than_best`] fails it with the better tree named,
+    /// unless a stop on this evaluation was already blocked so (the agent
+    /// stopped again: it stands); [`gate::gain_to_hold`] fails it with why,
+    /// unless a suspicious-gain question delivered since that evaluation was
+    /// answered with evidence filed for it.
+    async fn against_history(
         &self,
         campaign_id: &str,
         spec: &CampaignSpec,
         mut eval: crate::evaluation::Evaluation,
     ) -> anyhow::Result<crate::evaluation::Evaluation> {
         let history = self.inner.store.list_evaluations(campaign_id).await?;
-        let Some(why) = gate::slower_than_best(&eval, &history, &spec.predicate) else { return Ok(eval) };
-        let decisions = self.inner.store.recent_events(campaign_id, crate::events::kind::DECISION, 200).await?;
-        let told_before = decisions.iter().any(|d| {
-            d.payload["evaluation_id"].as_i64() == eval.id
-                && d.payload["reason"].as_str().is_some_and(|r| r.contains(gate::SLOWER_THAN_BEST))
-        });
-        if !told_before {
-            eval.verdict.failures.push(why);
-            eval.verdict.holds = false;
+        let slower = spec.gate.against_best.then(|| gate::slower_than_best(&eval, &history, &spec.predicate)).flatten();
+        if let Some(why) = slower {
+            let decisions = self.inner.store.recent_events(campaign_id, crate::events::kind::DECISION, 200).await?;
+            let told_before = decisions.iter().any(|d| {
+                d.payload["evaluation_id"].as_i64() == eval.id
+                    && d.payload["reason"].as_str().is_some_and(|r| r.contains(gate::SLOWER_THAN_BEST))
+            });
+            if !told_before {
+                eval.verdict.failures.push(why);
+                eval.verdict.holds = false;
+            }
         }
-        Ok(eval)
-    }
-
-    /// [`gate::gain_to_hold`] at a stop: the evaluation fails with why,
-    /// unless a suspicious-gain question delivered since that evaluation
-    /// was answered with evidence filed for it.
-    async fn hold_gain(
-        &self,
-        campaign_id: &str,
-        spec: &CampaignSpec,
-        mut eval: crate::evaluation::Evaluation,
-    ) -> anyhow::Result<crate::evaluation::Evaluation> {
-        let history = self.inner.store.list_evaluations(campaign_id).await?;
-        let Some(why) = gate::gain_to_hold(&eval, &history, spec.gate.hold_gain) else { return Ok(eval) };
-        let answered =
-            self.inner.store.answered_with_evidence(campaign_id, "suspicious_gain", &eval.created_at).await?;
-        if !answered {
-            eval.verdict.failures.push(why);
-            eval.verdict.holds = false;
+        if let Some(why) =
+            gate::gain_to_hold(&eval, &history, spec.gate.hold_gain).filter(|_| spec.gate.hold_gain > 0.0)
+        {
+            let answered =
+                self.inner.store.answered_with_evidence(campaign_id, "suspicious_gain", &eval.created_at).await?;
+            if !answered {
+                eval.verdict.failures.push(why);
+                eval.verdict.holds = false;
+            }
         }
         Ok(eval)
     }

@@ -80,35 +80,54 @@ EOF
 # (.schemathesis/, .hypothesis/) in the working directory.
 cd "$tmp"
 started=$(date +%s)
-set +e
-"$st" --config-file "$tmp/schemathesis.toml" --no-color run "$url/api/v1/openapi.json" \
-  --header "Authorization: Bearer $token" \
-  --checks ${GADFLY_FUZZ_CHECKS:-not_a_server_error,status_code_conformance,response_schema_conformance,content_type_conformance,unsupported_method,ignored_auth} \
-  --phases examples,coverage,fuzzing \
-  --max-examples "$MAX_EXAMPLES" \
-  --seed 7 \
-  --workers 2 \
-  --request-timeout 60 \
-  --generation-database none \
-  --exclude-operation-id start_run \
-  --exclude-operation-id stream_events \
-  --report har,junit --report-dir "$report"
-status=$?
-set -e
-elapsed=$(($(date +%s) - started))
-
-requests=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["log"]["entries"]))' "$report"/har-*.json 2>/dev/null || echo "?")
-failures=$(python3 - "$report" <<'EOF' 2>/dev/null || echo "?"
+# One run of the fuzzer; its report in "$report".
+fuzz() {
+  rm -rf "$report" && mkdir -p "$report"
+  set +e
+  "$st" --config-file "$tmp/schemathesis.toml" --no-color run "$url/api/v1/openapi.json" \
+    --header "Authorization: Bearer $token" \
+    --checks ${GADFLY_FUZZ_CHECKS:-not_a_server_error,status_code_conformance,response_schema_conformance,content_type_conformance,unsupported_method,ignored_auth} \
+    --phases examples,coverage,fuzzing \
+    --max-examples "$MAX_EXAMPLES" \
+    --seed 7 \
+    --workers 2 \
+    --request-timeout 60 \
+    --generation-database none \
+    --exclude-operation-id start_run \
+    --exclude-operation-id stream_events \
+    --report har,junit --report-dir "$report"
+  status=$?
+  set -e
+}
+# What the report says: requests, failed checks, the fuzzer's own errors, 5xx.
+tally() {
+  requests=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["log"]["entries"]))' "$report"/har-*.json 2>/dev/null || echo "?")
+  read -r failures tool_errors < <(python3 - "$report" <<'COUNT' 2>/dev/null || echo "? ?"
 import glob, sys, xml.etree.ElementTree as ET
-n = 0
+n = {"failure": 0, "error": 0}
 for f in glob.glob(sys.argv[1] + "/*.xml"):
     for case in ET.parse(f).getroot().iter("testcase"):
-        n += sum(1 for c in case if c.tag in ("failure", "error"))
-print(n)
-EOF
+        for c in case:
+            if c.tag in n:
+                n[c.tag] += 1
+print(n["failure"], n["error"])
+COUNT
 )
-server_errors=$(python3 -c 'import json,sys; print(sum(e["response"]["status"] >= 500 for e in json.load(open(sys.argv[1]))["log"]["entries"]))' "$report"/har-*.json 2>/dev/null || echo "?")
-echo "schemathesis.sh: $requests requests, $failures failing operations, $server_errors responses with a 5xx, ${elapsed}s (schemathesis exit $status)"
+  server_errors=$(python3 -c 'import json,sys; print(sum(e["response"]["status"] >= 500 for e in json.load(open(sys.argv[1]))["log"]["entries"]))' "$report"/har-*.json 2>/dev/null || echo "?")
+}
+fuzz
+tally
+# The fuzzer itself crashed (a Python error inside hypothesis, such as
+# CPython 3.11's "AST constructor recursion depth mismatch"), with no check
+# failed and no 5xx: no verdict on the daemon, so it runs once more, and
+# says so. A failed check or a 5xx is never retried.
+if [ "$status" -ne 0 ] && [ "$failures" = 0 ] && [ "$server_errors" = 0 ] && [ "$tool_errors" != 0 ]; then
+  echo "schemathesis.sh: the fuzzer crashed by itself ($tool_errors error(s), no failed check, no 5xx): running it once more"
+  fuzz
+  tally
+fi
+elapsed=$(($(date +%s) - started))
+echo "schemathesis.sh: $requests requests, $failures failing operations, $tool_errors errors of the fuzzer itself, $server_errors responses with a 5xx, ${elapsed}s (schemathesis exit $status)"
 echo "schemathesis.sh: not fuzzed: POST /campaigns/{id}/runs (spawns agents), GET /campaigns/{id}/events (an endless stream)"
 if [ "$status" -ne 0 ]; then
   echo "--- daemon log (last 40 lines)"
