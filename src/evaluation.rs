@@ -78,6 +78,13 @@ impl Origin {
     }
 }
 
+/// A tree key without the suffix a forced re-run or gadfly's own run adds
+/// (`TREE+3`, `TREE+recheck-…`, `TREE+remeasure-…`): the same tree
+/// measured again.
+pub fn tree_of(key: &str) -> &str {
+    key.split_once('+').map_or(key, |(tree, _)| tree)
+}
+
 /// The kinds of failure [`Evaluation::failure_kind`] tells apart, as bank
 /// entries name them (`applies.failures`).
 pub const FAILURE_KINDS: [&str; 6] =

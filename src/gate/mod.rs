@@ -426,7 +426,7 @@ pub const CORRECTNESS_MOMENT: &str = "correctness_dismissal";
 /// A tree as a block reason names it: a git id's first 10 characters; any
 /// other name (a replay's `replay-step-12`) whole.
 pub fn short_tree(tree: &str) -> String {
-    let id = tree.split('+').next().unwrap_or(tree);
+    let id = crate::evaluation::tree_of(tree);
     if id.len() > 10 && id.chars().all(|c| c.is_ascii_hexdigit()) {
         id[..10].to_string()
     } else {
@@ -446,7 +446,7 @@ pub const SLOWER_THAN_BEST: &str = "slower than the campaign's best:";
 /// interval get `noise_unknown`'s. `history`: the campaign's evaluations.
 pub fn slower_than_best(eval: &Evaluation, history: &[Evaluation], predicate: &PredicateSpec) -> Option<String> {
     use crate::predicate::{beyond_noise_above, interval};
-    let base = |t: &str| t.split('+').next().unwrap_or(t).to_string();
+    let base = crate::evaluation::tree_of;
     let figure = |e: &Evaluation| -> Option<(f64, [f64; 2])> {
         let g = e.verdict.geomean_speedup?;
         Some((g, e.verdict.geomean_interval.unwrap_or_else(|| interval(g, predicate.noise_unknown))))
@@ -462,7 +462,7 @@ pub fn slower_than_best(eval: &Evaluation, history: &[Evaluation], predicate: &P
     if !beyond_noise_above(bg, biv, g, iv) {
         return None;
     }
-    let short = |t: &str| short_tree(&base(t));
+    let short = |t: &str| short_tree(base(t));
     Some(format!(
         "{SLOWER_THAN_BEST} this tree ({}) measures a geometric mean of {g:.3}x ({:.3}x to {:.3}x with noise), while \
          tree {} (evaluation #{}, {}) measured {bg:.3}x ({:.3}x to {:.3}x), correct on every scenario. Restore the \
@@ -492,7 +492,7 @@ pub const GAIN_HELD: &str = "held on a gain gadfly cannot rule out:";
 /// survives any seed): evidence filed for the gain's question does
 /// (`gadfly answer`), which the caller checks.
 pub fn gain_to_hold(eval: &Evaluation, history: &[Evaluation], factor: f64) -> Option<String> {
-    let base = |t: &str| t.split('+').next().unwrap_or(t).to_string();
+    let base = crate::evaluation::tree_of;
     let under_bound: Vec<String> = eval
         .verdict
         .scenarios

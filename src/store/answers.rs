@@ -54,11 +54,7 @@ impl AnswerRow {
     }
 }
 
-/// A tree key without the suffix a forced re-run or a re-check adds
-/// (`TREE+3`, `TREE+recheck-…`): the same tree measured again.
-pub fn tree_of(key: &str) -> &str {
-    key.split_once('+').map_or(key, |(tree, _)| tree)
-}
+pub use crate::evaluation::tree_of;
 
 impl Store {
     /// The tree the workspace presented last (a stop, an `eval`), without

@@ -180,6 +180,7 @@ def measure(row, text, args, out, i):
         if hits:
             caught += 1
             first.append(hits[0] - start + 1)
+    bar = flips(facts["holds"], facts["intervals"])
     base = series[0][0] if series and series[0][0] else None
     below = 0
     for k in facts["jumps"]:
@@ -197,9 +198,9 @@ def measure(row, text, args, out, i):
         "plateau_moments": len(facts["plateau_at"]),
         "jumps": len(facts["jumps"]),
         "jumps_from_below": below,
-        "flips": flips(facts["holds"], facts["intervals"])[0],
-        "within_noise": flips(facts["holds"], facts["intervals"])[1],
-        "parity": flips(facts["holds"], facts["intervals"])[2],
+        "flips": bar[0],
+        "within_noise": bar[1],
+        "parity": bar[2],
         "escalations": facts["escalations"],
         "self_escalated": facts["self_escalated"],
         "duplicates": facts["duplicates"],
