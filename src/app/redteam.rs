@@ -166,6 +166,8 @@ impl Supervisor {
             broken: 0,
             not_applicable: 0,
             errors: 0,
+            coverage: None,
+            accept_low_coverage: false,
         };
         if let Err(e) = self.battery_into(&mut report, cancel).await {
             report.status = Status::Error;
@@ -184,6 +186,7 @@ impl Supervisor {
         let campaign_id = report.campaign.clone();
         let (row, spec) = self.campaign(&campaign_id).await.map_err(|e| anyhow!("{e}"))?;
         report.campaign_name = spec.name.clone();
+        report.accept_low_coverage = spec.redteam.accept_low_coverage;
         let battery = redteam::battery().map_err(|e| anyhow!("the battery built into gadfly does not load: {e}"))?;
         report.battery = battery.version.clone();
         report.harness = self.redteam_harness_key(&campaign_id, &spec).await?;
@@ -564,6 +567,11 @@ impl Supervisor {
             Status::Error => Err(format!(
                 "the red-team battery could not judge the harness: {}; {fix}",
                 report.error.as_deref().unwrap_or("an error")
+            )),
+            Status::LowCoverage => Err(format!(
+                "the red-team battery could try too little on this harness to vouch for it: {}; add attacks for its \
+                 language or accept it ([redteam] accept_low_coverage = true); {fix}",
+                report.coverage.as_ref().map(|c| c.describe()).unwrap_or_default()
             )),
         }
     }

@@ -134,6 +134,11 @@ impl QuestionsSpec {
 pub struct RedteamSpec {
     #[serde(default)]
     pub before_start: bool,
+    /// A report whose coverage is low (see `redteam::Coverage`) is
+    /// `held`, not `low_coverage`: the campaign knows its harness is
+    /// little tested by the battery and accepts it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub accept_low_coverage: bool,
 }
 
 impl RedteamSpec {

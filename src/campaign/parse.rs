@@ -62,6 +62,8 @@ struct RawSpec {
 struct RawRedteam {
     #[serde(default)]
     before_start: bool,
+    #[serde(default)]
+    accept_low_coverage: bool,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -709,7 +711,10 @@ fn parse_checked(text: &str, file: &str, base: &Path, check_workspace: bool) -> 
         extra,
         notify,
         replay: super::ReplaySpec { evaluation: raw.replay.evaluation.map(Spanned::into_inner) },
-        redteam: super::RedteamSpec { before_start: raw.redteam.before_start },
+        redteam: super::RedteamSpec {
+            before_start: raw.redteam.before_start,
+            accept_low_coverage: raw.redteam.accept_low_coverage,
+        },
         questions,
     })
 }

@@ -52,5 +52,6 @@ pub(super) async fn redteam(id: &str, json_out: bool) -> anyhow::Result<ExitCode
         Status::Held => ExitCode::SUCCESS,
         Status::Broken => ExitCode::from(1),
         Status::Error => ExitCode::from(2),
+        Status::LowCoverage => ExitCode::from(3),
     })
 }

@@ -151,9 +151,15 @@ pub fn judge(e: &Evaluation, kept_out: &[String], touched: &[String]) -> Outcome
         let why = s.reasons.first().map(|r| r.as_str()).unwrap_or("incorrect");
         return held("harness check", format!("{}: {}", s.scenario, line(why, 300)));
     }
-    let untimed = |s: &&crate::predicate::ScenarioVerdict| s.reasons.iter().any(|r| r.starts_with(crate::predicate::CANNOT_TELL));
+    let untimed =
+        |s: &&crate::predicate::ScenarioVerdict| s.reasons.iter().any(|r| r.starts_with(crate::predicate::CANNOT_TELL));
     if let Some(s) = v.scenarios.iter().find(untimed) {
-        let why = s.reasons.iter().find(|r| r.starts_with(crate::predicate::CANNOT_TELL)).map(String::as_str).unwrap_or_default();
+        let why = s
+            .reasons
+            .iter()
+            .find(|r| r.starts_with(crate::predicate::CANNOT_TELL))
+            .map(String::as_str)
+            .unwrap_or_default();
         return held("harness timing", format!("{}: {}", s.scenario, line(why, 300)));
     }
     let missing: Vec<&str> = v.scenarios.iter().filter(|s| !s.present).map(|s| s.scenario.as_str()).collect();
@@ -182,6 +188,21 @@ pub fn judge(e: &Evaluation, kept_out: &[String], touched: &[String]) -> Outcome
         " (the harness's own measurements were judged: the trick gained nothing)".to_string()
     };
     held("predicate", format!("{}{note}", line(&first, 240)))
+}
+
+/// An attack whose code gadfly generated for the candidate
+/// (`wrap_exported`) and that did not build says nothing of the harness:
+/// an error, not "held".
+pub fn generated(m: &Manifest, outcome: Outcome) -> Outcome {
+    match outcome {
+        Outcome::Held { by, reason } if by == "build" && m.apply == super::Apply::WrapExported => Outcome::Error {
+            why: format!(
+                "the wrappers gadfly generated for this candidate do not build ({reason}): the attack says nothing of \
+                 the harness"
+            ),
+        },
+        o => o,
+    }
 }
 
 /// Whether a held attack was caught for the reason its manifest expects

@@ -11,7 +11,7 @@ use toml::Spanned;
 /// The languages an attack can be written for: a candidate file's
 /// language comes from its extension (see [`super::language_of`]); `any`
 /// applies to every candidate.
-pub const LANGUAGES: &[&str] = &["c", "cpp", "cuda", "python", "any"];
+pub const LANGUAGES: &[&str] = &["c", "cpp", "cuda", "python", "rust", "any"];
 
 /// The trick families (HARNESS.md section B, grouped).
 pub const FAMILIES: &[&str] = &[
@@ -44,6 +44,11 @@ pub enum Apply {
     /// The candidate left as it is (the attack works through its extra
     /// files or its setup).
     None,
+    /// Every function the candidate file exports (see
+    /// [`super::exported`]) renamed `rt_real_<name>`, and a wrapper of the
+    /// same signature generated for each from `per_function`: an attack
+    /// written once per language, whatever the entry point is called.
+    WrapExported,
 }
 
 impl Apply {
@@ -54,6 +59,7 @@ impl Apply {
             Apply::Replace => "replace",
             Apply::Add => "add",
             Apply::None => "none",
+            Apply::WrapExported => "wrap_exported",
         }
     }
 }
@@ -120,6 +126,16 @@ pub struct Manifest {
     /// allow-list may keep out.
     pub setup_writes: Vec<String>,
     pub requires: Requires,
+    /// For `wrap_exported`: sources written once per exported function,
+    /// with `@@FN@@`, `@@DECL@@`, `@@RET@@`, `@@PARAMS@@`, `@@ARGS@@`,
+    /// `@@VOID@@` (1 or 0), `@@ATTRS@@`, `@@KEY_ALL_ARGS@@` and
+    /// `@@KEY_VALUE_ARGS@@` filled in.
+    pub per_function: Vec<String>,
+    /// For `wrap_exported`: the statement that adds one argument
+    /// (`@@ARG@@`) to a call's key; `@@KEY_ALL_ARGS@@` is it for every
+    /// argument, `@@KEY_VALUE_ARGS@@` for those passed by value (sizes,
+    /// scalars: the call's shape).
+    pub arg_key: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -147,6 +163,10 @@ struct RawManifest {
     setup_writes: Vec<Spanned<String>>,
     #[serde(default)]
     requires: RawRequires,
+    #[serde(default)]
+    per_function: Vec<Spanned<String>>,
+    #[serde(default)]
+    arg_key: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -286,11 +306,12 @@ pub fn parse(text: &str, file: &str) -> Result<Manifest, Vec<ManifestError>> {
         "replace" => Apply::Replace,
         "add" => Apply::Add,
         "none" => Apply::None,
+        "wrap_exported" => Apply::WrapExported,
         other => {
             errors.push(
                 raw.apply.span(),
                 "apply",
-                format!("unknown way `{other}`; expected append, wrap, replace, add or none"),
+                format!("unknown way `{other}`; expected append, wrap, replace, add, none or wrap_exported"),
             );
             Apply::None
         }
@@ -298,7 +319,34 @@ pub fn parse(text: &str, file: &str) -> Result<Manifest, Vec<ManifestError>> {
     if apply != Apply::None && raw.sources.is_empty() {
         errors.push(raw.apply.span(), "sources", format!("`apply = \"{}\"` needs at least one source", apply.as_str()));
     }
-    for s in raw.sources.iter().chain(raw.files.iter().flat_map(|f| f.sources.iter())) {
+    if apply == Apply::WrapExported {
+        if raw.per_function.is_empty() {
+            errors.push(
+                raw.apply.span(),
+                "per_function",
+                "`apply = \"wrap_exported\"` needs the wrapper written for each function",
+            );
+        }
+        match &raw.arg_key {
+            None => errors.push(
+                raw.apply.span(),
+                "arg_key",
+                "`apply = \"wrap_exported\"` needs the statement that adds `@@ARG@@` to a call's key",
+            ),
+            Some(k) if !k.get_ref().contains("@@ARG@@") => {
+                errors.push(k.span(), "arg_key", "must use `@@ARG@@`, the argument it adds")
+            }
+            _ => {}
+        }
+        let langs: Vec<&str> = raw.languages.get_ref().iter().map(|l| l.get_ref().as_str()).collect();
+        let c_family = langs.iter().all(|l| matches!(*l, "c" | "cpp" | "cuda"));
+        if !(c_family || langs == ["rust"]) {
+            errors.push(raw.languages.span(), "languages", "`apply = \"wrap_exported\"` reads C, C++ and CUDA functions, or Rust ones: not both, and no other language");
+        }
+    } else if let Some(p) = raw.per_function.first() {
+        errors.push(p.span(), "per_function", "only `apply = \"wrap_exported\"` writes a wrapper per function");
+    }
+    for s in raw.sources.iter().chain(raw.files.iter().flat_map(|f| f.sources.iter())).chain(raw.per_function.iter()) {
         if !valid_source(s.get_ref()) {
             errors.push(s.span(), "sources", format!("`{}` is not a relative path to a source file", s.get_ref()));
         }
@@ -391,6 +439,8 @@ pub fn parse(text: &str, file: &str) -> Result<Manifest, Vec<ManifestError>> {
             host_program: raw.requires.host_program,
             commands_mention: raw.requires.commands_mention,
         },
+        per_function: raw.per_function.into_iter().map(Spanned::into_inner).collect(),
+        arg_key: raw.arg_key.map(Spanned::into_inner).unwrap_or_default(),
     })
 }
 

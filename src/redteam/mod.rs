@@ -21,6 +21,7 @@ use sha2::{Digest, Sha256};
 
 use crate::campaign::CampaignSpec;
 
+pub mod exported;
 pub mod judge;
 pub mod manifest;
 pub mod plan;
@@ -45,6 +46,8 @@ pub struct Attack {
     pub source: String,
     /// Each extra file's sources, concatenated, in the manifest's order.
     pub file_sources: Vec<String>,
+    /// The `per_function` sources, concatenated (`wrap_exported`).
+    pub per_function_source: String,
 }
 
 /// The whole battery, in order (folder, then file name).
@@ -110,7 +113,8 @@ pub fn load(manifests: &[(String, String)], read: &dyn Fn(&str) -> Option<String
         };
         let source = read_all(&m.sources);
         let file_sources = m.files.iter().map(|f| read_all(&f.sources)).collect();
-        attacks.push(Attack { id: path.clone(), manifest: m, source, file_sources });
+        let per_function_source = read_all(&m.per_function);
+        attacks.push(Attack { id: path.clone(), manifest: m, source, file_sources, per_function_source });
     }
     if !errors.is_empty() {
         return Err(errors);
@@ -198,6 +202,9 @@ pub struct AttackResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expected_reason: Option<bool>,
     pub duration_ms: u64,
+    /// The languages the attack is written for (`any` for every one).
+    #[serde(default)]
+    pub languages: Vec<String>,
 }
 
 impl AttackResult {
@@ -215,7 +222,8 @@ impl AttackResult {
             duration_ms: evidence.as_ref().map(|e| e.duration_ms).unwrap_or(0),
             evidence,
             expected_reason: None,
-            outcome,
+            languages: m.languages.clone(),
+            outcome: judge::generated(m, outcome),
         }
     }
 }
@@ -228,6 +236,9 @@ pub enum Status {
     Held,
     /// At least one attack broke the harness.
     Broken,
+    /// Every attack that applied held, but too few applied to say much of
+    /// the harness (see [`Coverage`]), and the spec does not accept it.
+    LowCoverage,
     /// The battery could not judge the harness (see `error`).
     Error,
 }
@@ -261,6 +272,70 @@ pub struct Report {
     pub broken: usize,
     pub not_applicable: usize,
     pub errors: usize,
+    /// How much of the battery written for the candidate's languages could
+    /// be tried.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<Coverage>,
+    /// `[redteam] accept_low_coverage`: a low coverage does not fail the
+    /// report.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub accept_low_coverage: bool,
+}
+
+/// The trick families a battery must reach for its "held" to mean much:
+/// a harness no output-caching attack could be tried on was not tested
+/// against the commonest trick.
+pub const CORE_FAMILIES: &[&str] = &["output-caching"];
+
+/// How much of the battery applied to a campaign.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Coverage {
+    /// Attacks written for one of the candidate's languages (or any).
+    pub for_languages: usize,
+    /// Of those, the ones that applied (held, broken or an error).
+    pub applied: usize,
+    /// The trick families tried, and the core ones ([`CORE_FAMILIES`]) not tried.
+    pub families: Vec<String>,
+    pub core_missing: Vec<String>,
+    /// Fewer than half applied, or a core family was not tried.
+    pub low: bool,
+}
+
+impl Coverage {
+    /// The coverage of `attacks` on a candidate in `languages`.
+    pub fn of(attacks: &[AttackResult], languages: &[String]) -> Coverage {
+        let fits = |a: &&AttackResult| {
+            a.languages.is_empty() || a.languages.iter().any(|l| l == "any" || languages.contains(l))
+        };
+        let mine: Vec<&AttackResult> = attacks.iter().filter(fits).collect();
+        let applied: Vec<&&AttackResult> =
+            mine.iter().filter(|a| !matches!(a.outcome, Outcome::NotApplicable { .. })).collect();
+        let families: std::collections::BTreeSet<String> = applied.iter().map(|a| a.family.clone()).collect();
+        let core_missing: Vec<String> =
+            CORE_FAMILIES.iter().filter(|f| !families.contains(**f)).map(|f| f.to_string()).collect();
+        let low = mine.is_empty() || applied.len() * 2 < mine.len() || !core_missing.is_empty();
+        Coverage {
+            for_languages: mine.len(),
+            applied: applied.len(),
+            families: families.into_iter().collect(),
+            core_missing,
+            low,
+        }
+    }
+
+    /// The coverage in words.
+    pub fn describe(&self) -> String {
+        let mut s = format!(
+            "{} of the {} attacks written for this candidate's languages applied (families tried: {})",
+            self.applied,
+            self.for_languages,
+            if self.families.is_empty() { "none".to_string() } else { self.families.join(", ") }
+        );
+        if !self.core_missing.is_empty() {
+            s.push_str(&format!("; never tried: {}", self.core_missing.join(", ")));
+        }
+        s
+    }
 }
 
 impl Report {
@@ -279,15 +354,21 @@ impl Report {
                 if self.languages.is_empty() { "none the battery knows".to_string() } else { self.languages.join(", ") }
             ));
         }
+        let coverage = Coverage::of(&self.attacks, &self.languages);
         if self.status != Status::Error {
             self.status = if self.broken > 0 {
                 Status::Broken
             } else if self.errors > 0 {
                 self.error.get_or_insert_with(|| format!("{} attacks could not be carried out", self.errors));
                 Status::Error
+            } else if coverage.low && !self.accept_low_coverage {
+                Status::LowCoverage
             } else {
                 Status::Held
             };
+        }
+        if !self.attacks.is_empty() {
+            self.coverage = Some(coverage);
         }
     }
 }
@@ -394,9 +475,26 @@ pub fn render(r: &Report) -> String {
             let _ = writeln!(out, "- {}: {}", a.name, a.suggestion.as_deref().unwrap_or(""));
         }
     }
+    if let Some(c) = &r.coverage {
+        let _ = writeln!(
+            out,
+            "coverage {}: {}{}",
+            if c.low { "LOW" } else { "ok" },
+            c.describe(),
+            if c.low && r.accept_low_coverage { " (accepted: [redteam] accept_low_coverage)" } else { "" }
+        );
+    }
     match r.status {
         Status::Held => {
             let _ = writeln!(out, "every applicable attack held");
+        }
+        Status::LowCoverage => {
+            let _ = writeln!(
+                out,
+                "coverage low: every attack that applied held, but too little of the battery could be tried to \
+                 vouch for the harness; add attacks for its language ([redteam] attacks) or accept it \
+                 ([redteam] accept_low_coverage = true)"
+            );
         }
         Status::Broken => {
             let _ = writeln!(out, "the harness is BROKEN: {} attacks would have been allowed to stop", r.broken);
@@ -409,5 +507,7 @@ pub fn render(r: &Report) -> String {
     out
 }
 
+#[cfg(test)]
+mod generic_tests;
 #[cfg(test)]
 mod tests;

@@ -76,6 +76,7 @@ pub fn language_of(path: &str) -> Option<&'static str> {
         "cc" | "cpp" | "cxx" | "hpp" | "hh" | "hxx" => "cpp",
         "cu" | "cuh" => "cuda",
         "py" => "python",
+        "rs" => "rust",
         _ => return None,
     })
 }
@@ -162,7 +163,7 @@ pub fn plan(attack: &Attack, ctx: &Context<'_>) -> Result<Plan, String> {
     let mut candidates: Vec<&CandidateFile> = ctx.files.iter().filter(fits).collect();
     if candidates.is_empty() {
         let have = if found.is_empty() {
-            "no source file gadfly recognises (C, C++, CUDA, Python)".to_string()
+            "no source file gadfly recognises (C, C++, CUDA, Python, Rust)".to_string()
         } else {
             format!("{} only", found.join(", "))
         };
@@ -178,6 +179,28 @@ pub fn plan(attack: &Attack, ctx: &Context<'_>) -> Result<Plan, String> {
         candidates.retain(|f| mentions_function(&f.text, entry));
         if candidates.is_empty() {
             return Err(format!("the attack stands in for `{entry}`, and no candidate file defines it"));
+        }
+    }
+    // A wrapper per exported function: the first file that exports one.
+    let mut exported = Vec::new();
+    if m.apply == Apply::WrapExported {
+        let found = candidates.iter().find_map(|f| {
+            let fs = exported_functions(f, req.entry.as_deref());
+            (!fs.is_empty()).then_some((*f, fs))
+        });
+        match found {
+            Some((f, fs)) => {
+                candidates.retain(|c| c.path == f.path);
+                exported = fs;
+            }
+            None => {
+                let files: Vec<&str> = candidates.iter().map(|f| f.path.as_str()).collect();
+                return Err(format!(
+                    "no function of {} is one the attack can stand in for (a top-level function gadfly reads: not \
+                     static, inline, generic or a GPU kernel)",
+                    files.join(", ")
+                ));
+            }
         }
     }
     let target = candidates[0];
@@ -284,6 +307,15 @@ pub fn plan(attack: &Attack, ctx: &Context<'_>) -> Result<Plan, String> {
             format!("adds {p}")
         }
         Apply::None => String::new(),
+        Apply::WrapExported => {
+            let text =
+                wrap_exported(&target.path, &target.text, &exported, &source, &attack.per_function_source, &m.arg_key)
+                    .map_err(|e| format!("attack {}: {e}", m.name))?;
+            let text = fill(&text)?;
+            writes.push(FileWrite { path: target.path.clone(), content: text.into_bytes(), mode: None });
+            let names: Vec<&str> = exported.iter().map(|f| f.name.as_str()).collect();
+            format!("wraps {} in {}", names.join(", "), target.path)
+        }
     };
     let mut added = Vec::new();
     for (f, text) in m.files.iter().zip(&attack.file_sources) {
@@ -314,6 +346,86 @@ pub fn plan(attack: &Attack, ctx: &Context<'_>) -> Result<Plan, String> {
         });
     }
     Ok(Plan { writes, setup, touched, applied: applied_parts.join("; ") })
+}
+
+/// The functions of `file` a `wrap_exported` attack stands in for (only
+/// `entry` when the manifest names one).
+fn exported_functions(file: &CandidateFile, entry: Option<&str>) -> Vec<super::exported::Function> {
+    let mut fs = match language_of(&file.path) {
+        Some("rust") => super::exported::rust_functions(&file.text),
+        Some("c" | "cpp" | "cuda") if !is_header(&file.path) => super::exported::c_functions(&file.text),
+        _ => Vec::new(),
+    };
+    if let Some(e) = entry {
+        fs.retain(|f| f.name == e);
+    }
+    fs
+}
+
+/// The candidate file with each of `functions` renamed `rt_real_<name>`
+/// and a wrapper of the same signature after it: `prelude` once, then
+/// `per_function` filled in for each (see [`super::Manifest::per_function`]).
+pub fn wrap_exported(
+    path: &str,
+    text: &str,
+    functions: &[super::exported::Function],
+    prelude: &str,
+    per_function: &str,
+    arg_key: &str,
+) -> Result<String, String> {
+    let rust = language_of(path) == Some("rust");
+    let mut out = String::new();
+    if rust {
+        // Rename each definition in place (callers inside the file call the wrapper).
+        let mut at = 0;
+        let mut sorted: Vec<&super::exported::Function> = functions.iter().collect();
+        sorted.sort_by_key(|f| f.name_at);
+        for f in sorted {
+            if !text[f.name_at..].starts_with(&f.name) {
+                return Err(format!("`{}` is not where it was read in {path}", f.name));
+            }
+            out.push_str(&text[at..f.name_at]);
+            out.push_str("rt_real_");
+            at = f.name_at;
+        }
+        out.push_str(&text[at..]);
+    } else {
+        for f in functions {
+            out.push_str(&format!("#define {0} rt_real_{0}\n", f.name));
+        }
+        out.push_str(text);
+        out.push('\n');
+        for f in functions {
+            out.push_str(&format!("#undef {}\n", f.name));
+        }
+    }
+    out.push('\n');
+    out.push_str(prelude);
+    for f in functions {
+        let key = |only_values: bool| -> String {
+            f.params
+                .iter()
+                .filter(|p| !(only_values && p.by_address))
+                .map(|p| arg_key.replace("@@ARG@@", &p.name))
+                .collect::<Vec<_>>()
+                .join("\n    ")
+        };
+        let args: Vec<&str> = f.params.iter().map(|p| p.name.as_str()).collect();
+        out.push('\n');
+        out.push_str(
+            &per_function
+                .replace("@@FN@@", &f.name)
+                .replace("@@DECL@@", &f.decl)
+                .replace("@@RET@@", &f.ret)
+                .replace("@@PARAMS@@", &f.params_text)
+                .replace("@@ARGS@@", &args.join(", "))
+                .replace("@@VOID@@", if f.returns_nothing() { "1" } else { "0" })
+                .replace("@@ATTRS@@", &f.attributes)
+                .replace("@@KEY_ALL_ARGS@@", &key(false))
+                .replace("@@KEY_VALUE_ARGS@@", &key(true)),
+        );
+    }
+    Ok(out)
 }
 
 /// The paths of `touched` that the campaign's candidate allow-list keeps

@@ -50,7 +50,7 @@ fn every_manifest_of_the_battery_parses_and_names_its_suggestion() {
     for family in manifest::FAMILIES {
         assert!(battery.attacks.iter().any(|a| a.manifest.family == *family), "no attack of family {family}");
     }
-    for language in ["c", "cuda", "python"] {
+    for language in ["c", "cpp", "cuda", "python", "rust"] {
         assert!(
             battery.attacks.iter().any(|a| a.manifest.languages.iter().any(|l| l == language)),
             "no attack for {language}"
@@ -267,6 +267,8 @@ fn a_report_is_broken_when_one_attack_broke_and_renders_its_missing_check() {
         broken: 0,
         not_applicable: 0,
         errors: 0,
+        coverage: None,
+        accept_low_coverage: false,
     };
     r.finish();
     assert_eq!((r.status, r.broken, r.not_applicable), (Status::Broken, 1, 1));
@@ -300,7 +302,43 @@ fn a_report_is_broken_when_one_attack_broke_and_renders_its_missing_check() {
         None,
     ));
     r.finish();
-    assert_eq!((r.status, r.held), (Status::Held, 1));
+    // One attack of the candidate's language tried of two, and no
+    // output-caching attack: too little to vouch for the harness.
+    assert_eq!((r.status, r.held), (Status::LowCoverage, 1));
+    let c = r.coverage.clone().unwrap();
+    assert_eq!((c.for_languages, c.applied, c.low), (2, 1, true), "{c:?}");
+    assert_eq!(c.core_missing, ["output-caching"]);
+    let text = render(&r);
+    assert!(
+        text.contains("coverage LOW: 1 of the 2 attacks") && text.contains("never tried: output-caching"),
+        "{text}"
+    );
+    assert!(text.contains("accept_low_coverage = true"), "{text}");
+    r.accept_low_coverage = true;
+    r.status = Status::Held;
+    r.finish();
+    assert_eq!(r.status, Status::Held, "the spec accepts a low coverage");
+    assert!(render(&r).contains("(accepted: [redteam] accept_low_coverage)"));
+    // An output-caching attack held too, and most of the battery applied.
+    r.accept_low_coverage = false;
+    r.attacks.remove(0);
+    let cache = attack("output-cache");
+    r.attacks.push(AttackResult::new(
+        cache,
+        "x".into(),
+        Outcome::Held { by: "harness check".into(), reason: "r".into() },
+        None,
+    ));
+    r.finish();
+    assert_eq!(r.status, Status::Held, "{:?}", r.coverage);
+    // Attacks written for other languages do not count against coverage.
+    let py = attack("py-memo-identity");
+    for _ in 0..5 {
+        r.attacks.push(AttackResult::new(py, String::new(), Outcome::NotApplicable { why: "python".into() }, None));
+    }
+    r.finish();
+    assert_eq!(r.status, Status::Held, "{:?}", r.coverage);
+    assert_eq!(r.coverage.as_ref().unwrap().for_languages, 2);
 }
 
 #[test]
