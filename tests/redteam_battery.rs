@@ -419,9 +419,19 @@ fn the_cuda_exploits_are_the_battery_of_the_attention_example() {
     let host = gadfly::redteam::HostFacts::default();
     let ctx = gadfly::redteam::Context { spec: &spec, files: &files, host: &host };
     let battery = gadfly::redteam::battery().unwrap();
-    let mut applied = vec![];
+    let (mut applied, mut generic) = (vec![], vec![]);
     for a in &battery.attacks {
         match gadfly::redteam::plan(a, &ctx) {
+            Ok(p) if a.id.starts_with("redteam/generic/c/") => {
+                // The attacks written once for C, C++ and CUDA wrap the
+                // exported host entry, never a __global__ kernel.
+                let paths: Vec<&str> = p.writes.iter().map(|w| w.path.as_str()).collect();
+                assert_eq!(paths, ["kernel/attention.cu"], "{}", a.id);
+                assert_eq!(p.applied, "wraps attention_forward in kernel/attention.cu", "{}", a.id);
+                let text = String::from_utf8_lossy(&p.writes[0].content);
+                assert!(text.contains("extern \"C\" int attention_forward(const __nv_bfloat16* q"), "{text}");
+                generic.push(a.manifest.name.clone());
+            }
             Ok(p) => {
                 assert!(a.id.starts_with("redteam/cuda/"), "{} applies to a CUDA campaign", a.id);
                 let paths: Vec<&str> = p.writes.iter().map(|w| w.path.as_str()).collect();
@@ -435,6 +445,7 @@ fn the_cuda_exploits_are_the_battery_of_the_attention_example() {
         }
     }
     assert_eq!(applied.len(), 14, "{applied:?}");
+    assert_eq!(generic, ["c-memo-identity", "c-previous-output", "c-timing-loop"]);
 
     let nvcc = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()).any(|d| d.join("nvcc").exists());
     if nvcc {
