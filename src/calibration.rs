@@ -18,6 +18,9 @@ use crate::results::ScenarioResult;
 /// The evaluations a calibration runs unless asked otherwise.
 pub const DEFAULT_RUNS: u32 = 5;
 
+/// The most runs a calibration may ask for.
+pub const MAX_RUNS: u32 = 20;
+
 /// One scenario's calibration.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ScenarioCalibration {

@@ -56,7 +56,7 @@ fn asking_at_every_moment(spec: &str) -> String {
     }
 }
 
-fn extract(dir: &Dir<'_>, dest: &Path) -> anyhow::Result<()> {
+pub(crate) fn extract(dir: &Dir<'_>, dest: &Path) -> anyhow::Result<()> {
     for file in all_files(dir) {
         let rel = file.path();
         if rel.components().any(|c| c.as_os_str() == "build") {
@@ -80,7 +80,7 @@ fn all_files<'a>(dir: &'a Dir<'a>) -> Vec<&'a include_dir::File<'a>> {
     out
 }
 
-fn git(dir: &Path, args: &[&str]) -> anyhow::Result<()> {
+pub(crate) fn git(dir: &Path, args: &[&str]) -> anyhow::Result<()> {
     let out = std::process::Command::new("git").arg("-C").arg(dir).args(args).output().context("running git")?;
     if !out.status.success() {
         bail!("git {} failed: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim());

@@ -555,9 +555,22 @@ pub const SYSTEM_FOLDERS: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib32",
 /// process the candidate starts, `setsid` and double forks included, dies
 /// with the sandbox, and nothing outside it can be seen or signalled), its
 /// own user namespace (no privilege over the host, even for a daemon run as
-/// root), no network, no IPC with the host, its own host name and session.
-const UNSHARE: &[&str] =
-    &["--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--new-session"];
+/// root), no network, no IPC with the host, its own host name and session;
+/// and no capability at all, even inside its own namespaces: a daemon run as
+/// root otherwise hands the sandbox every capability of its user namespace,
+/// and a candidate with CAP_SYS_PTRACE reads the grader's memory
+/// (`/proc/PID/mem`) and environment however the harness protects them
+/// (non-dumpable processes, a scrubbed environment).
+const UNSHARE: &[&str] = &[
+    "--unshare-user",
+    "--unshare-pid",
+    "--unshare-net",
+    "--unshare-ipc",
+    "--unshare-uts",
+    "--new-session",
+    "--cap-drop",
+    "ALL",
+];
 
 /// Whether bubblewrap runs here with every namespace [`bwrap_command`]
 /// asks for (probed once).

@@ -39,6 +39,7 @@ pub mod spend;
 pub mod spool;
 pub mod store;
 pub mod telemetry;
+pub mod templates;
 pub mod time;
 pub mod token;
 pub mod worker;

@@ -109,3 +109,65 @@ fn the_hook_token_may_not_calibrate() {
     assert_ne!(out.status.code(), Some(0));
     assert!(d.events(&id, "campaign.calibrated").is_empty());
 }
+
+/// Issue 47, part 1: `campaign create` calibrates (unless the spec or
+/// `--no-calibrate` says not to); a biased harness is named there, and
+/// `gadfly run` refuses the campaign until it is fair, the spec accepts
+/// the bias, or `--force`.
+#[test]
+fn a_campaign_is_calibrated_at_create_and_a_biased_one_is_refused_a_run() {
+    let agent = "[agent]\nkind = \"command\"\nstart = \"sleep 30\"\nresume = \"sleep 30\"\n";
+    let biased = "a true 100 100\nb true 110 100\nc true 100 100\n";
+    let f = Fixture::new(agent);
+    f.set_candidate(biased);
+    let d = Daemon::start(&f.data_dir());
+    let out = d.run(&["campaign", "create", f.spec().to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "created, and says why it is refused: {err}");
+    assert!(err.contains("calibrating the harness: the initial kernel against itself, 5 runs"), "{err}");
+    assert!(err.contains("BIASED") && err.contains("NOT FAIR: `gadfly run"), "{err}");
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert_eq!(d.events(&id, "campaign.calibrated").len(), 1);
+    let out = d.run(&["run", &id, "--agent", "command", "--detach"]);
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(!out.status.success(), "a run on a biased harness is refused");
+    assert!(err.contains("the harness is not fair") && err.contains("b at 0.909x") && err.contains("--force"), "{err}");
+    assert_eq!(d.api_get(&format!("/campaigns/{id}/runs")), serde_json::json!([]), "no run was recorded");
+    // Fixed and calibrated again: the run starts.
+    f.set_candidate("a true 100 100\nb true 100 100\nc true 100 100\n");
+    common::git(&f.ws(), &["add", "-A"]);
+    let (code, v) = calibrate(&d, &id, "3");
+    assert_eq!(code, 1, "the first calibrated tree is calibrated again, and it is still biased: {v}");
+    // (the calibrated tree is the campaign's initial kernel; a harness fix
+    // is a new campaign, or the spec accepts the bias, or --force)
+    let out = d.run(&["run", &id, "--agent", "command", "--detach", "--force"]);
+    assert!(out.status.success(), "--force starts it: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(d.run(&["stop", &id]).status.success());
+
+    // The spec accepts the bias: the run starts.
+    let f = Fixture::new(&format!("{agent}[calibration]\naccept_bias = true\nruns = 3\n"));
+    f.set_candidate(biased);
+    let d = Daemon::start(&f.data_dir());
+    let out = d.run(&["campaign", "create", f.spec().to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(err.contains("3 runs") && err.contains("NOT FAIR, accepted by the spec"), "{err}");
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let out = d.run(&["run", &id, "--agent", "command", "--detach"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(d.run(&["stop", &id]).status.success());
+
+    // Opted out, in the spec or on the command line: nothing is run.
+    let f = Fixture::new("[calibration]\nat_create = false\n");
+    let d = Daemon::start(&f.data_dir());
+    let out = d.run(&["campaign", "create", f.spec().to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not calibrated"));
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert!(d.events(&id, "campaign.calibrated").is_empty());
+    assert_eq!(d.api_get(&format!("/campaigns/{id}/evaluations")), serde_json::json!([]));
+    // A bad value is named with its line.
+    let f = Fixture::new("[calibration]\nruns = 1\n");
+    let d = Daemon::start(&f.data_dir());
+    let out = d.run(&["campaign", "create", f.spec().to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(!out.status.success() && err.contains("calibration.runs") && err.contains("between 2 and 20"), "{err}");
+}

@@ -110,6 +110,7 @@ fn the_candidate_runs_sandboxed_by_default_and_sees_nothing_of_the_host() {
         "for p in '{ws}' '{data}' '{home}'; do if [ -e \"$p\" ] && [ -n \"$(ls -A \"$p\" 2>/dev/null)\" ]; then echo \"see:$p\"; fi; done; \
          if cat '{data}/token' >/dev/null 2>&1; then echo token-read:allowed; else echo token-read:denied; fi; \
          echo \"procs:$(ls /proc | grep -c '^[0-9]')\"; \
+         echo \"caps:$(awk '/^CapEff/ {{print $2}}' /proc/self/status)\"; \
          setsid sh -c 'sleep 3; echo survived > {stray}' </dev/null >/dev/null 2>&1 & \
          echo built",
         ws = ws.display(),
@@ -130,6 +131,10 @@ fn the_candidate_runs_sandboxed_by_default_and_sees_nothing_of_the_host() {
     assert!(out.contains("token-read:denied"), "{out}");
     let procs: usize = out.lines().find_map(|l| l.strip_prefix("procs:")).unwrap().trim().parse().unwrap();
     assert!(procs < 10, "a PID namespace of its own shows only the sandbox's processes ({procs}):\n{out}");
+    // No capability, even for a daemon run as root: with CAP_SYS_PTRACE a
+    // candidate reads a non-dumpable grader's memory.
+    let caps = out.lines().find_map(|l| l.strip_prefix("caps:")).unwrap().trim();
+    assert_eq!(caps, "0000000000000000", "the sandbox has capabilities ({caps}):\n{out}");
     let run = e["run"]["output_tail"].as_str().unwrap_or_else(|| panic!("no run output: {e}"));
     assert!(run.contains("run-tree-write:denied"), "the harness run sees its tree read-only:\n{run}");
     assert_eq!(e["holds"], true, "the sandboxed harness still measured and judged: {e}");

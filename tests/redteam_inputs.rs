@@ -259,7 +259,7 @@ fn a_symlinked_protected_folder_writes_nothing_outside() {
 fn a_spec_without_candidate_warns_on_stderr_only() {
     let f = Fixture::new("");
     let d = Daemon::start(&f.data_dir());
-    let out = d.cmd().args(["campaign", "create"]).arg(f.spec()).output().unwrap();
+    let out = d.cmd().args(["campaign", "create", "--no-calibrate"]).arg(f.spec()).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert_eq!(stdout.lines().count(), 1, "stdout is the id only: {stdout:?}");
@@ -268,7 +268,7 @@ fn a_spec_without_candidate_warns_on_stderr_only() {
 
     let g = fixture_with_candidate("[\"candidate.txt\"]");
     let d = Daemon::start(&g.data_dir());
-    let out = d.cmd().args(["campaign", "create"]).arg(g.spec()).output().unwrap();
+    let out = d.cmd().args(["campaign", "create", "--no-calibrate"]).arg(g.spec()).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     // (The fixture's run has no `{seed}`: that warning is another one.)
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -864,6 +864,8 @@ fn a_sandboxed_claude_cannot_reach_the_daemon_that_judges_it() {
          echo \"db: $(ls \"$D/gadfly.db\" 2>&1)\" >> \"$R\"; \
          echo \"signal: $(kill -0 \"$P\" 2>/dev/null && echo reached || echo refused)\" >> \"$R\"; \
          echo \"pid1: $(cat /proc/1/comm 2>&1)\" >> \"$R\"; \
+         echo \"caps: $(awk '/^CapEff/ {{print $2}}' /proc/self/status)\" >> \"$R\"; \
+         echo \"unmount: $(umount \"$D\" 2>/dev/null && echo done || echo refused)\" >> \"$R\"; \
          kill -9 \"$P\" 2>/dev/null; {}",
         write_candidate(WRONG),
         pid = pid_file.display(),
@@ -902,6 +904,10 @@ fn a_sandboxed_claude_cannot_reach_the_daemon_that_judges_it() {
     assert_eq!(line("signal:"), "signal: refused", "{seen_by_agent}");
     // Its own PID namespace: process 1 is the sandbox's, not the host's init.
     assert_eq!(line("pid1:"), "pid1: bwrap", "{seen_by_agent}");
+    // No capability, even when the daemon runs as root: the tmpfs that
+    // hides the data dir stays.
+    assert_eq!(line("caps:"), "caps: 0000000000000000", "{seen_by_agent}");
+    assert_eq!(line("unmount:"), "unmount: refused", "{seen_by_agent}");
     // The daemon is the same process, still answering, and it judged both stops.
     assert!(std::path::Path::new(&format!("/proc/{daemon_pid}")).exists(), "the daemon was killed");
     let stops = s.stops();

@@ -2,13 +2,14 @@
  * qrbench: correctness and timing harness for a batched Householder QR
  * kernel on the CPU.
  *
- *   qrbench --lib PATH.so --out RESULTS.jsonl [--scenarios a,b,c]
- *           [--repeats N] [--seed S] [--no-held-out] [--list]
+ *   qrbench --lib PATH.so --out RESULTS.jsonl [--baseline-lib PATH.so]
+ *           [--scenarios a,b,c] [--repeats N] [--seed S] [--no-held-out] [--list]
  *
  * The candidate library must export
  *   void qr_batched(int batch, int m, int n, const double *A, double *Q, double *R);
- * It is compared against the baseline (the initial kernel, compiled into this
- * program) and a long double reference.  One JSON object per scenario is
+ * It is compared against the baseline (the initial kernel, as a library
+ * built with the candidate's flags, by default libbaseline.so beside this
+ * program, loaded the candidate's way) and a long double reference.  One JSON object per scenario is
  * written to the results file; see README.md for the fields.
  *
  * Two kinds of process (README.md, "Processes"):
@@ -18,7 +19,9 @@
  *    every process it started (and every process those started) is dead;
  *  - two RUNNERS, this same program exec'd fresh in runner mode
  *    (`--runner candidate|baseline`): one dlopens the candidate, the other
- *    holds the baseline.  A runner gets a scrubbed environment, no seed and
+ *    the baseline (from a sealed in-memory copy); both run under the same
+ *    system-call filter, so that the initial kernel against itself is
+ *    1.00x.  A runner gets a scrubbed environment, no seed and
  *    no results path; it receives requests over a private pipe, calls the
  *    kernel on buffers in a memory file shared with the grader, and answers
  *    over another pipe.
@@ -459,6 +462,7 @@ enum { ST_OK = 0, ST_LOADFAIL = 1, ST_BADREQ = 2 };
 #define RUNNER_REQ_FD 3
 #define RUNNER_REP_FD 4
 #define RUNNER_SHM_FD 5
+#define RUNNER_LIB_FD 6 /* the baseline's runner: its library, a sealed in-memory copy */
 /* a call that takes longer than this is reported as hung */
 #define CALL_TIMEOUT_MS 60000
 
@@ -623,7 +627,17 @@ static int runner_main(const char *kind, const char *lib)
         /* the candidate runs as the same user: no ptrace, no /proc/PID/mem
          * of the baseline's process (for users without CAP_SYS_PTRACE) */
         prctl(PR_SET_DUMPABLE, 0);
-        fn = qrbench_baseline_qr;
+        /* Loaded exactly as the candidate's library is (dlopen, RTLD_NOW,
+         * a -fPIC shared object built with the same flags): the initial
+         * kernel against itself is the same code reached the same way. */
+        void *handle = dlopen("/proc/self/fd/6", RTLD_NOW | RTLD_LOCAL);
+        if (handle)
+            *(void **)(&fn) = dlsym(handle, "qrbench_baseline_qr");
+        if (!fn) {
+            const char *err = dlerror();
+            rep.status = ST_LOADFAIL;
+            snprintf(rep.msg, sizeof(rep.msg), "cannot load the baseline library: %s", err ? err : "no qrbench_baseline_qr");
+        }
     } else if (!strcmp(kind, "candidate") && lib) {
         void *handle = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
         if (!handle) {
@@ -648,9 +662,11 @@ static int runner_main(const char *kind, const char *lib)
     base = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, RUNNER_SHM_FD, 0);
     if (base == MAP_FAILED)
         return 2;
-    if (rep.status == ST_OK && fn != qrbench_baseline_qr && forbid_opening_files() != 0) {
+    /* Both runners under the same filter: the same cost on every system
+     * call (a kernel that allocates per matrix makes many). */
+    if (rep.status == ST_OK && forbid_opening_files() != 0) {
         rep.status = ST_LOADFAIL;
-        snprintf(rep.msg, sizeof(rep.msg), "cannot forbid the candidate's process to open files (seccomp): %s",
+        snprintf(rep.msg, sizeof(rep.msg), "cannot forbid the %s's process to open files (seccomp): %s", kind,
                  strerror(errno));
     }
     if (read_all(RUNNER_REQ_FD, &rq, sizeof(rq), -1) != 0 || rq.magic != MSG_MAGIC || rq.op != OP_HELLO)
@@ -713,6 +729,11 @@ typedef struct {
 } runner_t;
 
 static char self_exe[4096];
+/* The baseline's library (build/libbaseline.so, built from baseline_qr.c
+ * with the candidate's own flags and loaded the candidate's way): copied
+ * into a sealed memory file before any runner starts, so that nothing the
+ * candidate does to the file on disk reaches the baseline. */
+static int baseline_lib_fd = -1;
 
 /* how many processes a listing of the tree below the grader holds */
 #define MAX_PROCS 4096
@@ -1190,14 +1211,15 @@ static int spawn_runner(runner_t *r, const char *kind, const char *lib, size_t s
         char *argv_c[] = {"qrbench-runner", "--runner", (char *)kind, "--lib", (char *)lib, NULL};
         char *argv_b[] = {"qrbench-runner", "--runner", (char *)kind, NULL};
         int a = fcntl(req[0], F_DUPFD, 10), b = fcntl(rep[1], F_DUPFD, 10), c = fcntl(r->shm_fd, F_DUPFD, 10);
+        int d = lib ? -1 : fcntl(baseline_lib_fd, F_DUPFD, 10);
         int nul = open("/dev/null", O_RDONLY), fd;
         long maxfd = sysconf(_SC_OPEN_MAX);
         if (a < 0 || b < 0 || c < 0 || nul < 0 || dup2(nul, 0) < 0 || dup2(a, RUNNER_REQ_FD) < 0 ||
-            dup2(b, RUNNER_REP_FD) < 0 || dup2(c, RUNNER_SHM_FD) < 0)
+            dup2(b, RUNNER_REP_FD) < 0 || dup2(c, RUNNER_SHM_FD) < 0 || (!lib && (d < 0 || dup2(d, RUNNER_LIB_FD) < 0)))
             _exit(127);
         if (maxfd < 0 || maxfd > 65536)
             maxfd = 65536;
-        for (fd = RUNNER_SHM_FD + 1; fd < maxfd; fd++)
+        for (fd = lib ? RUNNER_SHM_FD + 1 : RUNNER_LIB_FD + 1; fd < maxfd; fd++)
             close(fd);
         execve(self_exe, lib ? argv_c : argv_b, envp);
         _exit(127);
@@ -2219,7 +2241,7 @@ baseline_failed:
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: qrbench --lib PATH.so --out RESULTS.jsonl [--scenarios a,b,c]\n"
+            "usage: qrbench --lib PATH.so --out RESULTS.jsonl [--baseline-lib PATH.so] [--scenarios a,b,c]\n"
             "               [--repeats N] [--seed S] [--no-held-out]\n"
             "       qrbench --list\n");
 }
@@ -2287,9 +2309,34 @@ static void hide_arguments(int argc, char **argv)
             memset(*e, 0, strlen(*e));
 }
 
+/* Copies the baseline's library into a sealed memory file (see
+ * baseline_lib_fd).  0 on success. */
+static int load_baseline_lib(const char *path)
+{
+    char buf[65536];
+    ssize_t k;
+    int in = open(path, O_RDONLY | O_CLOEXEC);
+    if (in < 0)
+        return -1;
+    baseline_lib_fd = memfd_create("qrbench-baseline", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (baseline_lib_fd < 0) {
+        close(in);
+        return -1;
+    }
+    while ((k = read(in, buf, sizeof(buf))) > 0)
+        if (write_all(baseline_lib_fd, buf, (size_t)k) != 0) {
+            k = -1;
+            break;
+        }
+    close(in);
+    if (k < 0)
+        return -1;
+    return fcntl(baseline_lib_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
+}
+
 int main(int argc, char **argv)
 {
-    const char *lib = NULL, *outpath = NULL, *list = NULL, *runner = NULL;
+    const char *lib = NULL, *outpath = NULL, *list = NULL, *runner = NULL, *baseline_lib = NULL;
     char *out_copy, *lib_real, *buf = NULL;
     size_t buflen = 0, shm_size = 0;
     int repeats = 0, i, selected[64], nsel = 0, rc, held_out = 1;
@@ -2306,6 +2353,8 @@ int main(int argc, char **argv)
             runner = argv[++i];
         } else if (!strcmp(a, "--lib") && has_val) {
             lib = argv[++i];
+        } else if (!strcmp(a, "--baseline-lib") && has_val) {
+            baseline_lib = argv[++i];
         } else if (!strcmp(a, "--out") && has_val) {
             outpath = argv[++i];
         } else if (!strcmp(a, "--scenarios") && has_val) {
@@ -2361,6 +2410,23 @@ int main(int argc, char **argv)
         return 2;
     }
     self_exe[k] = '\0';
+    {
+        /* by default beside this program: build/libbaseline.so */
+        char path[4096 + 32];
+        const char *slash = strrchr(self_exe, '/');
+        if (!baseline_lib) {
+            snprintf(path, sizeof(path), "%.*s/libbaseline.so", slash ? (int)(slash - self_exe) : 1,
+                     slash ? self_exe : ".");
+            baseline_lib = path;
+        }
+        if (load_baseline_lib(baseline_lib) != 0) {
+            fprintf(stderr,
+                    "qrbench: cannot read the baseline's library '%s': %s (the Makefile builds it from "
+                    "harness/cpu/baseline_qr.c with the candidate's flags)\n",
+                    baseline_lib, strerror(errno));
+            return 2;
+        }
+    }
     out_copy = strdup(outpath);
     lib_real = realpath(lib, NULL);
     if (!out_copy)

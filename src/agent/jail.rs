@@ -11,6 +11,8 @@
 //!   spool (where the hooks leave what they could not deliver);
 //! - the agent has its own PID namespace: it cannot see or signal the
 //!   daemon, the harness or anything else outside;
+//! - it has no capability, even when the daemon runs as root (it could
+//!   otherwise unmount what hides the data dir);
 //! - the file system is read-only but for the workspace, the agent's home
 //!   (its CLI keeps its configuration and transcripts there), `/tmp` and the
 //!   folders named in `[agent] writable`;
@@ -43,7 +45,9 @@ impl Jail {
     pub fn wrap(&self, program: &str, args: &[String]) -> (String, Vec<String>) {
         let mut a: Vec<String> = Vec::new();
         let mut push = |items: &[&str]| a.extend(items.iter().map(|s| s.to_string()));
-        push(&["--die-with-parent", "--unshare-pid", "--unshare-ipc", "--new-session"]);
+        // No capability: a daemon run as root would otherwise hand the agent
+        // root's (CAP_SYS_ADMIN unmounts the tmpfs that hides the data dir).
+        push(&["--die-with-parent", "--unshare-pid", "--unshare-ipc", "--new-session", "--cap-drop", "ALL"]);
         push(&["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--bind", "/tmp", "/tmp"]);
         let shown = |p: &Path| p.display().to_string();
         for w in &self.writable {
@@ -102,6 +106,7 @@ mod tests {
         assert!(pos("--tmpfs") > pos("/w"), "{args:?}");
         assert_eq!(&args[args.len() - 3..], ["--", "claude", "-p"]);
         assert!(args.contains(&"--unshare-pid".to_string()));
+        assert!(args.windows(2).any(|w| w[0] == "--cap-drop" && w[1] == "ALL"), "{args:?}");
         assert!(overlaps(Path::new("/a/b/c"), Path::new("/a/b")));
         assert!(overlaps(Path::new("/a/b"), Path::new("/a/b/data")));
         assert!(!overlaps(Path::new("/a/ws"), Path::new("/a/data")));

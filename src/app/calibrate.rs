@@ -15,8 +15,7 @@ use crate::harness;
 
 use super::{Result, Supervisor};
 
-/// The most runs a calibration may ask for.
-pub const MAX_RUNS: u32 = 20;
+pub use crate::calibration::MAX_RUNS;
 
 impl Supervisor {
     /// Calibrates the campaign's harness with `runs` evaluations (2 to

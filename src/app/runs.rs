@@ -207,10 +207,27 @@ impl Supervisor {
 
     /// [`Self::start_run`]; with `[redteam] before_start` the agent starts
     /// only once the red-team battery held (see `redteam.rs`), unless
-    /// `force`.
+    /// `force`; a campaign whose latest calibration is not fair does not
+    /// start, unless `force` or `[calibration] accept_bias`.
     pub async fn start_run_with(&self, campaign_id: &str, kind: AgentKind, force: bool) -> anyhow::Result<i64> {
         let sup = self;
         let (_row, spec) = sup.campaign(campaign_id).await.map_err(|e| anyhow!("{e}"))?;
+        if !force && !spec.calibration.accept_bias {
+            if let Some(cal) = sup.latest_calibration(campaign_id).await?.filter(|c| !c.fair()) {
+                let what: Vec<String> = cal
+                    .biased()
+                    .iter()
+                    .map(|s| format!("{} at {:.3}x", s.scenario, s.bias))
+                    .chain(cal.problems.iter().take(2).cloned())
+                    .collect();
+                bail!(
+                    "the harness is not fair: its latest calibration measured the initial kernel against itself \
+                     beyond noise ({}); fix the harness and run `gadfly calibrate {campaign_id}` again, accept it in \
+                     the spec ([calibration] accept_bias = true), or start anyway with `gadfly run --force`",
+                    what.join("; ")
+                );
+            }
+        }
         let mut agent = AgentSpec::from_campaign(&spec)?;
         let sandbox = agent.resolve_sandbox(&spec.workspace, sup.data_dir(), crate::harness::bwrap_works())?;
         let token = CancellationToken::new();

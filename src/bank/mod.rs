@@ -69,7 +69,10 @@ pub struct Applies {
     /// What the question's words take for granted
     /// ([`vocabulary::ASSUMPTIONS`]): `several_scenarios` (never asked in a
     /// campaign of one scenario), `quoted_peak` (only when the agent's words
-    /// quote a peak).
+    /// quote a peak), `kernel_code` (only in a campaign that optimizes a
+    /// kernel's code: not a training recipe or a configuration),
+    /// `timed_figure` (the figure is a time or a speed: not a training
+    /// recipe's validation loss).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub assumes: Vec<String>,
     /// The kinds of failure the question can find the cause of
@@ -132,6 +135,12 @@ impl Entry {
             return false;
         }
         if self.applies.assumes.iter().any(|a| a == "several_scenarios") && spec.harness.scenarios.len() < 2 {
+            return false;
+        }
+        if self.applies.assumes.iter().any(|a| a == "kernel_code") && !spec.optimizes_kernel_code() {
+            return false;
+        }
+        if self.applies.assumes.iter().any(|a| a == "timed_figure") && !spec.figure_is_timed() {
             return false;
         }
         if !self.applies.architectures.is_empty() {

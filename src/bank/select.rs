@@ -589,6 +589,44 @@ mod tests {
         assert!(rank(&bank.entries, &req).iter().any(|c| c.entry.id == "bound-007"));
     }
 
+    /// A training-recipe or configuration campaign is never asked a
+    /// question that assumes kernel code, and still gets a question at
+    /// every moment the bank covers for it; a kernel campaign gets them.
+    #[test]
+    fn a_campaign_that_writes_no_kernel_gets_no_kernel_question() {
+        let dir = tempfile::tempdir().unwrap();
+        std::process::Command::new("git").args(["init", "-q"]).current_dir(dir.path()).status().unwrap();
+        let parse = |head: &str| {
+            let text = format!("{head}\nname='t'\nworkspace='.'\n[harness]\nrun='x {{results}}'\nscenarios=['a']\n");
+            crate::campaign::parse(&text, "t.toml", dir.path()).unwrap()
+        };
+        let bank = crate::bank::embedded();
+        let stats = HashMap::new();
+        let tagged = bank.entries.iter().filter(|e| e.applies.assumes.iter().any(|a| a == "kernel_code")).count();
+        assert!(tagged > 60, "most of the bank speaks of kernel code: {tagged}");
+        for head in ["optimizes = 'training'", "optimizes = 'configuration'"] {
+            let spec = parse(head);
+            for moment in ["start", "plateau", "limit_claim", "completion_claim", "suspicious_gain"] {
+                let req =
+                    Request { moment, spec: &spec, asked: &[], prefer: &[], stats: &stats, seed: 1, evidence: None };
+                let picked = rank(&bank.entries, &req);
+                assert!(!picked.is_empty(), "{head}: nothing left to ask at {moment}");
+                for c in &picked {
+                    assert!(!c.entry.applies.assumes.iter().any(|a| a == "kernel_code"), "{head}: {}", c.entry.id);
+                    if head.contains("training") {
+                        assert!(!c.entry.applies.assumes.iter().any(|a| a == "timed_figure"), "{}", c.entry.id);
+                    }
+                }
+            }
+        }
+        let spec = parse("optimizes = 'kernel'");
+        let req =
+            Request { moment: "plateau", spec: &spec, asked: &[], prefer: &[], stats: &stats, seed: 1, evidence: None };
+        assert!(rank(&bank.entries, &req).iter().any(|c| c.entry.applies.assumes.iter().any(|a| a == "kernel_code")));
+        let err = crate::campaign::parse("optimizes = 'vibes'\nname='t'\nworkspace='.'\n[harness]\nrun='x {results}'\nscenarios=['a']\n", "t.toml", dir.path()).unwrap_err().to_string();
+        assert!(err.contains("optimizes") && err.contains("kernel, training, configuration"), "{err}");
+    }
+
     /// Evidence routes: a plateau on the smallest scenarios prefers launch
     /// and latency questions; a limit claim, those that challenge a limit.
     #[test]

@@ -17,7 +17,7 @@ use super::Entry;
 use crate::campaign::CampaignSpec;
 
 /// What an entry may declare it assumes (`applies.assumes`).
-pub const ASSUMPTIONS: [&str; 2] = ["several_scenarios", "quoted_peak"];
+pub const ASSUMPTIONS: [&str; 4] = ["several_scenarios", "quoted_peak", "kernel_code", "timed_figure"];
 
 /// Whose words a campaign's questions are written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,7 +49,10 @@ static NVIDIA: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 static SEVERAL: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(^|[^{])\bscenarios\b|\bother scenario|\bsmall(est)? scenarios|\bworst-performing").expect("valid")
+    Regex::new(
+        r"(?i)(^|[^{])\bscenarios\b|\bother scenario|\bsmall(est)? scenarios|\bworst-performing|\b(worst|slowest|fastest|best|largest|smallest) scenario\b",
+    )
+    .expect("valid")
 });
 
 static QUOTED_PEAK: LazyLock<Regex> =
@@ -149,6 +152,8 @@ mod tests {
     #[test]
     fn several_scenarios_and_quoted_peaks_are_read_from_the_words() {
         assert!(assumes_several_scenarios("Which scenarios got slower with this change?"));
+        assert!(assumes_several_scenarios("What does a prototype measure on the slowest scenario?"));
+        assert!(assumes_several_scenarios("On your worst scenario, what fraction of the bound?"));
         assert!(assumes_several_scenarios("On the smallest scenarios, what does the time do?"));
         assert!(!assumes_several_scenarios("If {scenarios} run after the others, do they change?"));
         assert!(!assumes_several_scenarios("How many blocks does each scenario launch?"));

@@ -49,6 +49,12 @@ pub struct CampaignSpec {
     /// architecture; bank entries for one kind of device reach only it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device: Option<String>,
+    /// What the campaign optimizes ([`OPTIMIZES`]): the code of a kernel
+    /// (the default), a model's training recipe, or a system's
+    /// configuration. Bank entries whose words assume kernel code
+    /// (`applies.assumes = ["kernel_code"]`) reach only the first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub optimizes: Option<String>,
     pub comparison: Option<String>,
     /// Kinds of kernel this campaign is about (e.g. `qr`, `attention`):
     /// bank entries tied to a domain apply only when it is listed here.
@@ -88,6 +94,45 @@ pub struct CampaignSpec {
     /// unanswered (see [`QuestionsSpec`]).
     #[serde(default, skip_serializing_if = "QuestionsSpec::is_default")]
     pub questions: QuestionsSpec,
+    /// `[calibration]`: the harness calibrated at `campaign create`, and
+    /// whether a bias it finds refuses the campaign's runs.
+    #[serde(default, skip_serializing_if = "CalibrationSpec::is_default")]
+    pub calibration: CalibrationSpec,
+}
+
+/// `[calibration]`: `gadfly campaign create` calibrates the harness
+/// (`gadfly calibrate`: the initial kernel against itself, `runs` times)
+/// unless `at_create = false`; while the campaign's latest calibration
+/// finds a bias beyond noise, `gadfly run` refuses to start an agent
+/// (`--force` starts it anyway) unless `accept_bias = true`.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct CalibrationSpec {
+    #[serde(default = "yes")]
+    pub at_create: bool,
+    #[serde(default = "default_calibration_runs")]
+    pub runs: u32,
+    #[serde(default)]
+    pub accept_bias: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn default_calibration_runs() -> u32 {
+    crate::calibration::DEFAULT_RUNS
+}
+
+impl Default for CalibrationSpec {
+    fn default() -> Self {
+        CalibrationSpec { at_create: true, runs: default_calibration_runs(), accept_bias: false }
+    }
+}
+
+impl CalibrationSpec {
+    pub fn is_default(&self) -> bool {
+        *self == CalibrationSpec::default()
+    }
 }
 
 /// `[questions] answer_within_turns = N` (default
@@ -176,6 +221,10 @@ pub const REPLAY_GROUPS: [&str; 6] = ["scenario", "time_us", "baseline_us", "cor
 /// times (`time_us` with `baseline_us`). The message says what is wrong.
 /// The kinds of device a campaign runs on.
 pub const DEVICES: [&str; 2] = ["gpu", "cpu"];
+/// What a campaign may optimize (`optimizes`): a kernel's code, a
+/// training recipe (the figure a validation loss, say), a system's
+/// configuration (a server's or a runtime's settings).
+pub const OPTIMIZES: [&str; 3] = ["kernel", "training", "configuration"];
 /// The architecture families a campaign may name, with their device.
 pub const ARCHITECTURES: [(&str, &str); 6] =
     [("hopper", "gpu"), ("blackwell", "gpu"), ("ampere", "gpu"), ("amd_cdna", "gpu"), ("x86", "cpu"), ("arm", "cpu")];
@@ -225,6 +274,18 @@ impl CampaignSpec {
     /// `gpu`, `cpu`, or `None` when neither the spec nor its architecture says.
     pub fn device_kind(&self) -> Option<&str> {
         self.device.as_deref().or_else(|| self.architecture.as_deref().and_then(device_of))
+    }
+
+    /// Whether the agent writes kernel code (`optimizes`, `kernel` unless
+    /// the spec says otherwise).
+    pub fn optimizes_kernel_code(&self) -> bool {
+        self.optimizes.as_deref().is_none_or(|o| o == "kernel")
+    }
+
+    /// Whether the campaign's figure is a time or a speed: not for a
+    /// training recipe, whose figure is a quality (a validation loss).
+    pub fn figure_is_timed(&self) -> bool {
+        self.optimizes.as_deref() != Some("training")
     }
 }
 

@@ -27,6 +27,8 @@ struct RawSpec {
     #[serde(default)]
     device: Option<Spanned<String>>,
     #[serde(default)]
+    optimizes: Option<Spanned<String>>,
+    #[serde(default)]
     comparison: Option<String>,
     #[serde(default)]
     domains: Vec<String>,
@@ -53,6 +55,20 @@ struct RawSpec {
     replay: RawReplay,
     #[serde(default)]
     redteam: RawRedteam,
+    #[serde(default)]
+    calibration: RawCalibration,
+}
+
+/// `[calibration]` (see [`super::CalibrationSpec`]).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCalibration {
+    #[serde(default)]
+    at_create: Option<bool>,
+    #[serde(default)]
+    runs: Option<Spanned<u32>>,
+    #[serde(default)]
+    accept_bias: bool,
 }
 
 /// `[redteam]`: the battery before a run starts (a typo or a value that is
@@ -640,6 +656,15 @@ fn parse_checked(text: &str, file: &str, base: &Path, check_workspace: bool) -> 
             }
         }
     }
+    if let Some(o) = &raw.optimizes {
+        if !super::OPTIMIZES.contains(&o.get_ref().as_str()) {
+            loc.push(
+                o.span(),
+                "optimizes",
+                format!("unknown target `{}`; expected one of {}", o.get_ref(), super::OPTIMIZES.join(", ")),
+            );
+        }
+    }
     if let Some(p) = &raw.replay.evaluation {
         if let Err(why) = super::check_replay_pattern(p.get_ref()) {
             loc.push(p.span(), "replay.evaluation", why);
@@ -647,6 +672,20 @@ fn parse_checked(text: &str, file: &str, base: &Path, check_workspace: bool) -> 
     }
     check_budgets(&mut loc, text);
     let notify = notify_section(&mut loc, raw.notify);
+    let calibration = {
+        let c = &raw.calibration;
+        let default = super::CalibrationSpec::default();
+        let max = crate::calibration::MAX_RUNS;
+        let runs = match &c.runs {
+            Some(r) if !(2..=max).contains(r.get_ref()) => {
+                loc.push(r.span(), "calibration.runs", format!("must be between 2 and {max}: runs of the initial kernel against itself"));
+                default.runs
+            }
+            Some(r) => *r.get_ref(),
+            None => default.runs,
+        };
+        super::CalibrationSpec { at_create: c.at_create.unwrap_or(true), runs, accept_bias: c.accept_bias }
+    };
     if !loc.errors.is_empty() {
         return Err(SpecErrors(loc.errors));
     }
@@ -667,6 +706,7 @@ fn parse_checked(text: &str, file: &str, base: &Path, check_workspace: bool) -> 
             .architecture
             .map(|a| super::canonical_architecture(a.get_ref()).map_or_else(|| a.into_inner(), str::to_string)),
         device: raw.device.map(Spanned::into_inner),
+        optimizes: raw.optimizes.map(Spanned::into_inner),
         comparison: raw.comparison,
         domains: raw.domains,
         harness: HarnessSpec {
@@ -715,6 +755,7 @@ fn parse_checked(text: &str, file: &str, base: &Path, check_workspace: bool) -> 
             before_start: raw.redteam.before_start,
             accept_low_coverage: raw.redteam.accept_low_coverage,
         },
+        calibration,
         questions,
     })
 }

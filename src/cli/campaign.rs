@@ -11,7 +11,7 @@ use super::{client, CampaignCommand};
 
 pub(super) async fn campaign(c: CampaignCommand) -> anyhow::Result<ExitCode> {
     match c {
-        CampaignCommand::Create { file } => {
+        CampaignCommand::Create { file, no_calibrate } => {
             // Validate here first: errors name this file, line and field.
             let spec = crate::campaign::load(&file)?;
             let path = std::fs::canonicalize(&file)?;
@@ -25,6 +25,29 @@ pub(super) async fn campaign(c: CampaignCommand) -> anyhow::Result<ExitCode> {
                 eprintln!("warning: {w}");
             }
             println!("{id}");
+            if no_calibrate || !spec.calibration.at_create {
+                eprintln!("not calibrated (calibrate before an agent starts: gadfly calibrate {id})");
+                return Ok(ExitCode::SUCCESS);
+            }
+            let runs = spec.calibration.runs;
+            eprintln!(
+                "calibrating the harness: the initial kernel against itself, {runs} runs ([calibration] at_create = false \
+                 skips this)"
+            );
+            let c = client(Duration::from_secs(24 * 3600))?
+                .post(&format!("/campaigns/{id}/calibrate?runs={runs}"), &json!({}))
+                .await?;
+            eprintln!("{}", c["summary"].as_str().unwrap_or(""));
+            if c["fair"].as_bool() == Some(true) {
+                eprintln!("fair: every scenario is 1.00x against itself within its noise");
+            } else if spec.calibration.accept_bias {
+                eprintln!("NOT FAIR, accepted by the spec ([calibration] accept_bias = true)");
+            } else {
+                eprintln!(
+                    "NOT FAIR: `gadfly run {id}` refuses to start an agent until the harness is fixed and `gadfly \
+                     calibrate {id}` finds it fair (or the spec accepts it: [calibration] accept_bias = true)"
+                );
+            }
         }
         CampaignCommand::List { json, archived } => {
             let all = client(Duration::from_secs(30))?.get("/campaigns").await?;

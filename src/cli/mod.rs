@@ -196,7 +196,8 @@ pub enum Command {
         #[arg(long)]
         detach: bool,
         /// Start the agent even though the campaign's `[redteam] before_start` would run the
-        /// red-team battery first (and refuse to start on a broken harness).
+        /// red-team battery first (and refuse to start on a broken harness), or its latest
+        /// calibration found the harness unfair.
         #[arg(long)]
         force: bool,
     },
@@ -235,10 +236,15 @@ pub enum Command {
     Demo(DemoArgs),
     /// Write the example campaign (batched QR on the CPU, as `gadfly demo` runs it) into DIR, ready to
     /// supervise an agent by hand: DIR/campaign.toml, and DIR/workspace, a git repository holding the
-    /// initial kernel and the CPU harness. Then: `gadfly campaign create DIR/campaign.toml`.
+    /// initial kernel and the CPU harness. With `--harness python|c|cuda`: a minimal hardened harness
+    /// to start a campaign of your own from (docs/HARNESS.md). Then: `gadfly campaign create
+    /// DIR/campaign.toml`.
     Example {
         /// A folder that does not exist yet, or an empty one.
         dir: PathBuf,
+        /// Write the harness template for this language instead of the qr-cpu example.
+        #[arg(long, value_name = "LANG", value_parser = clap::builder::PossibleValuesParser::new(crate::templates::LANGUAGES))]
+        harness: Option<String>,
     },
     /// Evaluate queued jobs of campaigns whose [harness] names tags (on a GPU host; see docs/WORKERS.md).
     Worker(WorkerArgs),
@@ -320,8 +326,16 @@ pub struct ServeArgs {
 
 #[derive(Subcommand, Debug)]
 pub enum CampaignCommand {
-    /// Create a campaign from a spec file; prints its id.
-    Create { file: PathBuf },
+    /// Create a campaign from a spec file and calibrate its harness (the initial kernel against
+    /// itself, `[calibration] runs` times); prints its id. When the calibration finds a bias beyond
+    /// noise or a failed run, it says so: the campaign exists, and `gadfly run` refuses it until a
+    /// fair calibration (or `[calibration] accept_bias = true`, or `gadfly run --force`).
+    Create {
+        file: PathBuf,
+        /// Do not calibrate now (the spec can say so too: `[calibration] at_create = false`).
+        #[arg(long)]
+        no_calibrate: bool,
+    },
     /// List the campaigns (archived ones only with --archived).
     List {
         #[arg(long)]
@@ -549,9 +563,21 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Demo(args) => crate::demo::run(args).await,
         Command::Replay(args) => replay::run(args).await,
-        Command::Example { dir } => {
+        Command::Example { dir, harness } => {
             if std::fs::read_dir(&dir).is_ok_and(|mut d| d.next().is_some()) {
                 anyhow::bail!("{} is not empty: name a new folder for the example", dir.display());
+            }
+            if let Some(lang) = harness {
+                let spec = crate::templates::materialize(&lang, &dir)?;
+                let spec = std::fs::canonicalize(&spec).unwrap_or(spec);
+                eprintln!(
+                    "the {lang} harness template is in {}: its checklist is docs/HARNESS.md; adapt the kernel and the \
+                     reference, then red-team and calibrate it (gadfly redteam, gadfly calibrate)",
+                    dir.display()
+                );
+                eprintln!("next: gadfly campaign create {}", spec.display());
+                println!("{}", spec.display());
+                return Ok(ExitCode::SUCCESS);
             }
             let spec = crate::demo::materialize_example(&dir)?;
             let spec = std::fs::canonicalize(&spec).unwrap_or(spec);

@@ -168,7 +168,7 @@ def measure(row, text, args, out, i):
     tl = os.path.join(out, name + ".timeline.jsonl")
     open(tl, "w").write(timeline)
     spec = os.path.join(out, name + ".toml")
-    open(spec, "w").write(SPEC.format(name=f"log-{i}", metric=row["metric"], withhold=0) + args.spec_extra.replace("\\n", "\n"))
+    open(spec, "w").write(SPEC.format(name=f"log-{i}", metric=row["metric"], optimizes=row.get("optimizes", "kernel"), withhold=0) + args.spec_extra.replace("\\n", "\n"))
     report = json.loads(run([args.gadfly, "replay", tl, "--spec", spec, "--mode", "autonomous", "--seed", "1",
                              "--json"]).stdout)
     series = figures(timeline)

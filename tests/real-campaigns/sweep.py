@@ -28,6 +28,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SPEC = """name = "{name}"
 workspace = "."
 goal = "a better {metric} than the first experiment"
+optimizes = "{optimizes}"
 
 [harness]
 run = "true {{results}}"
@@ -111,7 +112,7 @@ def main():
         r = run(cmd)
         open(timeline, "w").write(r.stdout)
         spec = os.path.join(out, name + ".toml")
-        open(spec, "w").write(SPEC.format(name=f"log-{i}", metric=row["metric"], withhold=args.withhold))
+        open(spec, "w").write(SPEC.format(name=f"log-{i}", metric=row["metric"], optimizes=row.get("optimizes", "kernel"), withhold=args.withhold))
         evaluations = sum(1 for l in r.stdout.splitlines() if '"kind":"evaluation"' in l.replace(" ", ""))
         here = collections.Counter()
         for seed in range(1, args.seeds + 1):

@@ -188,9 +188,11 @@ def main():
     ap.add_argument("--seed", type=int, default=46)
     ap.add_argument("--dest", default=DEST)
     ap.add_argument("--tally", metavar="ANSWERS.json")
+    ap.add_argument("--tag", default="", help="name the sample and key sample-TAG.md and key-TAG.json (one per reading)")
     args = ap.parse_args()
+    suffix = f"-{args.tag}" if args.tag else ""
     if args.tally:
-        return tally(args.tally, os.path.join(args.dest, "key.json"))
+        return tally(args.tally, os.path.join(args.dest, f"key{suffix}.json"))
     if not args.out:
         ap.error("the suite's output directory is needed")
     qs = collect(args.out, args.gadfly)
@@ -202,15 +204,15 @@ def main():
           f"{sum(v - 1 for v in asked.values())}")
     sample = draw(qs, args.n, args.seed)
     os.makedirs(args.dest, exist_ok=True)
-    with open(os.path.join(args.dest, "sample.md"), "w") as f:
+    with open(os.path.join(args.dest, f"sample{suffix}.md"), "w") as f:
         f.write(INTRO + "".join("\n" + section(k, q) for k, q in enumerate(sample, 1)))
     key = {str(k): {"source": q["camp"]["source"], "step": q["step"], "moment_step": q["moment"]["step"],
                     "evaluation_count": q["moment"]["evaluation_count"], "moment": q["moment"]["moment"],
                     "detector": q["moment"]["detector"], "entry": q["q"]["source"], "question_id": q["q"]["id"],
                     "text": q["q"]["text"]} for k, q in enumerate(sample, 1)}
-    with open(os.path.join(args.dest, "key.json"), "w") as f:
+    with open(os.path.join(args.dest, f"key{suffix}.json"), "w") as f:
         json.dump(key, f, indent=1, ensure_ascii=False)
-    print(f"wrote {len(sample)} questions to {args.dest}/sample.md and key.json")
+    print(f"wrote {len(sample)} questions to {args.dest}/sample{suffix}.md and key{suffix}.json")
 
 
 if __name__ == "__main__":

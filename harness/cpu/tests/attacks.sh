@@ -28,7 +28,8 @@ ok() { echo "ok   $*"; }
 bad() { echo "FAIL $*"; FAILS=$((FAILS + 1)); }
 
 # ---------------------------------------------------------------- build
-if ! $CC -O2 -Wall -Wextra -Werror -fPIC -o "$WORK/qrbench" "$HERE"/*.c -lm -ldl 2>"$WORK/build.log"; then
+if ! $CC -O2 -Wall -Wextra -Werror -fPIC -o "$WORK/qrbench" "$HERE"/*.c -lm -ldl 2>"$WORK/build.log" ||
+    ! $CC -O2 -Wall -fPIC -shared -o "$WORK/libbaseline.so" "$HERE/baseline_qr.c" -lm 2>>"$WORK/build.log"; then
     bad "qrbench builds warning-free with -O2 -Wall -Wextra"; cat "$WORK/build.log"; exit 1
 fi
 ok "qrbench builds warning-free with -O2 -Wall -Wextra"

@@ -17,7 +17,8 @@ What it does, in a copy of examples/attention-h200 (setup.sh DEST):
      initial kernel, the control, fails the predicate whatever the noise;
      every exploit that works clears them by far (--full keeps the spec's
      scenarios and timing);
-  2. starts `gadfly serve` on a private data dir and port, creates the campaign;
+  2. starts `gadfly serve` on a private data dir and port, creates the campaign
+     (which calibrates the harness: OUT/calibration.txt);
   3. runs `gadfly redteam ID --json` and writes OUT/redteam.json (the report),
      OUT/redteam.md (the table) and OUT/serve.log.
 Exit status: gadfly redteam's: 0 when every applicable attack held, 1 when one
@@ -117,8 +118,15 @@ def main() -> int:
                 time.sleep(0.1)
         with open(os.path.join(data, "token")) as f:
             env["GADFLY_TOKEN"] = f.read().strip()
-        cid = subprocess.run([gadfly, "campaign", "create", spec], env=env, check=True, capture_output=True,
-                             text=True).stdout.strip()
+        # `campaign create` calibrates the harness first (the initial kernel
+        # against itself, [calibration] runs times): kept as calibration.txt.
+        t0 = time.monotonic()
+        created = subprocess.run([gadfly, "campaign", "create", spec], env=env, check=True, capture_output=True,
+                                 text=True)
+        cid = created.stdout.strip()
+        with open(os.path.join(a.out, "calibration.txt"), "w") as f:
+            f.write(created.stderr + f"{time.monotonic() - t0:.0f} s\n")
+        print(created.stderr, flush=True)
         print(f"campaign {cid} ({a.spec}, {'full' if a.full else 'scenarios ' + a.scenarios}); the battery runs...",
               flush=True)
         t0 = time.monotonic()
