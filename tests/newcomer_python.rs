@@ -188,3 +188,63 @@ fn the_python_template_blocks_the_same_memoizing_kernel_and_its_red_team_holds()
     assert!(answer.is_some(), "the memoizing kernel was allowed to stop on the template");
     assert!(!reason.contains("held on a gain"), "blocked by the harness's own check, not only held: {reason}");
 }
+
+/// A campaign names its own attacks (`[redteam] attacks`): manifests in
+/// the workspace, in the battery's format, run after the battery's own; a
+/// manifest in error is named with its file, line and field, and a glob
+/// that matches nothing is an error.
+#[test]
+fn a_campaign_runs_its_own_attacks_with_the_battery() {
+    let _cpu = CPU.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let spec = newcomer(dir.path());
+    let ws = dir.path().join("workspace");
+    std::fs::create_dir_all(ws.join("attacks")).unwrap();
+    std::fs::write(
+        ws.join("attacks/01_zero_output.toml"),
+        r#"name = "newcomer-zero-output"
+languages = ["python"]
+family = "wrong-output"
+tries = "window_sum returns zeros of the right length: a harness that never compares outputs passes it."
+trick = "the newcomer's own: outputs never compared"
+sources = ["zero_output.py"]
+apply = "append"
+expect = "held"
+suggestion = "Compare every output of the candidate with the reference's, element by element."
+"#,
+    )
+    .unwrap();
+    std::fs::write(ws.join("attacks/zero_output.py"), "\ndef window_sum(xs):\n    return [0.0] * len(xs)\n").unwrap();
+    commit_all(&ws, "the campaign's own attack");
+    let text = std::fs::read_to_string(&spec).unwrap();
+    std::fs::write(&spec, format!("{text}\n[redteam]\nattacks = [\"attacks/*.toml\"]\n")).unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let d = Daemon::start(&data);
+    let id = d.create_campaign(&spec);
+    let report = json_of(&d.run(&["redteam", &id, "--json"]), "redteam");
+    let own = attack(&report, "newcomer-zero-output");
+    assert_eq!(own["source"], "attacks/01_zero_output.toml", "{own}");
+    assert_eq!(own["result"], "held", "{own}");
+    assert_eq!(own["by"], "harness check", "the newcomer's harness compares outputs: {own}");
+    assert!(report["attacks"].as_array().unwrap().len() > 40, "the battery's own attacks ran too");
+
+    // A manifest in error: named with its file and field, nothing run.
+    let bad = std::fs::read_to_string(ws.join("attacks/01_zero_output.toml"))
+        .unwrap()
+        .replace("newcomer-zero-output", "bad")
+        .replace("wrong-output", "nonsense");
+    std::fs::write(ws.join("attacks/02_bad.toml"), bad).unwrap();
+    let out = d.run(&["redteam", &id, "--json"]);
+    let report = json_of(&out, "redteam");
+    assert_eq!(out.status.code(), Some(2), "{report}");
+    let error = report["error"].as_str().unwrap_or_default();
+    assert!(error.contains("attacks/02_bad.toml:3:") && error.contains("unknown family `nonsense`"), "{error}");
+    // A glob that matches nothing.
+    std::fs::remove_file(ws.join("attacks/02_bad.toml")).unwrap();
+    let text = std::fs::read_to_string(&spec).unwrap().replace("attacks/*.toml", "mine/*.toml");
+    std::fs::write(&spec, text).unwrap();
+    let id = d.create_campaign(&spec);
+    let report = json_of(&d.run(&["redteam", &id, "--json"]), "redteam");
+    assert!(report["error"].as_str().unwrap_or_default().contains("`mine/*.toml` matches no manifest"), "{report}");
+}

@@ -187,7 +187,8 @@ impl Supervisor {
         let (row, spec) = self.campaign(&campaign_id).await.map_err(|e| anyhow!("{e}"))?;
         report.campaign_name = spec.name.clone();
         report.accept_low_coverage = spec.redteam.accept_low_coverage;
-        let battery = redteam::battery().map_err(|e| anyhow!("the battery built into gadfly does not load: {e}"))?;
+        let battery = redteam::battery_for(&spec).map_err(|e| anyhow!("the battery does not load: {e}"))?;
+        let battery = &battery;
         report.battery = battery.version.clone();
         report.harness = self.redteam_harness_key(&campaign_id, &spec).await?;
         let protected = row.protected()?;
@@ -219,7 +220,8 @@ impl Supervisor {
         }
         let (files, host) = {
             let (base, spec2) = (base.clone(), spec.clone());
-            tokio::task::spawn_blocking(move || (candidate_files(&base, &spec2), host_facts(battery))).await?
+            let battery2 = battery.clone();
+            tokio::task::spawn_blocking(move || (candidate_files(&base, &spec2), host_facts(&battery2))).await?
         };
         report.languages = redteam::languages(&files);
 
@@ -535,7 +537,7 @@ impl Supervisor {
         spec: &CampaignSpec,
         token: &CancellationToken,
     ) -> std::result::Result<(), String> {
-        let battery = redteam::battery().map_err(|e| format!("the red-team battery does not load: {e}"))?;
+        let battery = redteam::battery_for(spec).map_err(|e| format!("the red-team battery does not load: {e}"))?;
         let key = self.redteam_harness_key(campaign_id, spec).await.map_err(|e| format!("{e:#}"))?;
         if let Ok(Some(r)) = self.latest_redteam_report(campaign_id).await {
             if r.status == Status::Held && r.harness == key && r.battery == battery.version {

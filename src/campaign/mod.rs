@@ -175,10 +175,15 @@ impl QuestionsSpec {
 /// already says every attack held; on a broken harness the run ends at
 /// once, refused, and the agent never starts (`gadfly run --force` starts
 /// it without the battery).
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct RedteamSpec {
     #[serde(default)]
     pub before_start: bool,
+    /// The campaign's own attacks: globs of manifests in the workspace
+    /// (`redteam/README.md`'s format, sources beside them), run with the
+    /// battery built into gadfly.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attacks: Vec<String>,
     /// A report whose coverage is low (see `redteam::Coverage`) is
     /// `held`, not `low_coverage`: the campaign knows its harness is
     /// little tested by the battery and accepts it.

@@ -79,6 +79,8 @@ struct RawRedteam {
     #[serde(default)]
     before_start: bool,
     #[serde(default)]
+    attacks: Vec<Spanned<String>>,
+    #[serde(default)]
     accept_low_coverage: bool,
 }
 
@@ -656,6 +658,14 @@ fn parse_checked(text: &str, file: &str, base: &Path, check_workspace: bool) -> 
             }
         }
     }
+    for g in &raw.redteam.attacks {
+        let p = g.get_ref();
+        if p.starts_with('/') || p.split('/').any(|c| c == "..") {
+            loc.push(g.span(), "redteam.attacks", "must be a glob relative to the workspace (no `..`, not absolute)");
+        } else if let Err(e) = globset::Glob::new(p) {
+            loc.push(g.span(), "redteam.attacks", format!("not a valid glob: {}", e.kind()));
+        }
+    }
     if let Some(o) = &raw.optimizes {
         if !super::OPTIMIZES.contains(&o.get_ref().as_str()) {
             loc.push(
@@ -753,6 +763,7 @@ fn parse_checked(text: &str, file: &str, base: &Path, check_workspace: bool) -> 
         replay: super::ReplaySpec { evaluation: raw.replay.evaluation.map(Spanned::into_inner) },
         redteam: super::RedteamSpec {
             before_start: raw.redteam.before_start,
+            attacks: raw.redteam.attacks.into_iter().map(Spanned::into_inner).collect(),
             accept_low_coverage: raw.redteam.accept_low_coverage,
         },
         calibration,

@@ -161,6 +161,67 @@ pub fn battery() -> Result<&'static Battery, String> {
     BATTERY.as_ref().map_err(Clone::clone)
 }
 
+/// The battery a campaign runs: the one built into gadfly, then the
+/// campaign's own attacks (`[redteam] attacks`: manifests in `workspace`
+/// matched by those globs, their sources read beside them). Errors name the
+/// file (and for a manifest its line and field); a glob that matches no
+/// manifest is one.
+pub fn battery_for(spec: &CampaignSpec) -> Result<Battery, String> {
+    let builtin = battery()?;
+    if spec.redteam.attacks.is_empty() {
+        return Ok(builtin.clone());
+    }
+    let ws = &spec.workspace;
+    let mut manifests = Vec::new();
+    let mut errors = Vec::new();
+    for g in &spec.redteam.attacks {
+        let m = match globset::GlobBuilder::new(g).literal_separator(true).build() {
+            Ok(g) => g.compile_matcher(),
+            Err(e) => {
+                errors.push(format!("[redteam] attacks `{g}`: {e}"));
+                continue;
+            }
+        };
+        let mut found = 0;
+        let walk = walkdir::WalkDir::new(ws).sort_by_file_name().into_iter().filter_entry(|e| e.file_name() != ".git");
+        for entry in walk.flatten().filter(|e| e.file_type().is_file()) {
+            let Ok(rel) = entry.path().strip_prefix(ws) else { continue };
+            let rel = rel.to_string_lossy().replace('\\', "/");
+            if rel.ends_with(".toml") && m.is_match(&rel) && !manifests.iter().any(|(p, _)| p == &rel) {
+                match std::fs::read_to_string(entry.path()) {
+                    Ok(text) => manifests.push((rel, text)),
+                    Err(e) => errors.push(format!("{rel}: {e}")),
+                }
+                found += 1;
+            }
+        }
+        if found == 0 {
+            errors.push(format!("[redteam] attacks `{g}` matches no manifest (.toml) in the workspace"));
+        }
+    }
+    let read = |p: &str| std::fs::read_to_string(ws.join(p)).ok();
+    let own = match load(&manifests, &read) {
+        Ok(b) => Some(b),
+        Err(es) => {
+            errors.extend(es);
+            None
+        }
+    };
+    if !errors.is_empty() {
+        return Err(errors.join("\n"));
+    }
+    let own = own.expect("loaded when there is no error");
+    let mut attacks = builtin.attacks.clone();
+    for a in own.attacks {
+        if attacks.iter().any(|b| b.manifest.name == a.manifest.name) {
+            return Err(format!("{}: attack name `{}` is the battery's own; name it otherwise", a.id, a.manifest.name));
+        }
+        attacks.push(a);
+    }
+    let version = hex::encode(&Sha256::digest(format!("{}+{}", builtin.version, own.version).as_bytes())[..8]);
+    Ok(Battery { attacks, version })
+}
+
 /// A digest of what judges a candidate: the spec's harness, constraints
 /// and predicate, and gadfly's pristine copies of the protected files
 /// (path and sha256 each). A report is current while these are unchanged.
