@@ -16,10 +16,10 @@ use crate::campaign::PredicateSpec;
 use crate::results::ScenarioResult;
 
 /// The evaluations a calibration runs unless asked otherwise.
-pub const DEFAULT_RUNS: u32 = 5;
+pub const DEFAULT_RUNS: u32 = crate::campaign::CALIBRATION_DEFAULT_RUNS;
 
 /// The most runs a calibration may ask for.
-pub const MAX_RUNS: u32 = 20;
+pub const MAX_RUNS: u32 = crate::campaign::CALIBRATION_MAX_RUNS;
 
 /// One scenario's calibration.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -30,12 +30,12 @@ pub struct Attempt {
 /// Writes the embedded example into `root`: campaign.toml, replay/, and a
 /// git workspace with the CPU harness under workspace/harness/cpu.
 pub fn materialize_example(root: &Path) -> anyhow::Result<PathBuf> {
-    extract(&EXAMPLE, root)?;
+    crate::templates::extract(&EXAMPLE, root)?;
     let ws = root.join("workspace");
-    extract(&HARNESS_CPU, &ws.join("harness/cpu"))?;
-    git(&ws, &["init", "-q"])?;
-    git(&ws, &["add", "-A"])?;
-    git(
+    crate::templates::extract(&HARNESS_CPU, &ws.join("harness/cpu"))?;
+    crate::templates::git(&ws, &["init", "-q"])?;
+    crate::templates::git(&ws, &["add", "-A"])?;
+    crate::templates::git(
         &ws,
         &["-c", "user.name=gadfly demo", "-c", "user.email=demo@gadfly.invalid", "commit", "-qm", "initial kernel"],
     )?;
@@ -54,38 +54,6 @@ fn asking_at_every_moment(spec: &str) -> String {
     } else {
         format!("{spec}\n[questions]\n{WITHHOLD}")
     }
-}
-
-pub(crate) fn extract(dir: &Dir<'_>, dest: &Path) -> anyhow::Result<()> {
-    for file in all_files(dir) {
-        let rel = file.path();
-        if rel.components().any(|c| c.as_os_str() == "build") {
-            continue;
-        }
-        // Paths inside a nested Dir are relative to the embedded root.
-        let target = dest.join(rel.strip_prefix(dir.path()).unwrap_or(rel));
-        if let Some(parent) = target.parent() {
-            std::fs::create_dir_all(parent)?;
-        }
-        std::fs::write(&target, file.contents()).with_context(|| format!("writing {}", target.display()))?;
-    }
-    Ok(())
-}
-
-fn all_files<'a>(dir: &'a Dir<'a>) -> Vec<&'a include_dir::File<'a>> {
-    let mut out: Vec<&include_dir::File<'a>> = dir.files().collect();
-    for d in dir.dirs() {
-        out.extend(all_files(d));
-    }
-    out
-}
-
-pub(crate) fn git(dir: &Path, args: &[&str]) -> anyhow::Result<()> {
-    let out = std::process::Command::new("git").arg("-C").arg(dir).args(args).output().context("running git")?;
-    if !out.status.success() {
-        bail!("git {} failed: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim());
-    }
-    Ok(())
 }
 
 /// The replay versions, in order.

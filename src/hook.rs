@@ -191,7 +191,7 @@ async fn call(
     loop {
         // What an earlier hook could not deliver goes first, in order.
         if !replayed {
-            replayed = replay(&client, &spool_dir, pin.as_ref()).await;
+            replayed = replay(&client, &spool_dir, campaign, pin.as_ref()).await;
         }
         let to = Addressee { campaign, agent, event };
         let answer = post_signed(&client, &path, body.clone(), &call_id, pin.as_ref(), to).await;
@@ -283,14 +283,23 @@ async fn post_signed(
 #[error("{0}")]
 struct NotTheDaemon(String);
 
-/// Sends the spooled calls to the daemon, oldest first, within
-/// [`REPLAY_BUDGET`]; true when the spool was emptied (or was empty). With
-/// a pinned key, a file is removed only when the daemon signed its answer:
-/// a fake server cannot make the hook drop what it spooled.
-async fn replay(client: &Client, dir: &std::path::Path, pin: Option<&ed25519_dalek::VerifyingKey>) -> bool {
+/// Sends the spooled calls of `campaign` (the campaign this hook speaks
+/// for, with its token) to the daemon, oldest first, within
+/// [`REPLAY_BUDGET`]; true when none of them is left. Another campaign's
+/// calls are left for its own hooks: replayed with this hook's token they
+/// would be refused, and a hook of one campaign must never be able to
+/// discard another's records. With a pinned key, a file is removed only
+/// when the daemon signed its answer: a fake server cannot make the hook
+/// drop what it spooled.
+async fn replay(
+    client: &Client,
+    dir: &std::path::Path,
+    campaign: &str,
+    pin: Option<&ed25519_dalek::VerifyingKey>,
+) -> bool {
     let (pending, _damaged) = crate::spool::pending(dir);
     let started = Instant::now();
-    for (path, call) in pending {
+    for (path, call) in pending.into_iter().filter(|(_, c)| c.campaign == campaign) {
         if started.elapsed() > REPLAY_BUDGET {
             return false;
         }
@@ -309,6 +318,12 @@ async fn replay(client: &Client, dir: &std::path::Path, pin: Option<&ed25519_dal
         let answer = post_signed(client, &replay_path, body, &call.call_id, pin, to).await;
         match answer {
             Ok(_) => crate::spool::done(&claimed),
+            // A token refused (this hook's, not the record's fault): the
+            // record stays for a hook that holds the right one.
+            Err(e) if e.downcast_ref::<ApiFailure>().is_some_and(|a| a.status == 401 || a.status == 403) => {
+                crate::spool::release(&claimed, &path);
+                return false;
+            }
             // A campaign the daemon does not know, or a call it refuses:
             // replaying again will not help; keep the file aside.
             Err(e) if e.downcast_ref::<ApiFailure>().is_some_and(|a| a.status < 500 && a.status != 429) => {

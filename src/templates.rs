@@ -20,7 +20,7 @@ pub fn materialize(language: &str, root: &Path) -> anyhow::Result<PathBuf> {
     let Some(dir) = TEMPLATES.get_dir(language).filter(|_| LANGUAGES.contains(&language)) else {
         bail!("no harness template for `{language}`: expected one of {}", LANGUAGES.join(", "));
     };
-    crate::demo::extract(dir, root)?;
+    extract(dir, root)?;
     let spec = root.join("campaign.toml");
     let text = std::fs::read_to_string(&spec).with_context(|| format!("reading {}", spec.display()))?;
     let workspace = toml::from_str::<toml::Table>(&text)
@@ -32,13 +32,48 @@ pub fn materialize(language: &str, root: &Path) -> anyhow::Result<PathBuf> {
     if !ws.join(".gitignore").exists() {
         std::fs::write(ws.join(".gitignore"), "__pycache__/\nbuild/\n")?;
     }
-    crate::demo::git(&ws, &["init", "-q"])?;
-    crate::demo::git(&ws, &["add", "-A"])?;
-    crate::demo::git(
+    git(&ws, &["init", "-q"])?;
+    git(&ws, &["add", "-A"])?;
+    git(
         &ws,
         &["-c", "user.name=gadfly example", "-c", "user.email=example@gadfly.invalid", "commit", "-qm", "initial kernel"],
     )?;
     Ok(spec)
+}
+
+/// Writes every file of the embedded folder `dir` under `dest` (build
+/// outputs left out).
+pub(crate) fn extract(dir: &Dir<'_>, dest: &Path) -> anyhow::Result<()> {
+    for file in all_files(dir) {
+        let rel = file.path();
+        if rel.components().any(|c| c.as_os_str() == "build") {
+            continue;
+        }
+        // Paths inside a nested Dir are relative to the embedded root.
+        let target = dest.join(rel.strip_prefix(dir.path()).unwrap_or(rel));
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(&target, file.contents()).with_context(|| format!("writing {}", target.display()))?;
+    }
+    Ok(())
+}
+
+fn all_files<'a>(dir: &'a Dir<'a>) -> Vec<&'a include_dir::File<'a>> {
+    let mut out: Vec<&include_dir::File<'a>> = dir.files().collect();
+    for d in dir.dirs() {
+        out.extend(all_files(d));
+    }
+    out
+}
+
+/// Runs git in `dir`; its error output when it fails.
+pub(crate) fn git(dir: &Path, args: &[&str]) -> anyhow::Result<()> {
+    let out = std::process::Command::new("git").arg("-C").arg(dir).args(args).output().context("running git")?;
+    if !out.status.success() {
+        bail!("git {} failed: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim());
+    }
+    Ok(())
 }
 
 #[cfg(test)]

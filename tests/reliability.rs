@@ -1270,3 +1270,69 @@ fn a_stored_body_that_does_not_decode_is_named_and_list_scans_skip_it() {
         pool.close().await;
     });
 }
+
+/// Issue 49, item 1: the spool keeps each campaign's records apart. With
+/// the daemon down, hooks of two campaigns spool their calls in one spool
+/// (outside the data dir: the daemon does not import it at start); back
+/// up, a hook of campaign B replays B's records only, with B's token, and
+/// leaves A's pending (not refused, not set aside); A's next hook replays
+/// A's. Every call is recorded once, under its own campaign.
+#[test]
+fn spooled_records_of_two_campaigns_are_each_replayed_by_their_own_hooks() {
+    let f = Fixture::new("");
+    let g = Fixture::new("");
+    let data = f.data_dir();
+    let mut d = Daemon::start(&data);
+    let a = d.create_campaign(&f.spec());
+    let b = d.create_campaign(&g.spec());
+    let token = |d: &Daemon, id: &str| d.api_get(&format!("/campaigns/{id}/hook-token"))["token"].as_str().unwrap().to_string();
+    let (ta, tb) = (token(&d, &a), token(&d, &b));
+    let spool = tempfile::tempdir().unwrap();
+    let hook = |url: &str, id: &str, tok: &str, n: usize| {
+        let payload = serde_json::json!({"session_id": format!("s-{id}"), "hook_event_name": "PostToolUse",
+            "tool_name": "Bash", "tool_use_id": format!("toolu_{id}_{n}")});
+        let mut child = common::gadfly()
+            .args(["hook", "claude-code", "post-tool-use", "--campaign", id, "--deadline", "2"])
+            .env("GADFLY_URL", url)
+            .env("GADFLY_TOKEN", tok)
+            .env("GADFLY_SPOOL_DIR", spool.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(payload.to_string().as_bytes()).unwrap();
+        assert!(child.wait_with_output().unwrap().status.success());
+    };
+    let down = d.url.clone();
+    d.kill();
+    hook(&down, &a, &ta, 1);
+    hook(&down, &b, &tb, 1);
+    assert_eq!(spooled_files(spool.path()).len(), 2, "both calls spooled");
+
+    let d = Daemon::start(&data);
+    hook(&d.url, &b, &tb, 2);
+    let left = spooled_files(spool.path());
+    assert_eq!(left.len(), 1, "B's hook replayed B's record only: {left:?}");
+    let aside: Vec<_> = std::fs::read_dir(spool.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "rejected"))
+        .collect();
+    assert!(aside.is_empty(), "nothing was set aside as refused: {aside:?}");
+    let kept: Value = serde_json::from_str(&std::fs::read_to_string(&left[0]).unwrap()).unwrap();
+    assert_eq!(kept["campaign"], a.as_str(), "{kept}");
+    hook(&d.url, &a, &ta, 2);
+    assert!(spooled_files(spool.path()).is_empty(), "A's hook replayed A's record");
+    for id in [&a, &b] {
+        let log = d.api_get(&format!("/campaigns/{id}/log?limit=1000"));
+        let calls: Vec<String> = log
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["kind"] == "hook.post_tool_use")
+            .map(|e| e["payload"]["payload"]["tool_use_id"].as_str().unwrap_or("?").to_string())
+            .collect();
+        assert_eq!(calls.len(), 2, "{id}: both calls recorded once, under their campaign: {calls:?}");
+    }
+}

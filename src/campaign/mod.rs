@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 mod notify;
 mod parse;
+mod sections;
 
 pub use notify::{check as check_notify, NotifySpec, WebhookSpec, MAX_WEBHOOKS, NOTIFY_KINDS};
 pub(crate) use parse::field_at;
@@ -120,8 +121,13 @@ fn yes() -> bool {
 }
 
 fn default_calibration_runs() -> u32 {
-    crate::calibration::DEFAULT_RUNS
+    CALIBRATION_DEFAULT_RUNS
 }
+
+/// Runs of a calibration (`gadfly calibrate`, `[calibration] runs`): by
+/// default, and at most.
+pub const CALIBRATION_DEFAULT_RUNS: u32 = 5;
+pub const CALIBRATION_MAX_RUNS: u32 = 20;
 
 impl Default for CalibrationSpec {
     fn default() -> Self {

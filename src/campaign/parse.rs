@@ -54,34 +54,9 @@ struct RawSpec {
     #[serde(default)]
     replay: RawReplay,
     #[serde(default)]
-    redteam: RawRedteam,
+    redteam: super::sections::RawRedteam,
     #[serde(default)]
-    calibration: RawCalibration,
-}
-
-/// `[calibration]` (see [`super::CalibrationSpec`]).
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawCalibration {
-    #[serde(default)]
-    at_create: Option<bool>,
-    #[serde(default)]
-    runs: Option<Spanned<u32>>,
-    #[serde(default)]
-    accept_bias: bool,
-}
-
-/// `[redteam]`: the battery before a run starts (a typo or a value that is
-/// not a boolean is a spanned error of the TOML reader).
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawRedteam {
-    #[serde(default)]
-    before_start: bool,
-    #[serde(default)]
-    attacks: Vec<Spanned<String>>,
-    #[serde(default)]
-    accept_low_coverage: bool,
+    calibration: super::sections::RawCalibration,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -274,7 +249,7 @@ struct RawQuestions {
 /// campaign withheld, so it agrees with the live campaign either way).
 pub const DEFAULT_WITHHOLD: f64 = 0.0;
 
-struct Locator<'a> {
+pub(super) struct Locator<'a> {
     file: &'a str,
     text: &'a str,
     errors: Vec<SpecError>,
@@ -290,7 +265,7 @@ impl<'a> Locator<'a> {
         (line, column)
     }
 
-    fn push(&mut self, span: std::ops::Range<usize>, field: &str, message: impl Into<String>) {
+    pub(super) fn push(&mut self, span: std::ops::Range<usize>, field: &str, message: impl Into<String>) {
         let (line, column) = if span == (0..0) { (1, 1) } else { self.position(span.start) };
         self.errors.push(SpecError {
             file: self.file.to_string(),
@@ -658,14 +633,6 @@ fn parse_checked(text: &str, file: &str, base: &Path, check_workspace: bool) -> 
             }
         }
     }
-    for g in &raw.redteam.attacks {
-        let p = g.get_ref();
-        if p.starts_with('/') || p.split('/').any(|c| c == "..") {
-            loc.push(g.span(), "redteam.attacks", "must be a glob relative to the workspace (no `..`, not absolute)");
-        } else if let Err(e) = globset::Glob::new(p) {
-            loc.push(g.span(), "redteam.attacks", format!("not a valid glob: {}", e.kind()));
-        }
-    }
     if let Some(o) = &raw.optimizes {
         if !super::OPTIMIZES.contains(&o.get_ref().as_str()) {
             loc.push(
@@ -682,20 +649,8 @@ fn parse_checked(text: &str, file: &str, base: &Path, check_workspace: bool) -> 
     }
     check_budgets(&mut loc, text);
     let notify = notify_section(&mut loc, raw.notify);
-    let calibration = {
-        let c = &raw.calibration;
-        let default = super::CalibrationSpec::default();
-        let max = crate::calibration::MAX_RUNS;
-        let runs = match &c.runs {
-            Some(r) if !(2..=max).contains(r.get_ref()) => {
-                loc.push(r.span(), "calibration.runs", format!("must be between 2 and {max}: runs of the initial kernel against itself"));
-                default.runs
-            }
-            Some(r) => *r.get_ref(),
-            None => default.runs,
-        };
-        super::CalibrationSpec { at_create: c.at_create.unwrap_or(true), runs, accept_bias: c.accept_bias }
-    };
+    let calibration = super::sections::calibration(&mut loc, &raw.calibration);
+    let redteam = super::sections::redteam(&mut loc, raw.redteam);
     if !loc.errors.is_empty() {
         return Err(SpecErrors(loc.errors));
     }
@@ -761,11 +716,7 @@ fn parse_checked(text: &str, file: &str, base: &Path, check_workspace: bool) -> 
         extra,
         notify,
         replay: super::ReplaySpec { evaluation: raw.replay.evaluation.map(Spanned::into_inner) },
-        redteam: super::RedteamSpec {
-            before_start: raw.redteam.before_start,
-            attacks: raw.redteam.attacks.into_iter().map(Spanned::into_inner).collect(),
-            accept_low_coverage: raw.redteam.accept_low_coverage,
-        },
+        redteam,
         calibration,
         questions,
     })

@@ -276,3 +276,36 @@ pub(super) async fn workspace_of(id: &str) -> anyhow::Result<PathBuf> {
         .context("finding the campaign's workspace (or pass --dir)")?;
     Ok(PathBuf::from(d["spec"]["workspace"].as_str().context("the campaign has no workspace")?))
 }
+
+/// `gadfly example DIR`: the qr-cpu example, or with `--harness LANG` a
+/// hardened harness template (`crate::templates`), written into DIR (new
+/// or empty); prints the spec's path.
+pub(super) fn example(dir: &std::path::Path, harness: Option<&str>) -> anyhow::Result<ExitCode> {
+    if std::fs::read_dir(dir).is_ok_and(|mut d| d.next().is_some()) {
+        anyhow::bail!("{} is not empty: name a new folder for the example", dir.display());
+    }
+    let spec = match harness {
+        Some(lang) => {
+            let spec = crate::templates::materialize(lang, dir)?;
+            eprintln!(
+                "the {lang} harness template is in {}: its checklist is docs/HARNESS.md; adapt the kernel and the \
+                 reference, then red-team and calibrate it (gadfly redteam, gadfly calibrate)",
+                dir.display()
+            );
+            spec
+        }
+        None => {
+            let spec = crate::demo::materialize_example(dir)?;
+            eprintln!(
+                "the qr-cpu example is in {}: a git workspace with the initial kernel (kernel/qr.c) and the CPU \
+                 harness (harness/cpu)",
+                dir.display()
+            );
+            spec
+        }
+    };
+    let spec = std::fs::canonicalize(&spec).unwrap_or(spec);
+    eprintln!("next: gadfly campaign create {}", spec.display());
+    println!("{}", spec.display());
+    Ok(ExitCode::SUCCESS)
+}

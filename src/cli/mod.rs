@@ -563,32 +563,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Demo(args) => crate::demo::run(args).await,
         Command::Replay(args) => replay::run(args).await,
-        Command::Example { dir, harness } => {
-            if std::fs::read_dir(&dir).is_ok_and(|mut d| d.next().is_some()) {
-                anyhow::bail!("{} is not empty: name a new folder for the example", dir.display());
-            }
-            if let Some(lang) = harness {
-                let spec = crate::templates::materialize(&lang, &dir)?;
-                let spec = std::fs::canonicalize(&spec).unwrap_or(spec);
-                eprintln!(
-                    "the {lang} harness template is in {}: its checklist is docs/HARNESS.md; adapt the kernel and the \
-                     reference, then red-team and calibrate it (gadfly redteam, gadfly calibrate)",
-                    dir.display()
-                );
-                eprintln!("next: gadfly campaign create {}", spec.display());
-                println!("{}", spec.display());
-                return Ok(ExitCode::SUCCESS);
-            }
-            let spec = crate::demo::materialize_example(&dir)?;
-            let spec = std::fs::canonicalize(&spec).unwrap_or(spec);
-            eprintln!(
-                "the qr-cpu example is in {}: a git workspace with the initial kernel (kernel/qr.c) and the CPU harness (harness/cpu)",
-                dir.display()
-            );
-            eprintln!("next: gadfly campaign create {}", spec.display());
-            println!("{}", spec.display());
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Example { dir, harness } => campaign::example(&dir, harness.as_deref()),
         Command::Worker(args) => {
             let config = crate::worker::WorkerConfig {
                 database_url: args.database_url,
