@@ -69,7 +69,7 @@ impl Settings {
 pub struct Finding {
     /// The moment it raises: plateau, suspicious_gain, correctness_dismissal...
     pub moment: String,
-    /// What exactly was seen: `plateau`, `geomean_jump`, `faster_than_bound`,
+    /// What exactly was seen: `plateau`, `geomean_jump`, `baseline_reached`, `faster_than_bound`,
     /// `zero_error`, `concentrated_gain`, `cv_jump`, `correctness_regression`.
     pub detector: String,
     pub evaluations: Vec<i64>,
@@ -110,6 +110,7 @@ pub fn detect(history: &[Evaluation], s: &Settings) -> Vec<Finding> {
     let mut out = Vec::new();
     out.extend(plateau(history, s));
     out.extend(geomean_jump(history, s));
+    out.extend(baseline_reached(history));
     out.extend(faster_than_bound(history));
     out.extend(zero_error(history));
     out.extend(concentrated_gain(history, s));
@@ -237,6 +238,44 @@ pub fn geomean_jump(history: &[Evaluation], s: &Settings) -> Option<Finding> {
             s.suspicious_gain
         ),
         facts: facts(&[("from", best), ("to", b), ("ratio", b / a), ("threshold", s.suspicious_gain)]),
+    })
+}
+
+/// Below this share of the initial kernel's speed, a campaign's best is a
+/// naive start (a rewrite that is not yet as fast as what it replaces).
+pub const NAIVE_BELOW: f64 = 0.8;
+/// At or above this share, the naive start has caught up with the initial
+/// kernel.
+pub const CAUGHT_UP: f64 = 0.95;
+
+/// A naive start brought up to the initial kernel's speed: every earlier
+/// correct evaluation was below [`CAUGHT_UP`] and the best of them below
+/// [`NAIVE_BELOW`], and this correct one reaches [`CAUGHT_UP`]. That is
+/// progress, not a gain to doubt (on real campaigns most "jumps" were
+/// this: 0.04x to 1.01x), and it is where the campaign's real work starts:
+/// a `start` moment, whose questions are about performance (the bound, the
+/// gap to it, the plan), asked once.
+pub fn baseline_reached(history: &[Evaluation]) -> Option<Finding> {
+    let (last, earlier) = history.split_last()?;
+    if last.incorrect() {
+        return None;
+    }
+    let now = last.verdict.geomean_speedup?;
+    let (prev, best) = earlier
+        .iter()
+        .filter(|e| !e.incorrect())
+        .filter_map(|e| Some((e, e.verdict.geomean_speedup?)))
+        .max_by(|a, b| a.1.total_cmp(&b.1))?;
+    (best < NAIVE_BELOW && now >= CAUGHT_UP).then(|| Finding {
+        moment: "start".into(),
+        detector: "baseline_reached".into(),
+        evaluations: vec![id(prev), id(last)],
+        scenarios: vec![],
+        detail: format!(
+            "the geometric mean reached {now:.3}x of the initial kernel from a best of {best:.3}x: the naive start has \
+             caught up, and the work on speed starts here"
+        ),
+        facts: facts(&[("from", best), ("to", now)]),
     })
 }
 
@@ -587,6 +626,25 @@ mod tests {
         assert_eq!(f.facts["from"], "0.042");
         assert_eq!(f.facts["ratio"], "1.85");
         assert!(f.detail.contains("above the initial kernel"), "{}", f.detail);
+    }
+
+    /// A naive start that catches up with the initial kernel raises a
+    /// `start` moment (a performance question), once: not before it
+    /// catches up, not again after, not from a start that was never naive.
+    #[test]
+    fn a_naive_start_that_catches_up_asks_a_performance_question_once() {
+        let f = baseline_reached(&[flat(1, 0.042), flat(2, 0.3), flat(3, 1.01)]).expect("caught up");
+        assert_eq!((f.moment.as_str(), f.detector.as_str()), ("start", "baseline_reached"));
+        assert_eq!((f.facts["from"].as_str(), f.facts["to"].as_str()), ("0.3", "1.01"));
+        assert_eq!(f.evaluations, vec![2, 3]);
+        assert_eq!(baseline_reached(&[flat(1, 0.042), flat(2, 0.6)]), None, "not yet");
+        assert_eq!(baseline_reached(&[flat(1, 0.042), flat(2, 1.01), flat(3, 1.2)]), None, "once");
+        assert_eq!(baseline_reached(&[flat(1, 0.9), flat(2, 1.3)]), None, "never naive");
+        let mut wrong = flat(2, 1.5);
+        wrong.verdict.scenarios[0].correct = false;
+        assert_eq!(baseline_reached(&[flat(1, 0.1), wrong]), None, "an incorrect figure catches nothing up");
+        // And the jump detector stays quiet on it.
+        assert_eq!(geomean_jump(&[flat(1, 0.042), flat(2, 0.3), flat(3, 1.01)], &Settings::default()), None);
     }
 
     /// The reference's own time moving is a question whatever the
