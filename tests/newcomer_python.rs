@@ -132,15 +132,7 @@ fn the_newcomers_memoizing_kernel_is_caught_by_the_red_team_and_held_at_the_stop
     let q = last_stop_question(&d, &id);
     let evidence = dir.path().join("evidence.txt");
     std::fs::write(&evidence, "the runner reuses one input object: the gain is the cache, not the kernel\n").unwrap();
-    let hook_token = d.api_get(&format!("/campaigns/{id}/hook-token"))["token"].as_str().unwrap().to_string();
-    let out = d
-        .cmd()
-        .env("GADFLY_TOKEN", &hook_token)
-        .args(["answer", &q.to_string(), "--campaign", &id, "--evidence"])
-        .arg(&evidence)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    d.file_evidence(&id, q, &evidence);
     assert!(d.stop(&id, "Done: the evidence is filed.").is_none(), "released by the evidence only");
 }
 

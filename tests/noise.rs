@@ -155,15 +155,7 @@ fn a_gain_gadfly_cannot_rule_out_holds_the_stop_until_evidence_is_filed() {
     let evidence = f.data_dir().join("../evidence.txt");
     std::fs::write(&evidence, "fresh inputs every call (seed 1..50): 40x each time; perf shows the full loop runs\n")
         .unwrap();
-    let hook_token = d.api_get(&format!("/campaigns/{id}/hook-token"))["token"].as_str().unwrap().to_string();
-    let out = d
-        .cmd()
-        .env("GADFLY_TOKEN", &hook_token)
-        .args(["answer", &q.to_string(), "--campaign", &id, "--evidence"])
-        .arg(&evidence)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    d.file_evidence(&id, q, &evidence);
     let answer = d.stop(&id, "Done: the evidence is filed.");
     assert!(answer.is_none(), "{}", common::reason(&answer));
 }

@@ -142,6 +142,21 @@ impl Daemon {
         }
     }
 
+    /// `gadfly answer Q --campaign ID --evidence FILE` run as the agent
+    /// would (with the campaign's hook token); panics unless it succeeds.
+    pub fn file_evidence(&self, campaign: &str, question: i64, evidence: &Path) {
+        let hook_token =
+            self.api_get(&format!("/campaigns/{campaign}/hook-token"))["token"].as_str().unwrap().to_string();
+        let out = self
+            .cmd()
+            .env("GADFLY_TOKEN", &hook_token)
+            .args(["answer", &question.to_string(), "--campaign", campaign, "--evidence"])
+            .arg(evidence)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "gadfly answer: {}", String::from_utf8_lossy(&out.stderr));
+    }
+
     /// The payloads of campaign `id`'s events of `kind`, oldest first.
     pub fn events(&self, id: &str, kind: &str) -> Vec<Value> {
         self.api_get(&format!("/campaigns/{id}/log?limit=10000"))

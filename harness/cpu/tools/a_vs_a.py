@@ -3,8 +3,8 @@
 kernel (examples/qr-cpu/workspace/kernel/qr.c) measured against itself,
 RUNS times with seeds 1..RUNS, per scenario; the same rule as `gadfly
 calibrate` (src/calibration.rs): a scenario is BIASED when the mean of its
-log speedups is further from 0 than twice their standard error over the
-runs, and than the predicate's 1% floor.
+log speedups is further from 0 than Student's t (95%, two-sided) times their
+standard error over the runs, and than the predicate's 1% floor.
 
     python3 harness/cpu/tools/a_vs_a.py [--runs 5] [--harness harness/cpu] [--label NAME] [--json OUT]
 
@@ -21,6 +21,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
+
+T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228]
+
+
+def t95(df):
+    return T95[df - 1] if 1 <= df <= len(T95) else 2.0
+
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
@@ -59,7 +66,7 @@ def main():
         n = len(xs)
         mean = sum(xs) / n
         spread = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1)) if n > 1 else 0.0
-        biased = abs(mean) > max(2 * spread / math.sqrt(n), 0.01)
+        biased = abs(mean) > max(t95(n - 1) * spread / math.sqrt(n), 0.01) if n > 1 else False
         rows.append({"scenario": name, "runs": n, "bias": math.exp(mean), "min": math.exp(min(xs)),
                      "max": math.exp(max(xs)), "spread": spread, "biased": biased})
         print("%-16s %7.3fx %8.3fx %8.3fx %8.2f%%  %s" % (name, math.exp(mean), math.exp(min(xs)), math.exp(max(xs)),
