@@ -305,9 +305,13 @@ pub fn postgres_for(data_dir: &Path) -> Option<String> {
     if let Ok(url) = std::fs::read_to_string(&marker) {
         return Some(url);
     }
+    // The process, a counter and the time: two threads of one test binary
+    // once read the same nanosecond and raced to create one database.
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let name = format!(
-        "gadfly_t_{}_{}",
+        "gadfly_t_{}_{}_{}",
         std::process::id(),
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
     );
     let out = Command::new("psql")
