@@ -337,7 +337,26 @@ fn spend_campaign(d: &Daemon) -> ((String, Fixture), String, Option<mock_model::
     );
     let runs = d.api_get(&format!("/campaigns/{id}/runs"));
     assert_eq!(runs[0]["outcome"], "stopped_by_budget", "{runs}");
-    let sp = d.api_get(&format!("/campaigns/{id}/spend"));
+    // The transcript of a spawned Claude Code session is followed too, and
+    // its last lines may be read after `gadfly run` returned (the follower's
+    // final read follows the session's end hook): the spend the page must
+    // show is the one that no longer changes.
+    let spend = || d.api_get(&format!("/campaigns/{id}/spend"));
+    if kind == "claude-code" {
+        common::wait_until("the session's transcript read", || {
+            spend()["sessions"].as_array().is_some_and(|s| {
+                s.iter().any(|s| s["sources"].as_array().is_some_and(|v| v.iter().any(|x| x == "claude-code-transcript")))
+            })
+        });
+    }
+    let mut sp = spend();
+    let mut steady = 0;
+    while steady < 3 {
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        let now = spend();
+        steady = if now["campaign"] == sp["campaign"] { steady + 1 } else { 0 };
+        sp = now;
+    }
     let c = &sp["campaign"];
     assert!(c["tokens"].as_u64().unwrap() > 0 && c["cost_usd"].as_f64().unwrap() >= 0.001, "{sp}");
     let text = format!(

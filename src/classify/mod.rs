@@ -63,11 +63,13 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod corpus;
 mod lexicon;
 mod model;
 mod pattern;
 mod rules;
 mod score;
+pub mod sentence_model;
 mod text;
 
 #[cfg(test)]

@@ -130,7 +130,7 @@ fn in_class(words: &[&str], w: &str) -> bool {
 }
 
 /// The features of one sentence, possibly repeated.
-fn sentence_features(sentence: &str, cfg: &ModelConfig) -> Vec<String> {
+pub(super) fn sentence_features(sentence: &str, cfg: &ModelConfig) -> Vec<String> {
     let toks = tokenize(&sentence.replace('→', " to ").replace("->", " to "));
     let question = is_question(sentence);
     let qp = if question && cfg.question_scope { "Q_" } else { "" };
@@ -251,6 +251,30 @@ fn message_sentences(text: &str, cfg: &ModelConfig) -> Vec<(String, Vec<String>)
     sentences(&prose(text)).into_iter().map(|s| (sentence_features(&s, cfg), s)).map(|(f, s)| (s, f)).collect()
 }
 
+/// Cues of the context a message was written in (the tool output before
+/// it), as features: a failure shown (`<cx_failure>`), a check that passed
+/// (`<cx_pass>`), timings (`<cx_timing>`); none for a message whose
+/// context is empty or unknown.
+pub(super) fn context_features(context: &str) -> Vec<String> {
+    let c = context.trim();
+    if c.is_empty() {
+        return Vec::new();
+    }
+    let low = c.to_lowercase();
+    let has = |words: &[&str]| words.iter().any(|w| low.contains(w));
+    let mut f = Vec::new();
+    if has(&["error", "failed", "failure", "traceback", "exception", "mismatch", "assert", " fail", " nan ", "not close"]) {
+        f.push("<cx_failure>".to_string());
+    }
+    if has(&["pass", " ok", "success", "all tests", "0 failed", "correct"]) {
+        f.push("<cx_pass>".to_string());
+    }
+    if has(&[" ms", "µs", " us ", "tflops", "gb/s", "speedup", "cycles", "latency", "throughput"]) {
+        f.push("<cx_timing>".to_string());
+    }
+    f
+}
+
 /// The distinct features of a message, in order of first appearance.
 fn message_features(sents: &[(String, Vec<String>)]) -> Vec<String> {
     let mut seen = HashSet::new();
@@ -287,7 +311,7 @@ impl SplitMix {
     }
 }
 
-fn sigmoid(z: f64) -> f64 {
+pub(super) fn sigmoid(z: f64) -> f64 {
     1.0 / (1.0 + (-z).exp())
 }
 
@@ -306,8 +330,32 @@ impl LinearModel {
     /// Trains on `examples`. Deterministic: the same examples and
     /// configuration give the same weights, bit for bit.
     pub fn train(examples: &[Example], cfg: &ModelConfig) -> LinearModel {
-        let feats: Vec<Vec<String>> =
-            examples.iter().map(|e| message_features(&message_sentences(&e.text, cfg))).collect();
+        let with: Vec<(Example, String)> = examples.iter().map(|e| (e.clone(), String::new())).collect();
+        LinearModel::train_in(&with, cfg)
+    }
+
+    /// Trains on examples with the context each message was written in
+    /// (the tool output before it; empty when unknown): the context's
+    /// cues are features too ([`context_features`]).
+    pub fn train_in(examples: &[(Example, String)], cfg: &ModelConfig) -> LinearModel {
+        let feats: Vec<Vec<String>> = examples
+            .iter()
+            .map(|(e, ctx)| {
+                let mut f = message_features(&message_sentences(&e.text, cfg));
+                f.extend(context_features(ctx));
+                f
+            })
+            .collect();
+        let ys: Vec<[f64; 4]> = examples
+            .iter()
+            .map(|(e, _)| std::array::from_fn(|l| if e.labels.contains(&Label::ALL[l]) { 1.0 } else { 0.0 }))
+            .collect();
+        LinearModel::fit(&feats, &ys, cfg)
+    }
+
+    /// Trains on feature sets and their targets (1.0 or 0.0 per label, in
+    /// [`Label::ALL`] order). Deterministic.
+    pub(super) fn fit(feats: &[Vec<String>], ys: &[[f64; 4]], cfg: &ModelConfig) -> LinearModel {
         let mut df: HashMap<&str, usize> = HashMap::new();
         for f in feats.iter().flatten() {
             *df.entry(f.as_str()).or_default() += 1;
@@ -321,17 +369,13 @@ impl LinearModel {
         }
         let mut model = LinearModel { cfg: cfg.clone(), vocab, weights: Vec::new(), bias: [0.0; 4] };
         let xs: Vec<Vec<u32>> = feats.iter().map(|f| model.ids(f.iter())).collect();
-        let ys: Vec<[f64; 4]> = examples
-            .iter()
-            .map(|e| std::array::from_fn(|l| if e.labels.contains(&Label::ALL[l]) { 1.0 } else { 0.0 }))
-            .collect();
 
         // SGD with the L2 decay kept as a common scale: w = s * v.
         let mut v = vec![[0.0f64; 4]; model.vocab.len()];
         let mut s = 1.0f64;
         let mut b = [0.0f64; 4];
         let mut rng = SplitMix(cfg.seed);
-        let mut order: Vec<usize> = (0..examples.len()).collect();
+        let mut order: Vec<usize> = (0..feats.len()).collect();
         let mut t = 0usize;
         for _ in 0..cfg.epochs {
             rng.shuffle(&mut order);
@@ -381,7 +425,7 @@ impl LinearModel {
     }
 
     /// Per label, the log-odds of a feature set.
-    fn logits<'a>(&self, feats: impl Iterator<Item = &'a String>) -> [f64; 4] {
+    pub(super) fn logits<'a>(&self, feats: impl Iterator<Item = &'a String>) -> [f64; 4] {
         let ids = self.ids(feats);
         let val = unit(ids.len());
         let mut z = self.bias;
@@ -396,8 +440,20 @@ impl LinearModel {
     /// Per label in [`Label::ALL`] order, the probability that the message
     /// carries it.
     pub fn probabilities(&self, text: &str) -> [f64; 4] {
+        self.probabilities_in(text, "")
+    }
+
+    /// The same, for a message written after `context` (the tool output
+    /// before it).
+    pub fn probabilities_in(&self, text: &str, context: &str) -> [f64; 4] {
         let sents = message_sentences(text, &self.cfg);
-        self.logits(sents.iter().flat_map(|(_, f)| f)).map(sigmoid)
+        let ctx = context_features(context);
+        self.logits(sents.iter().flat_map(|(_, f)| f).chain(ctx.iter())).map(sigmoid)
+    }
+
+    /// The configuration it was trained with (its features follow it).
+    pub fn config(&self) -> &ModelConfig {
+        &self.cfg
     }
 
     /// How many features the model knows.
@@ -462,13 +518,20 @@ impl HybridClassifier {
     /// the model scores highest for it. Grouped by label in [`Label::ALL`]
     /// order.
     pub fn explain(&self, text: &str) -> Vec<(Label, String)> {
+        self.explain_in(text, None)
+    }
+
+    /// [`Self::explain`] for a message written after `context` (the tool
+    /// output before it), whose cues the model weighs too.
+    pub fn explain_in(&self, text: &str, context: Option<&str>) -> Vec<(Label, String)> {
         let mut ev = self.rules.explain(text);
         let model = self.model();
         let sents = message_sentences(text, &model.cfg);
         if sents.is_empty() {
             return ev;
         }
-        let p = model.logits(sents.iter().flat_map(|(_, f)| f)).map(sigmoid);
+        let ctx = context_features(context.unwrap_or(""));
+        let p = model.logits(sents.iter().flat_map(|(_, f)| f).chain(ctx.iter())).map(sigmoid);
         let sentence_logits: Vec<[f64; 4]> = sents.iter().map(|(_, f)| model.logits(f.iter())).collect();
         for (l, label) in Label::ALL.into_iter().enumerate() {
             if p[l] < self.thresholds[l] || ev.iter().any(|(x, _)| *x == label) {

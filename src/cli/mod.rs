@@ -424,6 +424,21 @@ pub enum MomentsCommand {
     },
     /// Precision and recall per label on a labeled set ({"id", "text", "labels"} lines).
     Score { file: PathBuf },
+    /// Leave-one-source-out on real agent text: each corpus source scored by a model trained without it.
+    ///
+    /// The messages come from `python3 tests/moments/corpus.py extract --out FILE` (the shared corpus,
+    /// not in this repository), the labels from tests/data/moments/labels.jsonl (references into it).
+    Eval {
+        /// The extracted messages (JSON lines: id, source, text, context).
+        #[arg(long)]
+        messages: PathBuf,
+        /// The labels (JSON lines: id, source, labels, spans).
+        #[arg(long, default_value = "tests/data/moments/labels.jsonl")]
+        labels: PathBuf,
+        /// Print the figures as JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Subcommand, Debug)]

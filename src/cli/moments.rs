@@ -45,6 +45,30 @@ pub(super) fn moments(cmd: MomentsCommand) -> anyhow::Result<ExitCode> {
             }
             Ok(if bad == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
         }
+        MomentsCommand::Eval { messages, labels, json } => {
+            use crate::classify::corpus;
+            let m = corpus::load_messages(&messages)?;
+            let l = corpus::load_labels(&labels)?;
+            let set = corpus::join(&m, &l)?;
+            let started = std::time::Instant::now();
+            let report =
+                corpus::leave_one_source_out(&set, &crate::classify::ModelConfig::default(), crate::classify::THRESHOLDS);
+            if json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                println!(
+                    "{} labelled messages of {} sources ({} from {}, labels {}), leave one source out in {:.1} s",
+                    set.len(),
+                    report.sources.len(),
+                    m.len(),
+                    messages.display(),
+                    labels.display(),
+                    started.elapsed().as_secs_f64()
+                );
+                print!("{}", report.text());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         MomentsCommand::Score { file } => {
             let examples = crate::classify::load_examples(&file)?;
             let scores = crate::classify::score(&classifier, &examples);
