@@ -18,7 +18,7 @@ use anyhow::{bail, Context};
 use serde::{Deserialize, Serialize};
 
 use super::model::{training_examples, HybridClassifier, LinearModel, ModelConfig};
-use super::sentence_model::{self, Doc, SentenceClassifier};
+use super::sentence_model::{self, Doc, Prepared, SentenceClassifier};
 use super::{Example, Label, LabelScore, RuleClassifier};
 
 /// The corpus source the dev set's `corpus-*` examples come from.
@@ -157,6 +157,9 @@ pub struct SourceRow {
     pub sentence: Table,
     /// Those thresholds.
     pub sentence_thresholds: [f64; 4],
+    /// What gadfly ships, retrained without this source: the hybrid, with
+    /// limit claims from the hybrid OR the sentence classifier.
+    pub combined: Table,
 }
 
 /// Scores `c` on `set` (context given to classifiers that read it).
@@ -223,6 +226,25 @@ impl Explain for SentenceClassifier {
     }
 }
 
+/// The hybrid, with limit claims from the hybrid OR the sentence
+/// classifier (the sentence's quote where both give one).
+pub struct Combined<'a> {
+    pub hybrid: &'a HybridClassifier,
+    pub sentence: &'a SentenceClassifier,
+}
+
+impl Explain for Combined<'_> {
+    fn evidence(&self, text: &str, context: &str) -> Vec<(Label, String)> {
+        let mut ev = self.hybrid.explain_in(text, Some(context));
+        if let Some(q) = self.sentence.explain_in(text, context).into_iter().find(|(l, _)| *l == Label::LimitClaim) {
+            ev.retain(|(l, _)| *l != Label::LimitClaim);
+            ev.push(q);
+            ev.sort_by_key(|(l, _)| *l);
+        }
+        ev
+    }
+}
+
 impl Explain for HybridClassifier {
     fn evidence(&self, text: &str, context: &str) -> Vec<(Label, String)> {
         self.explain_in(text, Some(context))
@@ -259,15 +281,17 @@ pub fn leave_one_source_out(corpus: &[Labelled], cfg: &ModelConfig, thresholds: 
         held_out: Table::default(),
         sentence: Table::default(),
         sentence_thresholds: [f64::NAN; 4],
+        combined: Table::default(),
     };
     let mut sources = Vec::new();
     let names: Vec<&str> = by_source.keys().copied().collect();
+    let prepared = PreparedCorpus::new(&rules, corpus);
     for (source, set) in &by_source {
         let train = training_for(source, corpus);
         let model = LinearModel::train_in(&train, cfg);
         let held = HybridClassifier::with_model(model, thresholds);
         let others: Vec<&str> = names.iter().copied().filter(|s| s != source).collect();
-        let sentence = train_sentence(&rules, corpus, &others);
+        let sentence = train_sentence(&prepared, &others);
         let row = SourceRow {
             source: source.to_string(),
             messages: set.len(),
@@ -276,6 +300,7 @@ pub fn leave_one_source_out(corpus: &[Labelled], cfg: &ModelConfig, thresholds: 
             held_out: tally(&held, set),
             sentence: tally(&sentence, set),
             sentence_thresholds: sentence.thresholds(),
+            combined: tally(&Combined { hybrid: &held, sentence: &sentence }, set),
         };
         pooled.messages += row.messages;
         for l in 0..4 {
@@ -283,6 +308,7 @@ pub fn leave_one_source_out(corpus: &[Labelled], cfg: &ModelConfig, thresholds: 
             pooled.shipped[l].add(&row.shipped[l]);
             pooled.held_out[l].add(&row.held_out[l]);
             pooled.sentence[l].add(&row.sentence[l]);
+            pooled.combined[l].add(&row.combined[l]);
         }
         sources.push(row);
     }
@@ -303,8 +329,8 @@ impl LosoReport {
                 "\n{label}: precision/recall (tp,fp,fn); held out = the hybrid trained without the source\n"
             );
             out += &format!(
-                "{:<58} {:>5} {:>4} {:>20} {:>20} {:>20} {:>6} {:>20} {:>6} {:>5}\n",
-                "source", "msgs", "pos", "rules", "shipped", "held out", "span", "sentence", "span", "thr"
+                "{:<58} {:>5} {:>4} {:>20} {:>20} {:>20} {:>6} {:>20} {:>6} {:>5} {:>20}\n",
+                "source", "msgs", "pos", "rules", "shipped", "held out", "span", "sentence", "span", "thr", "combined"
             );
             for row in self.sources.iter().chain(std::iter::once(&self.pooled)) {
                 let h = &row.held_out[l];
@@ -312,7 +338,7 @@ impl LosoReport {
                 let span = |h: &Counts| if h.tp == 0 { "-".to_string() } else { format!("{}/{}", h.span_hits, h.tp) };
                 let st = &row.sentence[l];
                 out += &format!(
-                    "{:<58} {:>5} {:>4} {:>20} {:>20} {:>20} {:>6} {:>20} {:>6} {:>5.2}\n",
+                    "{:<58} {:>5} {:>4} {:>20} {:>20} {:>20} {:>6} {:>20} {:>6} {:>5.2} {:>20}\n",
                     row.source,
                     row.messages,
                     pos,
@@ -322,7 +348,8 @@ impl LosoReport {
                     span(h),
                     cell(st, label),
                     span(st),
-                    row.sentence_thresholds[l]
+                    row.sentence_thresholds[l],
+                    cell(&row.combined[l], label)
                 );
             }
         }
@@ -333,18 +360,43 @@ impl LosoReport {
 /// Folds of the sources for choosing thresholds: every third source.
 const THRESHOLD_FOLDS: usize = 3;
 
-fn docs_of<'a>(corpus: &'a [Labelled], sources: &[&str]) -> Vec<Doc<'a>> {
-    corpus
-        .iter()
-        .filter(|m| sources.contains(&m.example.source.as_str()))
-        .map(|m| Doc { text: &m.example.text, context: &m.context, labels: &m.example.labels, spans: &m.spans })
-        .collect()
+/// The precision the sentence model's thresholds are chosen to reach in
+/// cross-validation over the training sources.
+pub const SENTENCE_MIN_PRECISION: f64 = 0.8;
+
+/// The corpus prepared once for the sentence model (features and targets
+/// per message), with each message's source.
+///
+/// The written sets are not in it: trained with them too, the sentence
+/// model's limit claims fell from P 0.58 / R 0.60 to 0.11 / 0.07
+/// leave-one-source-out (their wording is not real agents').
+pub struct PreparedCorpus<'a> {
+    pub items: Vec<(&'a Labelled, Prepared)>,
+}
+
+impl<'a> PreparedCorpus<'a> {
+    pub fn new(rules: &RuleClassifier, corpus: &'a [Labelled]) -> Self {
+        let cfg = sentence_model::config();
+        let items = corpus
+            .iter()
+            .map(|m| {
+                let d = Doc { text: &m.example.text, context: &m.context, labels: &m.example.labels, spans: &m.spans };
+                (m, sentence_model::prepare(rules, &d, &cfg))
+            })
+            .collect();
+        PreparedCorpus { items }
+    }
+
+    /// The prepared messages of `sources`.
+    fn of(&self, sources: &[&str]) -> Vec<&Prepared> {
+        self.items.iter().filter(|(m, _)| sources.contains(&m.example.source.as_str())).map(|(_, p)| p).collect()
+    }
 }
 
 /// The sentence classifier trained on the messages of `sources`, its
 /// thresholds chosen on them by cross-validation over sources (each fold
 /// a third of the sources, scored by a model trained on the rest).
-pub fn train_sentence(rules: &RuleClassifier, corpus: &[Labelled], sources: &[&str]) -> SentenceClassifier {
+pub fn train_sentence(prepared: &PreparedCorpus<'_>, sources: &[&str]) -> SentenceClassifier {
     let cfg = sentence_model::config();
     let mut probs = Vec::new();
     let mut truth = Vec::new();
@@ -354,15 +406,14 @@ pub fn train_sentence(rules: &RuleClassifier, corpus: &[Labelled], sources: &[&s
         if rest.is_empty() {
             continue;
         }
-        let c = SentenceClassifier::new(sentence_model::train(rules, &docs_of(corpus, &rest), &cfg), [0.5; 4]);
-        for m in corpus.iter().filter(|m| fold.contains(&m.example.source.as_str())) {
-            let s = c.scores(&m.example.text, &m.context);
-            probs.push(s.map(|(p, _)| p));
+        let model = sentence_model::fit(&prepared.of(&rest), &cfg);
+        for (m, p) in prepared.items.iter().filter(|(m, _)| fold.contains(&m.example.source.as_str())) {
+            probs.push(sentence_model::best_sentences(&model, &p.sents).map(|(p, _)| p));
             truth.push(Label::ALL.map(|l| m.example.labels.contains(&l)));
         }
     }
-    let thresholds = sentence_model::best_thresholds(&probs, &truth);
-    SentenceClassifier::new(sentence_model::train(rules, &docs_of(corpus, sources), &cfg), thresholds)
+    let thresholds = sentence_model::best_thresholds(&probs, &truth, SENTENCE_MIN_PRECISION);
+    SentenceClassifier::new(sentence_model::fit(&prepared.of(sources), &cfg), thresholds)
 }
 
 /// Scores one classifier on labelled messages, as the plain table of
@@ -407,5 +458,45 @@ mod tests {
         let bad = vec![CorpusLabel { id: "s/f#L9".into(), ..ok[0].clone() }];
         let e = join(&m, &bad).unwrap_err().to_string();
         assert!(e.contains("s/f#L9") && e.contains("corpus.py extract"), "{e}");
+    }
+}
+
+#[cfg(test)]
+mod loso_tests {
+    use super::*;
+
+    fn msg(source: &str, i: usize, text: &str, labels: Vec<Label>) -> Labelled {
+        let mut spans = BTreeMap::new();
+        for l in &labels {
+            spans.insert(*l, [0, text.chars().count()]);
+        }
+        Labelled {
+            example: Example { id: format!("{source}/f#L{i}"), text: text.into(), labels, source: source.into() },
+            context: String::new(),
+            spans,
+        }
+    }
+
+    /// Each source is scored once, by models that never saw it, and the
+    /// pooled row is the sum of the sources' rows.
+    #[test]
+    fn every_source_is_held_out_once_and_the_pool_adds_up() {
+        let mut corpus = Vec::new();
+        for (s, src) in ["a", "b", "c"].into_iter().enumerate() {
+            for i in 0..12 {
+                corpus.push(msg(src, i, "All tests pass and the task is complete.", vec![Label::CompletionClaim]));
+                corpus.push(msg(src, 100 + i, &format!("Let me read file {s}{i} next."), vec![]));
+            }
+        }
+        let r = leave_one_source_out(&corpus, &ModelConfig { epochs: 2, ..ModelConfig::default() }, [0.5; 4]);
+        assert_eq!(r.sources.iter().map(|s| s.source.as_str()).collect::<Vec<_>>(), ["a", "b", "c"]);
+        assert_eq!(r.pooled.messages, corpus.len());
+        for l in 0..4 {
+            let sum: usize = r.sources.iter().map(|s| s.sentence[l].tp + s.sentence[l].fn_).sum();
+            assert_eq!(r.pooled.sentence[l].tp + r.pooled.sentence[l].fn_, sum);
+        }
+        // The positives are found: the rules know this claim.
+        assert_eq!(r.pooled.rules[1].tp, 36, "{}", r.text());
+        assert!(r.text().contains("pooled"));
     }
 }

@@ -350,18 +350,19 @@ impl LinearModel {
             .iter()
             .map(|(e, _)| std::array::from_fn(|l| if e.labels.contains(&Label::ALL[l]) { 1.0 } else { 0.0 }))
             .collect();
-        LinearModel::fit(&feats, &ys, cfg)
+        let refs: Vec<&[String]> = feats.iter().map(Vec::as_slice).collect();
+        LinearModel::fit(&refs, &ys, cfg)
     }
 
     /// Trains on feature sets and their targets (1.0 or 0.0 per label, in
     /// [`Label::ALL`] order). Deterministic.
-    pub(super) fn fit(feats: &[Vec<String>], ys: &[[f64; 4]], cfg: &ModelConfig) -> LinearModel {
+    pub(super) fn fit(feats: &[&[String]], ys: &[[f64; 4]], cfg: &ModelConfig) -> LinearModel {
         let mut df: HashMap<&str, usize> = HashMap::new();
-        for f in feats.iter().flatten() {
+        for f in feats.iter().copied().flatten() {
             *df.entry(f.as_str()).or_default() += 1;
         }
         let mut vocab: HashMap<String, u32> = HashMap::new();
-        for f in feats.iter().flatten() {
+        for f in feats.iter().copied().flatten() {
             if df[f.as_str()] >= cfg.min_df && !vocab.contains_key(f) {
                 let id = vocab.len() as u32;
                 vocab.insert(f.clone(), id);

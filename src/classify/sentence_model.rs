@@ -68,31 +68,68 @@ pub fn featurize(rules: &RuleClassifier, text: &str, context: &str, cfg: &ModelC
         .collect()
 }
 
-/// Trains the sentence model on labelled messages. Deterministic.
-pub fn train(rules: &RuleClassifier, docs: &[Doc<'_>], cfg: &ModelConfig) -> LinearModel {
-    let mut feats = Vec::new();
-    let mut ys = Vec::new();
-    for d in docs {
-        let ev = rules.explain(d.text);
-        for (s, f) in featurize(rules, d.text, d.context, cfg) {
-            let y: [f64; 4] = std::array::from_fn(|l| {
+/// A message made ready for training and scoring: its sentences, their
+/// features and, per sentence, the targets (1.0 where the label's span
+/// lies). Preparing once lets cross-validation train many models cheaply.
+pub struct Prepared {
+    pub sents: Vec<(String, Vec<String>)>,
+    pub ys: Vec<[f64; 4]>,
+}
+
+/// Prepares one labelled message.
+pub fn prepare(rules: &RuleClassifier, d: &Doc<'_>, cfg: &ModelConfig) -> Prepared {
+    let ev = rules.explain(d.text);
+    let sents = featurize(rules, d.text, d.context, cfg);
+    let sents_len = sents.len();
+    let ys = sents
+        .iter()
+        .map(|(s, _)| {
+            std::array::from_fn(|l| {
                 let label = Label::ALL[l];
                 let on = d.labels.contains(&label)
                     && match d.spans.get(&label) {
-                        Some(span) => super::corpus::overlaps(d.text, &s, *span),
-                        None => ev.iter().any(|(x, q)| *x == label && *q == s),
+                        Some(span) => super::corpus::overlaps(d.text, s, *span),
+                        // No span: the rules' sentence, or a message of one sentence.
+                        None => ev.iter().any(|(x, q)| *x == label && q == s) || sents_len == 1,
                     };
                 if on {
                     1.0
                 } else {
                     0.0
                 }
-            });
-            feats.push(f);
-            ys.push(y);
-        }
-    }
+            })
+        })
+        .collect();
+    Prepared { sents, ys }
+}
+
+/// Trains the sentence model on prepared messages. Deterministic.
+pub fn fit(docs: &[&Prepared], cfg: &ModelConfig) -> LinearModel {
+    let feats: Vec<&[String]> = docs.iter().flat_map(|d| d.sents.iter().map(|(_, f)| f.as_slice())).collect();
+    let ys: Vec<[f64; 4]> = docs.iter().flat_map(|d| d.ys.iter().copied()).collect();
     LinearModel::fit(&feats, &ys, cfg)
+}
+
+/// Trains the sentence model on labelled messages. Deterministic.
+pub fn train(rules: &RuleClassifier, docs: &[Doc<'_>], cfg: &ModelConfig) -> LinearModel {
+    let prepared: Vec<Prepared> = docs.iter().map(|d| prepare(rules, d, cfg)).collect();
+    fit(&prepared.iter().collect::<Vec<_>>(), cfg)
+}
+
+/// Per label, the highest sentence probability of a prepared message and
+/// that sentence's index.
+pub fn best_sentences(model: &LinearModel, sents: &[(String, Vec<String>)]) -> [(f64, Option<usize>); 4] {
+    let logits: Vec<[f64; 4]> = sents.iter().map(|(_, f)| model.logits(f.iter())).collect();
+    std::array::from_fn(|l| {
+        let mut best: (f64, Option<usize>) = (0.0, None);
+        for (i, z) in logits.iter().enumerate() {
+            let p = sigmoid(z[l]);
+            if p > best.0 {
+                best = (p, Some(i));
+            }
+        }
+        best
+    })
 }
 
 /// The sentence classifier: a trained model and its thresholds.
@@ -114,16 +151,7 @@ impl SentenceClassifier {
     /// Per label, the highest sentence probability and that sentence.
     pub fn scores(&self, text: &str, context: &str) -> [(f64, Option<String>); 4] {
         let sents = featurize(&self.rules, text, context, self.model.config());
-        std::array::from_fn(|l| {
-            let mut best: (f64, Option<String>) = (0.0, None);
-            for (s, f) in &sents {
-                let p = sigmoid(self.model.logits(f.iter())[l]);
-                if p > best.0 {
-                    best = (p, Some(s.clone()));
-                }
-            }
-            best
-        })
+        best_sentences(&self.model, &sents).map(|(p, i)| (p, i.map(|i| sents[i].0.clone())))
     }
 
     /// Each label the message carries, with the sentence that carries it.
@@ -138,16 +166,19 @@ impl SentenceClassifier {
     }
 }
 
-/// The threshold per label that maximises F1 over scored messages: `probs`
-/// the highest sentence probability per message, `truth` its labels. Ties
-/// go to the higher threshold (fewer false alarms).
-pub fn best_thresholds(probs: &[[f64; 4]], truth: &[[bool; 4]]) -> [f64; 4] {
+/// The threshold per label: the lowest whose precision over the scored
+/// messages reaches `min_precision` (the most recall at that precision),
+/// or, where none does, the one that maximises F1. `probs` holds the
+/// highest sentence probability per message, `truth` its labels. Ties go to
+/// the higher threshold (fewer false alarms); with no positive at all, 0.5.
+pub fn best_thresholds(probs: &[[f64; 4]], truth: &[[bool; 4]], min_precision: f64) -> [f64; 4] {
     std::array::from_fn(|l| {
         let mut cands: Vec<f64> = probs.iter().map(|p| p[l]).filter(|p| *p > 0.05).collect();
         cands.sort_by(|a, b| a.total_cmp(b));
         cands.dedup();
         let positives = truth.iter().filter(|t| t[l]).count();
-        let mut best = (0.0, 0.5);
+        let mut best_f1 = (0.0, 0.5);
+        let mut precise: Option<f64> = None;
         for &t in &cands {
             let (mut tp, mut fp) = (0usize, 0usize);
             for (p, y) in probs.iter().zip(truth) {
@@ -160,11 +191,17 @@ pub fn best_thresholds(probs: &[[f64; 4]], truth: &[[bool; 4]]) -> [f64; 4] {
                 }
             }
             let f1 = if tp == 0 { 0.0 } else { 2.0 * tp as f64 / (2 * tp + fp + (positives - tp)) as f64 };
-            if f1 >= best.0 {
-                best = (f1, t);
+            if f1 >= best_f1.0 {
+                best_f1 = (f1, t);
+            }
+            if precise.is_none() && tp > 0 && tp as f64 / (tp + fp) as f64 >= min_precision {
+                precise = Some(t);
             }
         }
-        best.1
+        if positives == 0 {
+            return 0.5;
+        }
+        precise.unwrap_or(best_f1.1)
     })
 }
 
@@ -210,12 +247,17 @@ mod tests {
     }
 
     #[test]
-    fn thresholds_maximise_f1_and_prefer_fewer_false_alarms() {
-        let probs = [[0.9, 0.0, 0.0, 0.0], [0.8, 0.0, 0.0, 0.0], [0.3, 0.0, 0.0, 0.0], [0.2, 0.0, 0.0, 0.0]];
-        let truth = [[true, false, false, false], [true, false, false, false], [false; 4], [false; 4]];
-        let t = best_thresholds(&probs, &truth);
-        assert!((t[0] - 0.8).abs() < 1e-12, "{t:?}");
-        // No positive at all: no threshold is learnt, the default holds.
-        assert_eq!(t[1], 0.5);
+    fn thresholds_reach_the_precision_asked_or_else_the_best_f1() {
+        let p = |x: f64| [x, 0.0, 0.0, 0.0];
+        let probs = [p(0.9), p(0.8), p(0.3), p(0.2), p(0.25)];
+        let y = |b: bool| [b, false, false, false];
+        let truth = [y(true), y(true), y(false), y(false), y(true)];
+        // Precision 1.0 first holds at 0.8; 0.75 at 0.25 (3 of 4).
+        assert_eq!(best_thresholds(&probs, &truth, 1.0)[0], 0.8);
+        assert_eq!(best_thresholds(&probs, &truth, 0.7)[0], 0.25);
+        // A precision no threshold reaches: the best F1 (6/7 at 0.25).
+        assert_eq!(best_thresholds(&probs, &truth, 1.1)[0], 0.25);
+        // No positive at all: the default holds.
+        assert_eq!(best_thresholds(&probs, &truth, 0.8)[1], 0.5);
     }
 }
