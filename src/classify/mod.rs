@@ -50,8 +50,9 @@
 //! A label is a good reason to look; no label is weak evidence of absence.
 //! [`RuleClassifier::default`] copies a few hundred patterns (read from the
 //! data files once per process), so build it once and share it (it is
-//! `Send + Sync`); the hybrid's model is trained on first use (about 0.2 s
-//! in release, 2 s in debug) and shared.
+//! `Send + Sync`); the hybrid's model is not trained by the process: it
+//! is read at first use from `trained/model.txt`, which `gadfly moments
+//! train` writes from the embedded sets (see `stored.rs`), and shared.
 //!
 //! Layout: the word lists and token patterns are data, one file per lexicon
 //! under `src/classify/data/` (formats in its `README.md`), embedded with
@@ -70,6 +71,7 @@ mod pattern;
 mod rules;
 mod score;
 pub mod sentence_model;
+pub mod stored;
 mod text;
 
 #[cfg(test)]

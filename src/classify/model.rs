@@ -1,6 +1,7 @@
 //! The learned half of [`HybridClassifier`]: one logistic regression per
-//! label over word features of the prose, trained once, at first use, from
-//! the labeled sets embedded in the binary.
+//! label over word features of the prose, trained from the labeled sets
+//! embedded in the binary by `gadfly moments train`, and shipped as
+//! `trained/model.txt` (read at first use; see `stored.rs`).
 //!
 //! Features of a sentence (the same prose and sentences as the rules, so
 //! code, quotes and block quotes are gone): the rules' tokens (lower case,
@@ -452,6 +453,21 @@ impl LinearModel {
         self.logits(sents.iter().flat_map(|(_, f)| f).chain(ctx.iter())).map(sigmoid)
     }
 
+    /// A model from its parts (see [`super::stored`]).
+    pub(super) fn from_parts(
+        cfg: ModelConfig,
+        vocab: HashMap<String, u32>,
+        weights: Vec<[f64; 4]>,
+        bias: [f64; 4],
+    ) -> LinearModel {
+        LinearModel { cfg, vocab, weights, bias }
+    }
+
+    /// The features and their ids.
+    pub(super) fn vocabulary(&self) -> &HashMap<String, u32> {
+        &self.vocab
+    }
+
     /// The configuration it was trained with (its features follow it).
     pub fn config(&self) -> &ModelConfig {
         &self.cfg
@@ -476,8 +492,15 @@ fn unit(n: usize) -> f64 {
     }
 }
 
-static MODEL: LazyLock<LinearModel> =
-    LazyLock::new(|| LinearModel::train(&training_examples(), &ModelConfig::default()));
+/// The shipped model, trained from [`training_examples`] with the default
+/// configuration by `gadfly moments train` and embedded: read at first use,
+/// never trained at process start (a test checks it is what its data
+/// trains).
+pub(super) const SHIPPED_MODEL: &str = include_str!("trained/model.txt");
+
+static MODEL: LazyLock<LinearModel> = LazyLock::new(|| {
+    super::stored::read(SHIPPED_MODEL, "src/classify/trained/model.txt").expect("the embedded classifier model reads")
+});
 
 // ---------------------------------------------------------------------------
 // The hybrid
@@ -485,8 +508,8 @@ static MODEL: LazyLock<LinearModel> =
 
 /// The rules, plus the labels they miss that the learned model is confident
 /// of: a label is given when the rules give it or the model's probability
-/// reaches the label's threshold ([`THRESHOLDS`]). The model is trained at
-/// first use (a fraction of a second in release builds) and shared.
+/// reaches the label's threshold ([`THRESHOLDS`]). The model is the shipped
+/// one ([`SHIPPED_MODEL`]), read at first use and shared.
 pub struct HybridClassifier {
     rules: RuleClassifier,
     /// None: the shared model trained on [`training_examples`].

@@ -424,6 +424,15 @@ pub enum MomentsCommand {
     },
     /// Precision and recall per label on a labeled set ({"id", "text", "labels"} lines).
     Score { file: PathBuf },
+    /// Train the shipped classifier model from the labeled sets embedded in the binary and write it.
+    ///
+    /// The binary carries the model it writes (src/classify/trained/model.txt), so no process trains one
+    /// at start; run this after a change to those sets or to the features, then rebuild.
+    Train {
+        /// Where to write the model.
+        #[arg(long, default_value = "src/classify/trained/model.txt")]
+        out: PathBuf,
+    },
     /// Leave-one-source-out on real agent text: each corpus source scored by a model trained without it.
     ///
     /// The messages come from `python3 tests/moments/corpus.py extract --out FILE` (the shared corpus,

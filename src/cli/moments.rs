@@ -45,6 +45,22 @@ pub(super) fn moments(cmd: MomentsCommand) -> anyhow::Result<ExitCode> {
             }
             Ok(if bad == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
         }
+        MomentsCommand::Train { out } => {
+            let started = std::time::Instant::now();
+            let examples = crate::classify::training_examples();
+            let model = crate::classify::LinearModel::train(&examples, &crate::classify::ModelConfig::default());
+            let text = crate::classify::stored::write(&model);
+            std::fs::write(&out, &text).with_context(|| format!("writing {}", out.display()))?;
+            println!(
+                "trained on {} examples in {:.2} s: {} features, {} bytes written to {}",
+                examples.len(),
+                started.elapsed().as_secs_f64(),
+                model.vocabulary_size(),
+                text.len(),
+                out.display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
         MomentsCommand::Eval { messages, labels, json } => {
             use crate::classify::corpus;
             let m = corpus::load_messages(&messages)?;
