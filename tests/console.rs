@@ -345,7 +345,8 @@ fn spend_campaign(d: &Daemon) -> ((String, Fixture), String, Option<mock_model::
     if kind == "claude-code" {
         common::wait_until("the session's transcript read", || {
             spend()["sessions"].as_array().is_some_and(|s| {
-                s.iter().any(|s| s["sources"].as_array().is_some_and(|v| v.iter().any(|x| x == "claude-code-transcript")))
+                s.iter()
+                    .any(|s| s["sources"].as_array().is_some_and(|v| v.iter().any(|x| x == "claude-code-transcript")))
             })
         });
     }

@@ -325,9 +325,8 @@ impl LosoReport {
             format!("{:.2}/{:.2} ({},{},{})", s.precision, s.recall, c.tp, c.fp, c.fn_)
         };
         for (l, label) in Label::ALL.into_iter().enumerate() {
-            out += &format!(
-                "\n{label}: precision/recall (tp,fp,fn); held out = the hybrid trained without the source\n"
-            );
+            out +=
+                &format!("\n{label}: precision/recall (tp,fp,fn); held out = the hybrid trained without the source\n");
             out += &format!(
                 "{:<58} {:>5} {:>4} {:>20} {:>20} {:>20} {:>6} {:>20} {:>6} {:>5} {:>20}\n",
                 "source", "msgs", "pos", "rules", "shipped", "held out", "span", "sentence", "span", "thr", "combined"
@@ -447,7 +446,8 @@ mod tests {
 
     #[test]
     fn a_label_of_a_message_not_extracted_is_an_error() {
-        let m = vec![CorpusMessage { id: "s/f#L1".into(), source: "s".into(), text: "Done.".into(), context: "".into() }];
+        let m =
+            vec![CorpusMessage { id: "s/f#L1".into(), source: "s".into(), text: "Done.".into(), context: "".into() }];
         let ok = vec![CorpusLabel {
             id: "s/f#L1".into(),
             source: "s".into(),

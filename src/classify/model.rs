@@ -264,7 +264,18 @@ pub(super) fn context_features(context: &str) -> Vec<String> {
     let low = c.to_lowercase();
     let has = |words: &[&str]| words.iter().any(|w| low.contains(w));
     let mut f = Vec::new();
-    if has(&["error", "failed", "failure", "traceback", "exception", "mismatch", "assert", " fail", " nan ", "not close"]) {
+    if has(&[
+        "error",
+        "failed",
+        "failure",
+        "traceback",
+        "exception",
+        "mismatch",
+        "assert",
+        " fail",
+        " nan ",
+        "not close",
+    ]) {
         f.push("<cx_failure>".to_string());
     }
     if has(&["pass", " ok", "success", "all tests", "0 failed", "correct"]) {

@@ -212,7 +212,8 @@ mod tests {
     #[test]
     fn the_model_learns_the_span_sentence_and_quotes_it() {
         let rules = RuleClassifier::default();
-        let limit = "Every variant I try lands at the same time, so this shape is pinned at the DRAM roofline for good.";
+        let limit =
+            "Every variant I try lands at the same time, so this shape is pinned at the DRAM roofline for good.";
         let filler = ["I read the benchmark script.", "Then I ran the tests again.", "The build took a minute."];
         let mut texts = Vec::new();
         for i in 0..40 {

@@ -58,7 +58,8 @@ pub fn read(text: &str, name: &str) -> anyhow::Result<LinearModel> {
         _ => bail!("{name}:1: not a gadfly classifier model (expected the line {HEADER:?})"),
     }
     let (i, cfg_line) = lines.next().context(format!("{name}: no config line"))?;
-    let f: Vec<&str> = cfg_line.strip_prefix("config ").with_context(|| format!("{}: expected `config`", at(i)))?.split(' ').collect();
+    let f: Vec<&str> =
+        cfg_line.strip_prefix("config ").with_context(|| format!("{}: expected `config`", at(i)))?.split(' ').collect();
     if f.len() != 12 {
         bail!("{}: `config` needs 12 fields, has {}", at(i), f.len());
     }
@@ -91,7 +92,8 @@ pub fn read(text: &str, name: &str) -> anyhow::Result<LinearModel> {
     let mut vocab = HashMap::new();
     let mut weights = Vec::new();
     for (i, line) in lines {
-        let (w, feature) = line.split_once('\t').with_context(|| format!("{}: expected weights, a tab, a feature", at(i)))?;
+        let (w, feature) =
+            line.split_once('\t').with_context(|| format!("{}: expected weights, a tab, a feature", at(i)))?;
         if vocab.insert(feature.to_string(), weights.len() as u32).is_some() {
             bail!("{}: feature {feature:?} twice", at(i));
         }

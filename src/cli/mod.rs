@@ -30,6 +30,7 @@ use beam::beam;
 use campaign::{campaign, workspace_of};
 use doctor::{daemon_public_key, doctor};
 use moments::moments;
+pub use moments::MomentsCommand;
 use runs::follow_run;
 
 pub use campaign::render_evaluation;
@@ -408,45 +409,6 @@ pub enum BeamCommand {
         family: String,
         #[arg(long)]
         reason: String,
-    },
-}
-
-#[derive(Subcommand, Debug)]
-pub enum MomentsCommand {
-    /// Read {"id", "text"} JSON lines (stdin by default; an optional "context" string carries the tool
-    /// output that preceded the message), print {"id", "labels"} lines.
-    Classify {
-        #[arg(long)]
-        input: Option<PathBuf>,
-        /// Also print the sentence behind each label.
-        #[arg(long)]
-        explain: bool,
-    },
-    /// Precision and recall per label on a labeled set ({"id", "text", "labels"} lines).
-    Score { file: PathBuf },
-    /// Train the shipped classifier model from the labeled sets embedded in the binary and write it.
-    ///
-    /// The binary carries the model it writes (src/classify/trained/model.txt), so no process trains one
-    /// at start; run this after a change to those sets or to the features, then rebuild.
-    Train {
-        /// Where to write the model.
-        #[arg(long, default_value = "src/classify/trained/model.txt")]
-        out: PathBuf,
-    },
-    /// Leave-one-source-out on real agent text: each corpus source scored by a model trained without it.
-    ///
-    /// The messages come from `python3 tests/moments/corpus.py extract --out FILE` (the shared corpus,
-    /// not in this repository), the labels from tests/data/moments/labels.jsonl (references into it).
-    Eval {
-        /// The extracted messages (JSON lines: id, source, text, context).
-        #[arg(long)]
-        messages: PathBuf,
-        /// The labels (JSON lines: id, source, labels, spans).
-        #[arg(long, default_value = "tests/data/moments/labels.jsonl")]
-        labels: PathBuf,
-        /// Print the figures as JSON.
-        #[arg(long)]
-        json: bool,
     },
 }
 

@@ -1,11 +1,50 @@
 //! `gadfly moments ...`: the classifier of agent messages, offline.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
+use clap::Subcommand;
 use serde_json::{json, Value};
 
-use super::MomentsCommand;
+#[derive(Subcommand, Debug)]
+pub enum MomentsCommand {
+    /// Read {"id", "text"} JSON lines (stdin by default; an optional "context" string carries the tool
+    /// output that preceded the message), print {"id", "labels"} lines.
+    Classify {
+        #[arg(long)]
+        input: Option<PathBuf>,
+        /// Also print the sentence behind each label.
+        #[arg(long)]
+        explain: bool,
+    },
+    /// Precision and recall per label on a labeled set ({"id", "text", "labels"} lines).
+    Score { file: PathBuf },
+    /// Train the shipped classifier model from the labeled sets embedded in the binary and write it.
+    ///
+    /// The binary carries the model it writes (src/classify/trained/model.txt), so no process trains one
+    /// at start; run this after a change to those sets or to the features, then rebuild.
+    Train {
+        /// Where to write the model.
+        #[arg(long, default_value = "src/classify/trained/model.txt")]
+        out: PathBuf,
+    },
+    /// Leave-one-source-out on real agent text: each corpus source scored by a model trained without it.
+    ///
+    /// The messages come from `python3 tests/moments/corpus.py extract --out FILE` (the shared corpus,
+    /// not in this repository), the labels from tests/data/moments/labels.jsonl (references into it).
+    Eval {
+        /// The extracted messages (JSON lines: id, source, text, context).
+        #[arg(long)]
+        messages: PathBuf,
+        /// The labels (JSON lines: id, source, labels, spans).
+        #[arg(long, default_value = "tests/data/moments/labels.jsonl")]
+        labels: PathBuf,
+        /// Print the figures as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
 
 pub(super) fn moments(cmd: MomentsCommand) -> anyhow::Result<ExitCode> {
     use crate::classify::{Classifier, HybridClassifier};
@@ -67,8 +106,11 @@ pub(super) fn moments(cmd: MomentsCommand) -> anyhow::Result<ExitCode> {
             let l = corpus::load_labels(&labels)?;
             let set = corpus::join(&m, &l)?;
             let started = std::time::Instant::now();
-            let report =
-                corpus::leave_one_source_out(&set, &crate::classify::ModelConfig::default(), crate::classify::THRESHOLDS);
+            let report = corpus::leave_one_source_out(
+                &set,
+                &crate::classify::ModelConfig::default(),
+                crate::classify::THRESHOLDS,
+            );
             if json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else {
