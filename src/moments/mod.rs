@@ -187,6 +187,22 @@ pub fn finding_moment(f: &Finding, source: &str, count: usize) -> events::Moment
 mod tests {
     use super::*;
 
+    /// Issue 48, item 3: a claim's moment quotes the sentence that makes
+    /// the claim, wherever it sits in the message, not the message's start.
+    #[test]
+    fn a_claim_quotes_its_own_sentence_not_the_start_of_the_message() {
+        let preamble = "I re-ran the benchmark script on all four shapes after rebuilding the extension, \
+                        compared the timings with the previous run, and read the profiler's summary of the \
+                        memory traffic for the largest shape once more.";
+        let claim = "We are at the memory bandwidth limit now, so no further kernel change can help.";
+        let text = format!("{preamble}\n\n{claim}\n\nI will write the summary next.");
+        let found = claims_in(&text);
+        let limit = found.iter().find(|c| c.finding.moment == "limit_claim").expect("a limit claim");
+        assert_eq!(limit.quote, claim);
+        assert!(limit.finding.detail.contains(claim), "{}", limit.finding.detail);
+        assert!(!limit.quote.contains("re-ran the benchmark"), "the start of the message is not the claim");
+    }
+
     #[test]
     fn the_idle_plateau_is_found_once_per_crossing() {
         let s = Settings { plateau_tool_calls: 10, ..Default::default() };
