@@ -121,12 +121,32 @@ pub fn tree_hash_with_index(repo: &Path, workspace: &Path, index: &Path) -> anyh
         write.env("GIT_INDEX_FILE", &index).arg("write-tree");
         Ok(run(write, "write-tree")?.trim().to_string())
     };
-    attempt().or_else(|first| {
+    let tree = attempt().or_else(|first| {
         // A damaged index of ours is rebuilt once.
         tracing::warn!(error = %first, "snapshot index rebuilt");
         let _ = std::fs::remove_file(&index);
         attempt()
-    })
+    })?;
+    distrust_stat(&index)?;
+    Ok(tree)
+}
+
+/// The index's own time put back to 1 s past the epoch, so that git holds
+/// every entry "racily clean" and compares its bytes at the next snapshot
+/// instead of trusting its stat. A file's stat can be forged: the agent
+/// rewrites it with the same size and puts its old modification time back,
+/// and git's builds compare the change time to the second only, so a
+/// rewrite in the second of the last snapshot looked unchanged and the stop
+/// was judged on the old bytes (a test of the gate caught it). The bytes
+/// judged are the bytes on disk, whatever the stat says. (Git reads an
+/// index time of 0 as unknown, hence 1 s.)
+fn distrust_stat(index: &Path) -> anyhow::Result<()> {
+    let f = std::fs::File::options()
+        .write(true)
+        .open(index)
+        .with_context(|| format!("opening the snapshot index {}", index.display()))?;
+    f.set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(1))
+        .with_context(|| format!("setting the time of the snapshot index {}", index.display()))
 }
 
 /// One entry of a tree: mode (`100644`, `100755`, `120000` a link,

@@ -303,3 +303,26 @@ fn restore_never_follows_a_link() {
     assert!(!h.keys().any(|k| k.starts_with("harness/")), "{h:?}");
     assert!(real_parents(root.path(), "../x").is_err());
 }
+
+/// The bytes on disk, whatever the stat says: a same-size rewrite whose old
+/// modification time is put back, in the same second as the snapshot
+/// before it (git compares change times to the second), is a new tree.
+/// Before, the persistent index trusted the stat and gave the old tree.
+#[test]
+fn a_forged_stat_does_not_hide_a_rewrite_from_the_persistent_index() {
+    let ws = repo();
+    let idx = tempfile::tempdir().unwrap();
+    let (index, store) = (idx.path().join("index"), idx.path().join("store.git"));
+    let file = ws.path().join("a.txt");
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    for round in 0..5 {
+        std::fs::write(&file, "aaaa\n").unwrap();
+        std::fs::File::options().write(true).open(&file).unwrap().set_modified(old).unwrap();
+        let before = tree_hash_with_index(&store, ws.path(), &index).unwrap();
+        std::fs::write(&file, "bbbb\n").unwrap();
+        std::fs::File::options().write(true).open(&file).unwrap().set_modified(old).unwrap();
+        let after = tree_hash_with_index(&store, ws.path(), &index).unwrap();
+        assert_ne!(before, after, "round {round}: the rewrite was hidden by its forged stat");
+        assert_eq!(after, tree_hash(ws.path()).unwrap(), "the tree of the bytes on disk");
+    }
+}
