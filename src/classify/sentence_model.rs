@@ -41,8 +41,12 @@ pub fn config() -> ModelConfig {
 
 /// The sentences of a message with their features.
 pub fn featurize(rules: &RuleClassifier, text: &str, context: &str, cfg: &ModelConfig) -> Vec<(String, Vec<String>)> {
+    featurize_with(&rules.explain(text), text, context, cfg)
+}
+
+/// [`featurize`] with the rules' evidence for the message already at hand.
+fn featurize_with(ev: &[(Label, String)], text: &str, context: &str, cfg: &ModelConfig) -> Vec<(String, Vec<String>)> {
     let sents = sentences(&prose(text));
-    let ev = rules.explain(text);
     let ctx = context_features(context);
     let n = sents.len();
     sents
@@ -51,7 +55,7 @@ pub fn featurize(rules: &RuleClassifier, text: &str, context: &str, cfg: &ModelC
         .map(|(i, s)| {
             let mut f = sentence_features(&s, cfg);
             f.extend(ctx.iter().cloned());
-            for (label, q) in &ev {
+            for (label, q) in ev {
                 if *q == s {
                     f.push(format!("<rule_{label}>"));
                 }
@@ -79,7 +83,7 @@ pub struct Prepared {
 /// Prepares one labelled message.
 pub fn prepare(rules: &RuleClassifier, d: &Doc<'_>, cfg: &ModelConfig) -> Prepared {
     let ev = rules.explain(d.text);
-    let sents = featurize(rules, d.text, d.context, cfg);
+    let sents = featurize_with(&ev, d.text, d.context, cfg);
     let sents_len = sents.len();
     let ys = sents
         .iter()

@@ -128,6 +128,20 @@ def cmd_batches(a):
     print(f"{len(msgs)} messages in {b} batches of about {a.chars} characters under {a.out}")
 
 
+def json_lines(path, problems, where):
+    """(line number, object) of each non-blank line of a JSON-lines file;
+    a line that is not JSON is reported as `where(i)` + the error and
+    skipped."""
+    with open(path, encoding="utf-8") as f:
+        for i, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                yield i, json.loads(line)
+            except json.JSONDecodeError as e:
+                problems.append(f"{where(i)}: not JSON: {e}")
+
+
 def norm(s):
     return re.sub(r"\s+", " ", s).strip()
 
@@ -170,24 +184,16 @@ def read_annotations(root, index):
             if not name.endswith(".jsonl"):
                 continue
             path = os.path.join(d, name)
-            with open(path, encoding="utf-8") as f:
-                for i, line in enumerate(f, 1):
-                    if not line.strip():
-                        continue
-                    try:
-                        row = json.loads(line)
-                    except json.JSONDecodeError as e:
-                        problems.append(f"{path}:{i}: not JSON: {e}")
-                        continue
-                    n = row.get("n")
-                    if n not in by_n:
-                        problems.append(f"{path}:{i}: unknown message {n!r}")
-                        continue
-                    labels = row.get("labels") or {}
-                    bad = [k for k in labels if k not in LABELS]
-                    if bad:
-                        problems.append(f"{path}:{i}: unknown labels {bad}")
-                    got[by_n[n]] = {k: v for k, v in labels.items() if k in LABELS}
+            for i, row in json_lines(path, problems, lambda i: f"{path}:{i}"):
+                n = row.get("n")
+                if n not in by_n:
+                    problems.append(f"{path}:{i}: unknown message {n!r}")
+                    continue
+                labels = row.get("labels") or {}
+                bad = [k for k in labels if k not in LABELS]
+                if bad:
+                    problems.append(f"{path}:{i}: unknown labels {bad}")
+                got[by_n[n]] = {k: v for k, v in labels.items() if k in LABELS}
         out[who] = got
     return out, problems
 
@@ -309,29 +315,21 @@ def cmd_check(a):
     index = [r for r in read_messages(os.path.join(a.batches, "index.jsonl")) if r["n"].startswith(a.batch + "-")]
     want = {r["n"]: r["id"] for r in index}
     seen, errors = collections.Counter(), []
-    with open(a.file, encoding="utf-8") as f:
-        for i, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                errors.append(f"line {i}: not JSON: {e}")
-                continue
-            n = row.get("n")
-            if n not in want:
-                errors.append(f"line {i}: {n!r} is not a message of batch {a.batch}")
-                continue
-            seen[n] += 1
-            labels = row.get("labels")
-            if not isinstance(labels, dict):
-                errors.append(f"line {i} ({n}): `labels` must be an object ({{}} for none)")
-                continue
-            for label, quote in labels.items():
-                if label not in LABELS:
-                    errors.append(f"line {i} ({n}): unknown label {label!r} (labels: {', '.join(LABELS)})")
-                elif not isinstance(quote, str) or find_span(msgs[want[n]]["text"], quote) is None:
-                    errors.append(f"line {i} ({n}): the quote for {label} is not in the message: {str(quote)[:80]!r}")
+    for i, row in json_lines(a.file, errors, lambda i: f"line {i}"):
+        n = row.get("n")
+        if n not in want:
+            errors.append(f"line {i}: {n!r} is not a message of batch {a.batch}")
+            continue
+        seen[n] += 1
+        labels = row.get("labels")
+        if not isinstance(labels, dict):
+            errors.append(f"line {i} ({n}): `labels` must be an object ({{}} for none)")
+            continue
+        for label, quote in labels.items():
+            if label not in LABELS:
+                errors.append(f"line {i} ({n}): unknown label {label!r} (labels: {', '.join(LABELS)})")
+            elif not isinstance(quote, str) or find_span(msgs[want[n]]["text"], quote) is None:
+                errors.append(f"line {i} ({n}): the quote for {label} is not in the message: {str(quote)[:80]!r}")
     missing = [n for n in want if n not in seen]
     twice = [n for n, c in seen.items() if c > 1]
     for e in errors:
