@@ -17,7 +17,8 @@ use std::collections::{BTreeSet, HashMap};
 use common::{Daemon, Fixture};
 use serde_json::{json, Value};
 
-const MOMENTS: &str = "[moments]\nplateau_evaluations = 2\nplateau_min_gain = 0.05\ncooldown_evaluations = 1\n";
+const MOMENTS: &str =
+    "[moments]\nplateau_evaluations = 2\nplateau_min_gain = 0.05\ncooldown_evaluations = 1\nplateau_backoff = false\n";
 
 /// Times of scenarios a, b, c against a baseline of 100: jumps (suspicious
 /// gains), flat stretches (plateaus), scenarios turning incorrect

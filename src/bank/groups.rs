@@ -120,6 +120,42 @@ pub fn routed(moment: &str, ev: Option<&super::evidence::Evidence>, all: &[Strin
     out
 }
 
+/// Bank ids the evidence's own numbers point to, a stronger pull than
+/// [`routed`]'s (selection still never limits the choice to them, and an
+/// entry asked here already never wins over a fresh one). A plateau's facts
+/// ([`crate::moments::detect::plateau`]) say what kind of stall it is:
+/// - its first signal, with the best figure never measured again: whether
+///   the plateau sits inside the noise (`measure-013`);
+/// - two evaluations of the stall with the very same figure: a hypothesis
+///   tested twice (`process-006`);
+/// - half the window or more without a valid figure: the failures, not
+///   the ideas (`process-002`);
+/// - a stall four windows long or more: a stop rule and a budget for the
+///   direction (`process-012`).
+pub fn pointed(moment: &str, ev: Option<&super::evidence::Evidence>) -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    let Some(ev) = ev else { return out };
+    if moment != "plateau" || ev.detector.as_deref() != Some("plateau") {
+        return out;
+    }
+    let num = |k: &str| ev.facts.get(k).and_then(|v| v.parse::<f64>().ok());
+    let window = num("window").unwrap_or(5.0).max(1.0);
+    let stall = num("stall").unwrap_or(window);
+    if num("invalid").is_some_and(|i| i >= (window / 2.0).ceil()) {
+        out.push("process-002");
+    }
+    if ev.facts.contains_key("repeated") {
+        out.push("process-006");
+    }
+    if stall <= window && num("best_runs").is_some_and(|r| r <= 1.0) {
+        out.push("measure-013");
+    }
+    if stall >= 4.0 * window {
+        out.push("process-012");
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -135,6 +171,31 @@ mod tests {
         assert!(routed("limit_claim", None, &all).contains(&"process-003"));
         let q = Evidence { quote: Some("We are memory-bound now".into()), ..Default::default() };
         assert!(routed("limit_claim", Some(&q), &all).contains(&"memory-003"));
+    }
+
+    #[test]
+    fn a_plateau_s_numbers_point_to_the_question_that_fits_its_stall() {
+        use crate::bank::evidence::Evidence;
+        let ev = |pairs: &[(&str, &str)]| Evidence {
+            detector: Some("plateau".into()),
+            facts: pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            ..Default::default()
+        };
+        let first = ev(&[("window", "5"), ("stall", "5"), ("invalid", "0"), ("best_runs", "1")]);
+        assert_eq!(pointed("plateau", Some(&first)), vec!["measure-013"]);
+        let remeasured = ev(&[("window", "5"), ("stall", "5"), ("invalid", "0"), ("best_runs", "3")]);
+        assert!(pointed("plateau", Some(&remeasured)).is_empty(), "the noise of the best is known");
+        let broken = ev(&[("window", "5"), ("stall", "10"), ("invalid", "3"), ("best_runs", "1")]);
+        assert_eq!(pointed("plateau", Some(&broken)), vec!["process-002"]);
+        let twice = ev(&[("window", "5"), ("stall", "20"), ("invalid", "0"), ("repeated", "#3 and #9")]);
+        assert_eq!(pointed("plateau", Some(&twice)), vec!["process-006", "process-012"]);
+        assert!(pointed("suspicious_gain", Some(&first)).is_empty());
+        let idle = Evidence { detector: Some("tool_calls_without_evaluation".into()), ..first.clone() };
+        assert!(pointed("plateau", Some(&idle)).is_empty());
+        let bank = crate::bank::embedded();
+        for id in ["process-002", "process-006", "process-012", "measure-013"] {
+            assert!(bank.get(id).is_some_and(|e| e.fits("plateau")), "{id} is a plateau question of the bank");
+        }
     }
 
     #[test]

@@ -85,6 +85,8 @@ const SPREAD: f64 = 0.5;
 const JUST_USED: f64 = 0.6;
 /// An entry the evidence points to.
 const ROUTED: f64 = 2.0;
+/// An entry the evidence's own numbers point to ([`super::groups::pointed`]).
+const POINTED: f64 = 4.0;
 
 /// A moment's own figures for an entry count once it was asked this many
 /// times there; before, its figures pooled over every moment stand in.
@@ -132,6 +134,7 @@ pub fn rank(entries: &[Entry], req: &Request<'_>) -> Vec<Choice> {
         group_sample.insert(g, thompson(&mut rng, asks, rewards));
     }
     let routed = super::groups::routed(req.moment, req.evidence, &req.spec.harness.scenarios);
+    let pointed = super::groups::pointed(req.moment, req.evidence);
     let mut ranked: Vec<(Choice, (bool, usize))> = fit
         .into_iter()
         .map(|(e, text)| {
@@ -149,6 +152,9 @@ pub fn rank(entries: &[Entry], req: &Request<'_>) -> Vec<Choice> {
             }
             if routed.iter().any(|r| *r == e.id || *r == e.group) {
                 score *= ROUTED;
+            }
+            if pointed.contains(&e.id.as_str()) {
+                score *= POINTED;
             }
             let last_ask = req.asked.iter().position(|a| a.bank_id == e.id);
             let key = (last_ask.is_some(), last_ask.unwrap_or(0));
@@ -623,7 +629,13 @@ mod tests {
         let req =
             Request { moment: "plateau", spec: &spec, asked: &[], prefer: &[], stats: &stats, seed: 1, evidence: None };
         assert!(rank(&bank.entries, &req).iter().any(|c| c.entry.applies.assumes.iter().any(|a| a == "kernel_code")));
-        let err = crate::campaign::parse("optimizes = 'vibes'\nname='t'\nworkspace='.'\n[harness]\nrun='x {results}'\nscenarios=['a']\n", "t.toml", dir.path()).unwrap_err().to_string();
+        let err = crate::campaign::parse(
+            "optimizes = 'vibes'\nname='t'\nworkspace='.'\n[harness]\nrun='x {results}'\nscenarios=['a']\n",
+            "t.toml",
+            dir.path(),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(err.contains("optimizes") && err.contains("kernel, training, configuration"), "{err}");
     }
 

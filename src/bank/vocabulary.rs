@@ -17,7 +17,12 @@ use super::Entry;
 use crate::campaign::CampaignSpec;
 
 /// What an entry may declare it assumes (`applies.assumes`).
-pub const ASSUMPTIONS: [&str; 4] = ["several_scenarios", "quoted_peak", "kernel_code", "timed_figure"];
+pub const ASSUMPTIONS: [&str; 6] =
+    ["several_scenarios", "quoted_peak", "kernel_code", "timed_figure", "wall_clock", "agent_trials"];
+
+/// The detectors whose evidence shows the agent working between its
+/// evaluations (where quick trials of its own can be), for `agent_trials`.
+const TRIALS_SEEN_BY: [&str; 2] = ["tool_calls_without_evaluation", "edit_loop"];
 
 /// Whose words a campaign's questions are written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,13 +134,21 @@ pub fn undeclared(e: &Entry) -> Vec<String> {
 
 /// Whether the moment's evidence contradicts what the entry assumes: a
 /// quoted peak with no quote that names one; a failure of another kind
-/// than those the entry can find (`facts.failure_kind`).
+/// than those the entry can find (`facts.failure_kind`); time spent, in a
+/// campaign whose log has no clock (`facts.clock = "none"`: a replayed
+/// experiment log); the agent's own quick trials, where nothing shows it
+/// working between evaluations (only an idle plateau or an edit loop
+/// does: an experiment log's rows are all full evaluations).
 pub fn contradicted_by_evidence(e: &Entry, ev: Option<&Evidence>) -> bool {
-    let peak = e.applies.assumes.iter().any(|a| a == "quoted_peak")
-        && !ev.and_then(|ev| ev.quote.as_deref()).is_some_and(|q| PEAK_IN_WORDS.is_match(q));
+    let assumes = |a: &str| e.applies.assumes.iter().any(|x| x == a);
+    let peak =
+        assumes("quoted_peak") && !ev.and_then(|ev| ev.quote.as_deref()).is_some_and(|q| PEAK_IN_WORDS.is_match(q));
+    let no_clock = assumes("wall_clock") && ev.and_then(|ev| ev.facts.get("clock")).is_some_and(|c| c == "none");
+    let no_trials = assumes("agent_trials")
+        && !ev.and_then(|ev| ev.detector.as_deref()).is_some_and(|d| TRIALS_SEEN_BY.contains(&d));
     let kind = ev.and_then(|ev| ev.facts.get("failure_kind"));
     let other_failure = matches!(kind, Some(k) if !e.applies.failures.is_empty() && !e.applies.failures.contains(k));
-    peak || other_failure
+    peak || other_failure || no_clock || no_trials
 }
 
 #[cfg(test)]
@@ -165,5 +178,28 @@ mod tests {
         assert!(contradicted_by_evidence(&e, Some(&quote("It is as fast as it gets."))));
         assert!(!contradicted_by_evidence(&e, Some(&quote("We reach 92% of the peak HBM bandwidth."))));
         assert!(!contradicted_by_evidence(&e, Some(&quote("That is 3.1 TB/s, the limit."))));
+    }
+
+    #[test]
+    fn time_spent_and_quick_trials_are_not_asked_of_a_log_that_shows_neither() {
+        let bank = crate::bank::embedded();
+        let per_hour = bank.get("process-008").expect("process-008");
+        let quick = bank.get("measure-006").expect("measure-006");
+        assert!(per_hour.applies.assumes.iter().any(|a| a == "wall_clock"));
+        assert!(quick.applies.assumes.iter().any(|a| a == "agent_trials"));
+        let ev = |detector: &str, clock: Option<&str>| Evidence {
+            detector: Some(detector.into()),
+            facts: clock.map(|c| ("clock".to_string(), c.to_string())).into_iter().collect(),
+            ..Default::default()
+        };
+        assert!(contradicted_by_evidence(per_hour, Some(&ev("plateau", Some("none")))));
+        assert!(!contradicted_by_evidence(per_hour, Some(&ev("plateau", None))), "a live campaign has its clock");
+        assert!(
+            contradicted_by_evidence(quick, Some(&ev("plateau", None))),
+            "a plateau of evaluations shows no trials"
+        );
+        assert!(contradicted_by_evidence(quick, Some(&ev("geomean_jump", None))));
+        assert!(!contradicted_by_evidence(quick, Some(&ev("tool_calls_without_evaluation", None))));
+        assert!(!contradicted_by_evidence(quick, Some(&ev("edit_loop", None))));
     }
 }

@@ -167,6 +167,8 @@ pub fn import(text: &str, layout: &Layout) -> Result<Imported, String> {
     extra.insert("metric".into(), Value::String(metric));
     extra.insert("objective".into(), Value::String(if layout.maximize { "max" } else { "min" }.into()));
     extra.insert("rows".into(), rows.into());
+    // The log has no clock: its steps' times are `every` seconds apart.
+    extra.insert("clock".into(), Value::String("none".into()));
     if !layout.only.is_empty() {
         let only: BTreeMap<&str, &str> = layout.only.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         extra.insert("where".into(), json!(only));

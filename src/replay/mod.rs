@@ -69,6 +69,7 @@ pub fn run(timeline: &Timeline, spec: &CampaignSpec, entries: &[Entry], opts: &O
         clock: 0,
         told_slower: Default::default(),
         steps: vec![],
+        clockless: timeline.header.extra.get("clock").and_then(|c| c.as_str()) == Some("none"),
     };
     r.steps.push(StepReport {
         step: 0,
@@ -174,6 +175,10 @@ struct Replayer<'a> {
     /// Evaluations a stop was blocked on once for being slower than the
     /// campaign's best (the daemon reads its decision events).
     told_slower: std::collections::HashSet<i64>,
+    /// The timeline's times are made up (its header's `"clock": "none"`:
+    /// an experiment log has no clock); a question about time spent does
+    /// not fit it ([`crate::bank::vocabulary::contradicted_by_evidence`]).
+    clockless: bool,
 }
 
 impl Replayer<'_> {
@@ -367,7 +372,7 @@ impl Replayer<'_> {
                 self.record_moment(n, moment);
             }
             Act::Queue => {
-                let evidence = crate::bank::evidence::Evidence::of_finding(
+                let mut evidence = crate::bank::evidence::Evidence::of_finding(
                     &f.moment,
                     &f.detector,
                     &f.scenarios,
@@ -376,6 +381,9 @@ impl Replayer<'_> {
                     moment.claim.as_ref().map(|c| c.quote.as_str()),
                     &f.facts,
                 );
+                if self.clockless {
+                    evidence.facts.insert("clock".into(), "none".into());
+                }
                 let q = self.pick_for(&f.moment, groups_for(&f.moment), Some(&evidence));
                 let id = self.queue_question(false, Some(&q.source), Some(&f.moment), &q.text);
                 moment.outcome =

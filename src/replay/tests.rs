@@ -355,16 +355,21 @@ fn a_repeated_claim_is_escalated_and_a_plateau_waits_out_its_cooldown() {
         step(100.0, text(&format!("Again: {claim}"))),
     ]);
     assert_eq!(replay(&t, &spec("autonomous", ""), 0).summary.escalations, 0);
-    // A flat series: the plateau after 3, quiet for the cooldown of 2, again.
-    let moments = "[moments]\nplateau_evaluations = 2\ncooldown_evaluations = 2\n";
-    let t = timeline((0..8).map(|i| step(i as f64, StepKind::Evaluation(measured(ALL_PASS)))).collect());
-    let r = replay(&t, &spec("autonomous", moments), 0);
-    let plateaus: Vec<usize> = all(&r)
-        .into_iter()
-        .filter(|(_, d)| matches!(d, Did::Moment { moment, .. } if moment == "plateau"))
-        .map(|(n, _)| n)
-        .collect();
-    assert_eq!(plateaus, [3, 5, 7], "every other evaluation: {plateaus:?}");
+    // A flat series, spoken of at every evaluation of the stall
+    // (`plateau_backoff = false`): the plateau after 3, quiet for the
+    // cooldown of 2, again.
+    let t = timeline((0..10).map(|i| step(i as f64, StepKind::Evaluation(measured(ALL_PASS)))).collect());
+    let plateaus = |extra: &str| -> Vec<usize> {
+        let moments = format!("[moments]\nplateau_evaluations = 2\ncooldown_evaluations = 2\n{extra}");
+        all(&replay(&t, &spec("autonomous", &moments), 0))
+            .into_iter()
+            .filter(|(_, d)| matches!(d, Did::Moment { moment, .. } if moment == "plateau"))
+            .map(|(n, _)| n)
+            .collect()
+    };
+    assert_eq!(plateaus("plateau_backoff = false\n"), [3, 5, 7, 9], "every other evaluation");
+    // By default at 2, 4 and 8 evaluations without a gain.
+    assert_eq!(plateaus(""), [3, 5, 9], "on a doubling schedule");
 }
 
 #[test]
