@@ -416,7 +416,8 @@ def sessions(corpus_dir, gadfly=None):
     kb = corpus_dir / KERNELBENCH
     for p in sorted(kb.glob("*.html")):
         steps, facts = kernelbench_session(p)
-        header = {"v": 1, "kind": "header", "source": "kernelbench-html", "file": f"{KERNELBENCH}/{p.name}"}
+        header = {"v": 1, "kind": "header", "source": "kernelbench-html", "clock": "interpolated",
+                  "file": f"{KERNELBENCH}/{p.name}"}
         yield f"corpus:{KERNELBENCH}/{p.name}", header, steps, facts
     if gadfly:
         for p in sorted((corpus_dir / VSLA).glob("*.jsonl")):
@@ -426,7 +427,7 @@ def sessions(corpus_dir, gadfly=None):
     yb = corpus_dir / YIBINLONG
     if yb.is_dir():
         steps, facts = yibinlong_session(yb)
-        header = {"v": 1, "kind": "header", "source": "agent-reports", "file": f"{YIBINLONG}/docs/reports"}
+        header = {"v": 1, "kind": "header", "source": "agent-reports", "clock": "none", "file": f"{YIBINLONG}/docs/reports"}
         yield f"corpus:{YIBINLONG}/docs/reports", header, steps, facts
 
 
