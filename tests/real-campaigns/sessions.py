@@ -266,10 +266,10 @@ class KernelRuns:
 
 def kernelbench_session(path):
     """A kernelbench HTML page: (timeline steps, facts)."""
-    html = Path(path).read_text(encoding="utf-8")
     root = corpus.parse_html(path)
     events = top_events(root)
-    m = ELAPSED.search(html)
+    # the run's result.json, outside the timeline (a tool output may show another run's)
+    m = ELAPSED.search(corpus.html_text(root, skip=lambda n: n.tag == "div" and "event" in n.classes))
     elapsed = float(m.group(1)) if m else 10.0 * len(events)
     per = elapsed / max(len(events), 1)
     steps, runs, gpus, prompt_gpu = [], KernelRuns(), collections.Counter(), None
@@ -314,7 +314,7 @@ def kernelbench_session(path):
     if last is not None and last > max((k for k, s in enumerate(steps) if s["kind"] == "evaluation"), default=-1):
         steps[last]["kind"] = "stop"
     gpu = gpus.most_common(1)[0][0] if gpus else prompt_gpu
-    facts = {"evaluations": len(found), "architecture": ARCHITECTURE.get(gpu), "gpu": gpu,
+    facts = {"evaluations": len(found), "architecture": ARCHITECTURE.get(gpu), "gpu": gpu, "elapsed_found": bool(m),
              "baseline": "reference (PyTorch eager, or the printed baseline)", "clock": "interpolated",
              "elapsed_seconds": elapsed, **counts}
     return steps, facts
