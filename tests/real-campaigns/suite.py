@@ -4,7 +4,8 @@ experiment logs nobody here wrote (MANIFEST.tsv), against what really
 happened next in each log.
 
     python3 tests/real-campaigns/suite.py --gadfly target/debug/gadfly \
-        [--mirrors /work/.mirror | --logs DIR] [--out DIR] [--json] [--hold-out N,N] [--spec-extra TOML]
+        [--mirrors /work/.mirror | --logs DIR] [--out DIR] [--json] [--hold-out N,N] [--spec-extra TOML] \
+        [--sessions [--corpus DIR]]
 
 What happened is labelled from the log alone, by the rules below, before
 gadfly's replay is read; gadfly's side is `gadfly replay` of the log (the
@@ -29,18 +30,37 @@ daemon's own decision code, default spec, autonomous mode, seed 1).
   delivered before it; a duplicate: two questions queued for one moment at
   one step.
 - A contradicted question: a delivered question that speaks of several
-  scenarios (these campaigns have one), or one whose words are NVIDIA's
-  in a campaign that is not on an NVIDIA GPU (none here says).
+  scenarios in a campaign that has one (every log; a session with one),
+  or one whose words are NVIDIA's (`NVIDIA`) in a campaign known not to
+  run on an NVIDIA GPU (no log says; of the sessions, the take-home's
+  simulated VLIW machine).
 - Regressed stops: these logs have no stop attempts (n/a); the gate's rule
   is tested in tests/noise.rs.
 
 Sources named by --hold-out (1-based rows of the manifest) were not looked
-at while tuning and are reported apart. Nothing here is a test: the
+at while tuning and are reported apart.
+
+--sessions (off by default: the logs' tables stay as they were, and the
+corpus need not be there) adds the real agent sessions of the shared
+corpus that optimise a kernel and show its benchmark's output
+(sessions.py: the kernelbench runs, vsla's Claude Code sessions, the
+take-home's task reports), one row per session, source
+`corpus:<folder>/<file>`, in a table of their own, with the stops judged
+and blocked. Each is replayed by the same code as a log (`measure`), its
+figure the geometric mean over its scenarios (shapes) of the reference's
+time over the candidate's, and its spec says `optimizes = "kernel"`, the
+session's architecture where it shows one, and `min_speedup = 1.0`
+against the reference the benchmark printed (PyTorch eager, the
+decode benchmark's baseline, the take-home's starting point), or against
+the first evaluation where none is printed (vsla). A session with fewer
+than 3 evaluations found is skipped and named with its count. None of
+them was looked at while tuning. Nothing here is a test: the
 figures are what closing notes quote, with this command.
 """
 
 import argparse
 import json
+import math
 import os
 import re
 import statistics
@@ -51,15 +71,19 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from sweep import SPEC, manifest, read_log, run  # noqa: E402
+import sessions  # noqa: E402
 
 GAIN = 0.01
 PLATEAU = 5
+NVIDIA = re.compile(r"\b(CUDA|PTX|SASS|NVIDIA|nvcc|Nsight|ncu|nsys|cuBLAS|CUTLASS|tensor cores?|warps?|wgmma|TMA)\b")
 SEVERAL = re.compile(r"(^|[^{])\bscenarios\b|\bother scenario|\bsmall(est)? scenarios|\bworst-performing", re.I)
 
 
 def figures(timeline):
-    """The objective of each evaluation (initial kernel's time over the
-    candidate's: higher is better), and whether it was correct."""
+    """The objective of each evaluation (the baseline's time over the
+    candidate's, the geometric mean over its scenarios: higher is better),
+    and whether it was correct (every scenario). A log's evaluation has one
+    scenario; a corpus session's may have several (one per shape)."""
     out = []
     for line in timeline.splitlines():
         step = json.loads(line)
@@ -69,8 +93,8 @@ def figures(timeline):
         if not sc:
             out.append((None, False))
             continue
-        s = sc[0]
-        out.append((s["baseline_us"] / s["time_us"], bool(s["correct"])))
+        ratio = math.exp(sum(math.log(s["baseline_us"] / s["time_us"]) for s in sc) / len(sc))
+        out.append((ratio, all(bool(s["correct"]) for s in sc)))
     return out
 
 
@@ -97,8 +121,12 @@ def plateaus(series):
     return out
 
 
-def replay_facts(report):
-    """What gadfly did, by evaluation index (0-based, in order)."""
+def replay_facts(report, one_scenario=True, nvidia=None):
+    """What gadfly did, by evaluation index (0-based, in order).
+    `one_scenario`: the campaign has one scenario (a question about
+    several is contradicted); `nvidia`: False when the campaign is known
+    not to run on an NVIDIA GPU (a question in NVIDIA's words is
+    contradicted), None when nothing says."""
     ev_index = -1
     plateau_at, jumps, holds, intervals = [], [], [], []
     escalations, self_escalated, duplicates, contradicted, delivered_moments = 0, 0, 0, [], set()
@@ -121,14 +149,19 @@ def replay_facts(report):
             elif w == "delivered":
                 q = d["question"]
                 delivered_moments.add(q.get("moment"))
-                if q["source"] != "human" and SEVERAL.search(q["text"].split("\n", 1)[-1]):
+                body = q["text"].split("\n", 1)[-1]
+                if q["source"] != "human" and ((one_scenario and SEVERAL.search(body))
+                                               or (nvidia is False and NVIDIA.search(body))):
                     contradicted.append(q["source"])
             elif w == "escalated":
                 escalations += 1
                 if d["moment"] not in delivered_moments:
                     self_escalated += 1
         duplicates += len(queued_here) - len(set(queued_here))
+    summary = report.get("summary", {})
     return {
+        "stops": summary.get("stops", 0) if isinstance(summary.get("stops"), int) else 0,
+        "blocked": summary.get("blocked", 0) if isinstance(summary.get("blocked"), int) else 0,
         "plateau_at": plateau_at,
         "jumps": jumps,
         "holds": holds,
@@ -155,7 +188,9 @@ def flips(holds, intervals):
     return n, sum(1 for h in holds if h[2]), parity
 
 
-def measure(row, text, args, out, i):
+def log_timeline(row, text, args, out, i):
+    """A manifest log, imported by gadfly: (source, timeline text, timeline
+    path, spec path)."""
     name = f"{row['repo'].replace('/', '+')}__{row['path'].replace('/', '_')}"
     log = os.path.join(out, name)
     open(log, "w").write(text)
@@ -169,10 +204,16 @@ def measure(row, text, args, out, i):
     open(tl, "w").write(timeline)
     spec = os.path.join(out, name + ".toml")
     open(spec, "w").write(SPEC.format(name=f"log-{i}", metric=row["metric"], optimizes=row.get("optimizes", "kernel"), withhold=0) + args.spec_extra.replace("\\n", "\n"))
+    return f"{row['repo']}:{row['path']}", timeline, tl, spec
+
+
+def measure(source, timeline, tl, spec, args, one_scenario=True, nvidia=None):
+    """Replays a timeline under its spec and labels what happened in it:
+    one row of the table (shared by the logs and the corpus sessions)."""
     report = json.loads(run([args.gadfly, "replay", tl, "--spec", spec, "--mode", "autonomous", "--seed", "1",
                              "--json"]).stdout)
     series = figures(timeline)
-    facts = replay_facts(report)
+    facts = replay_facts(report, one_scenario, nvidia)
     labelled = plateaus(series)
     caught, first = 0, []
     for start, length, _ in labelled:
@@ -188,7 +229,7 @@ def measure(row, text, args, out, i):
         if base and before and max(before) < base:
             below += 1
     return {
-        "source": f"{row['repo']}:{row['path']}",
+        "source": source,
         "evaluations": len(series),
         "plateaus": len(labelled),
         "recovered": sum(1 for p in labelled if p[2]),
@@ -205,16 +246,43 @@ def measure(row, text, args, out, i):
         "self_escalated": facts["self_escalated"],
         "duplicates": facts["duplicates"],
         "contradicted": len(facts["contradicted"]),
+        "stops": facts["stops"],
+        "blocked": facts["blocked"],
     }
 
 
-def table(rows, title):
+def corpus_sessions(args, out):
+    """The corpus sessions of sessions.py, measured: (rows, skipped)."""
+    rows, skipped = [], []
+    folder = os.path.join(out, "sessions")
+    os.makedirs(folder, exist_ok=True)
+    for source, header, steps, facts in sessions.sessions(args.corpus, args.gadfly):
+        if facts["evaluations"] < sessions.MIN_EVALUATIONS:
+            skipped.append(f"{source} ({facts['evaluations']})")
+            continue
+        extra = args.spec_extra.replace("\\n", "\n")
+        tl, spec = sessions.write(folder, source, header, steps, facts, extra)
+        timeline = open(tl, encoding="utf-8").read()
+        one = len(sessions.scenario_names(steps)) == 1
+        nvidia = False if source.startswith(f"corpus:{sessions.YIBINLONG}") else True
+        row = measure(source, timeline, tl, spec, args, one_scenario=one, nvidia=nvidia)
+        row.update({k: facts[k] for k in ("gpu", "architecture", "baseline", "clock", "partial", "correct_unknown")
+                    if facts.get(k) is not None})
+        rows.append(row)
+    return rows, skipped
+
+
+def table(rows, title, stops=False):
+    """Prints the rows and their totals; `stops`: the sources have stops
+    (the corpus sessions), shown in two more columns."""
     cols = ["evals", "plateaus", "caught", "1st@", "recov", "jumps", "<base", "flips", "noise", "parity", "self-esc",
-            "dup", "contra"]
+            "dup", "contra"] + (["stops", "blocked"] if stops else [])
+    width = max([58] + [len(r["source"]) for r in rows])
     print(f"\n{title}")
-    print(f"{'source':58s} " + " ".join(f"{c:>8s}" for c in cols))
+    print(f"{'source':{width}s} " + " ".join(f"{c:>8s}" for c in cols))
     tot = {k: 0 for k in ["evaluations", "plateaus", "caught", "recovered", "jumps", "jumps_from_below", "flips",
-                          "within_noise", "parity", "self_escalated", "duplicates", "contradicted"]}
+                          "within_noise", "parity", "self_escalated", "duplicates", "contradicted", "stops",
+                          "blocked"]}
     firsts = []
     for r in rows:
         for k in tot:
@@ -223,16 +291,18 @@ def table(rows, title):
             firsts.append(r["first_signal_median"])
         vals = [r["evaluations"], r["plateaus"], r["caught"], r["first_signal_median"] or "-", r["recovered"],
                 r["jumps"], r["jumps_from_below"], r["flips"], r["within_noise"], r["parity"], r["self_escalated"],
-                r["duplicates"], r["contradicted"]]
-        print(f"{r['source'][:58]:58s} " + " ".join(f"{str(v):>8s}" for v in vals))
+                r["duplicates"], r["contradicted"]] + ([r["stops"], r["blocked"]] if stops else [])
+        print(f"{r['source'][:width]:{width}s} " + " ".join(f"{str(v):>8s}" for v in vals))
     share = f"{tot['caught']}/{tot['plateaus']}" + (f" ({100 * tot['caught'] / tot['plateaus']:.0f}%)"
                                                      if tot["plateaus"] else "")
+    tail = (f"stops judged {tot['stops']}, blocked {tot['blocked']} (regressed stops not labelled)" if stops
+            else "regressed stops n/a (no stops in these logs)")
     print(f"all: {tot['evaluations']} evaluations; plateaus caught {share}, first signal at run "
           f"{statistics.median(firsts) if firsts else '-'} (median of the sources' medians); jumps {tot['jumps']}, "
           f"from below the baseline {tot['jumps_from_below']}; flips at the bar {tot['flips']} (within noise "
           f"{tot['within_noise']}, parity alternations {tot['parity']}); self-escalations "
           f"{tot['self_escalated']}; duplicate questions {tot['duplicates']}; contradicted questions "
-          f"{tot['contradicted']}; regressed stops n/a (no stops in these logs)")
+          f"{tot['contradicted']}; {tail}")
     return tot
 
 
@@ -245,6 +315,9 @@ def main():
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--hold-out", default="", help="1-based manifest rows reported apart (not used for tuning)")
     ap.add_argument("--spec-extra", default="", help="TOML appended to each spec, e.g. '[moments]\\nplateau_evaluations = 8'")
+    ap.add_argument("--sessions", action="store_true",
+                    help="also replay the corpus's GPU-kernel sessions (sessions.py), reported in a table of their own")
+    ap.add_argument("--corpus", default=str(sessions.DEFAULT_CORPUS), help="the shared corpus (with --sessions)")
     args = ap.parse_args()
     out = args.out or tempfile.mkdtemp(prefix="gadfly-suite-")
     os.makedirs(out, exist_ok=True)
@@ -255,16 +328,25 @@ def main():
         if text is None:
             skipped.append(f"{row['repo']}:{row['path']}@{row['commit'][:7]}")
             continue
-        r = measure(row, text, args, out, i)
+        r = measure(*log_timeline(row, text, args, out, i), args)
         (held_rows if i in held else tuned).append(r)
+    session_rows, session_skipped = corpus_sessions(args, out) if args.sessions else ([], [])
     if args.json:
-        print(json.dumps({"tuned": tuned, "held_out": held_rows, "skipped": skipped}, indent=2))
+        result = {"tuned": tuned, "held_out": held_rows, "skipped": skipped}
+        if args.sessions:
+            result.update({"sessions": session_rows, "sessions_skipped": session_skipped})
+        print(json.dumps(result, indent=2))
         return
     table(tuned, "sources looked at while building (tuning)")
     if held_rows:
         table(held_rows, "held-out sources (never looked at while building)")
     if skipped:
         print("skipped (no log: fetch the repository first): " + ", ".join(skipped))
+    if args.sessions:
+        table(session_rows, "corpus sessions (sessions.py; never looked at while tuning)", stops=True)
+        if session_skipped:
+            print(f"sessions skipped (fewer than {sessions.MIN_EVALUATIONS} evaluations found): "
+                  + ", ".join(session_skipped))
 
 
 if __name__ == "__main__":
