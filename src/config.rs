@@ -195,7 +195,13 @@ impl ClientFile {
             Err(e) => {
                 let span = e.span().unwrap_or(0..0);
                 let message = e.message().lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>();
-                anyhow::bail!(located(path, text, span, &message.join("; ")));
+                let message = match key_at(text, span.start) {
+                    Some(key) if !message.join(" ").contains(&format!("`{key}`")) => {
+                        format!("key `{key}`: {}", message.join("; "))
+                    }
+                    _ => message.join("; "),
+                };
+                anyhow::bail!(located(path, text, span, &message));
             }
         };
         file.source = (path.to_path_buf(), text.to_string());
@@ -207,11 +213,12 @@ impl ClientFile {
         Ok(file)
     }
 
-    /// The token held in `token_file` (`~/` is the home folder), trimmed.
+    /// The token held in `token_file`, trimmed: `~/` is the home folder,
+    /// and a relative path is relative to the config file's folder.
     pub fn token(&self) -> anyhow::Result<Option<String>> {
         let Some(name) = &self.token_file else { return Ok(None) };
-        let path = expand_home(name.get_ref());
         let (file, text) = &self.source;
+        let path = file.parent().unwrap_or(Path::new("")).join(expand_home(name.get_ref()));
         let here = |what: String| located(file, text, name.span(), &format!("key `token_file`: {what}"));
         match std::fs::read_to_string(&path) {
             Ok(t) if t.trim().is_empty() => anyhow::bail!(here(format!("{} is empty", path.display()))),
@@ -233,6 +240,16 @@ fn located(path: &Path, text: &str, span: std::ops::Range<usize>, message: &str)
     let line = before.matches('\n').count() + 1;
     let column = before[before.rfind('\n').map_or(0, |nl| nl + 1)..].chars().count() + 1;
     format!("{}:{line}:{column}: {message} (the client config file)", path.display())
+}
+
+/// The key of the `key = value` line at `offset`, if it is one.
+fn key_at(text: &str, offset: usize) -> Option<String> {
+    let offset = offset.min(text.len());
+    let start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
+    let end = text[offset..].find('\n').map_or(text.len(), |i| offset + i);
+    let (key, _) = text[start..end].split_once('=')?;
+    let key = key.trim().trim_matches('"');
+    (!key.is_empty() && !key.starts_with('[') && !key.starts_with('#')).then(|| key.to_string())
 }
 
 /// `~` and `~/...` are under the home folder; any other path is as written.
@@ -314,7 +331,7 @@ mod tests {
         let e = file("url = \"http://h:1\"\ntokn_file = \"x\"\n").unwrap_err().to_string();
         assert!(e.starts_with("/home/u/.config/gadfly/config.toml:2:1: unknown field `tokn_file`"), "{e}");
         let e = file("url = \"http://h:1\"\ncampaign = 3\n").unwrap_err().to_string();
-        assert!(e.starts_with("/home/u/.config/gadfly/config.toml:2:12: invalid type"), "{e}");
+        assert!(e.starts_with("/home/u/.config/gadfly/config.toml:2:12: key `campaign`: invalid type"), "{e}");
         let e = file("url = \"http://h:1\nx").unwrap_err().to_string();
         assert!(e.starts_with("/home/u/.config/gadfly/config.toml:1:"), "{e}");
         let e = file("\n\ncampaign = \"\"").unwrap_err().to_string();
@@ -328,6 +345,14 @@ mod tests {
             ),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_relative_token_file_is_next_to_the_config_file() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("token"), "t-rel").unwrap();
+        let f = ClientFile::parse(&dir.path().join("config.toml"), "token_file = \"token\"").unwrap();
+        assert_eq!(f.token().unwrap().as_deref(), Some("t-rel"));
     }
 
     #[test]
