@@ -89,6 +89,8 @@ use anyhow::{bail, Context};
 /// Where the workspace's repository keeps its refs and objects.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RepoDirs {
+    /// The folder holding `.git`: the top of the work tree.
+    pub work_tree: PathBuf,
     /// The git dir (`.git`, or a worktree's folder): its `HEAD`.
     pub git_dir: PathBuf,
     /// The common dir (the main repository's `.git`): refs and objects.
@@ -160,7 +162,7 @@ pub fn find_repo(workspace: &Path) -> anyhow::Result<RepoDirs> {
         match std::fs::symlink_metadata(&dot) {
             Ok(md) if md.is_dir() => {
                 owned_dir(&dot, owner)?;
-                let dirs = RepoDirs { git_dir: dot.clone(), common_dir: dot, owner };
+                let dirs = RepoDirs { work_tree: dir.to_path_buf(), git_dir: dot.clone(), common_dir: dot, owner };
                 owned_dir(&dirs.objects(), owner)?;
                 return Ok(dirs);
             }
@@ -177,7 +179,7 @@ pub fn find_repo(workspace: &Path) -> anyhow::Result<RepoDirs> {
                     Err(e) => return Err(e),
                 };
                 owned_dir(&common_dir, owner)?;
-                let dirs = RepoDirs { git_dir, common_dir, owner };
+                let dirs = RepoDirs { work_tree: dir.to_path_buf(), git_dir, common_dir, owner };
                 owned_dir(&dirs.objects(), owner)?;
                 return Ok(dirs);
             }

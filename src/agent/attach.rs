@@ -25,6 +25,12 @@ pub fn settings_path(dir: &Path) -> PathBuf {
     dir.join(".claude").join("settings.local.json")
 }
 
+/// The files attach writes into DIR (listed in the repository's
+/// `info/exclude` by [`super::exclude`]).
+pub fn written_files(dir: &Path) -> Vec<PathBuf> {
+    vec![settings_path(dir)]
+}
+
 /// The hook command for one event of one campaign. The Stop hook carries
 /// the campaign's `[gate]` policy, which it needs when the daemon is down.
 pub fn hook_command(exe: &str, event: &str, campaign: &str, gate: GateSpec) -> String {
@@ -273,6 +279,19 @@ pub fn detach(dir: &Path, campaign: &str) -> anyhow::Result<usize> {
     let n = remove(&mut settings, campaign);
     write(&path, &settings)?;
     Ok(n)
+}
+
+/// Whether DIR's settings still hold a hook of gadfly's, for any campaign.
+pub fn has_gadfly_hooks(dir: &Path) -> anyhow::Result<bool> {
+    let settings = read(&settings_path(dir))?;
+    let hooks = settings["hooks"].as_object().into_iter().flatten().flat_map(|(_, groups)| {
+        groups.as_array().into_iter().flatten().flat_map(|g| g["hooks"].as_array().into_iter().flatten())
+    });
+    let ours = |h: &Value| {
+        h["command"].as_str().is_some_and(|c| c.contains(" hook claude-code "))
+            || h["url"].as_str().is_some_and(|u| u.contains("/hooks/claude-code/"))
+    };
+    Ok(hooks.into_iter().any(ours))
 }
 
 /// The hooks gadfly installed for a campaign, as recorded when it wrote

@@ -1,5 +1,6 @@
 //! Agent adapters: how gadfly attaches to an agent a person runs
-//! ([`attach`]), and how it reads what agents write: a spawned agent's
+//! ([`attach`], and the workspace's git exclude lines for what it writes,
+//! [`exclude`]), and how it reads what agents write: a spawned agent's
 //! output lines ([`claude`]: Claude Code's stream-json; [`codex`]:
 //! `codex exec --json`), an attached session's transcript
 //! ([`transcript`]) and Claude Code's own transcripts ([`escapes`]). With
@@ -17,6 +18,7 @@ pub mod budget;
 pub mod claude;
 pub mod codex;
 pub mod escapes;
+pub mod exclude;
 pub mod jail;
 pub mod timeline;
 pub mod transcript;

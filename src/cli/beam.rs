@@ -11,6 +11,7 @@ pub(super) async fn beam(cmd: BeamCommand) -> anyhow::Result<ExitCode> {
     let c = client(Duration::from_secs(3600))?;
     match cmd {
         BeamCommand::Tag { family, campaign, from } => {
+            let campaign = crate::config::campaign_or_default(campaign, "with --campaign")?;
             let v =
                 c.post(&format!("/campaigns/{campaign}/beam/tag"), &json!({"family": family, "from": from})).await?;
             println!("{} -> {}", v["ref"].as_str().unwrap_or(""), v["commit"].as_str().unwrap_or(""));

@@ -2,9 +2,10 @@
 //! call of the daemon's API plus rendering.
 //!
 //! This file holds the clap tree and the dispatch; the larger commands
-//! have a file each: `campaign` (and the verdict table), `runs` (`gadfly
-//! run`), `beam`, `moments`, `doctor` (and the daemon's key), `bank`,
-//! `replay` (`gadfly replay`, its import and export).
+//! have a file each: `campaign` (and the verdict table), `eval` (and its
+//! progress line), `attach` (and `detach`), `runs` (`gadfly run`), `beam`,
+//! `moments`, `doctor` (and the daemon's key), `bank`, `replay` (`gadfly
+//! replay`, its import and export).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -17,10 +18,12 @@ use serde_json::json;
 use crate::client::Client;
 use crate::config::{self, ClientConfig, DaemonConfig};
 
+mod attach;
 mod bank;
 mod beam;
 mod campaign;
 mod doctor;
+mod eval;
 mod moments;
 mod redteam;
 mod replay;
@@ -62,9 +65,10 @@ pub enum Command {
     /// Exit status: 0 when the predicate holds, 1 when it fails (a failed build or run fails it too),
     /// 2 on an error (the daemon unreachable, a refused token, an unknown campaign).
     Eval {
-        /// The campaign (default: $GADFLY_CAMPAIGN, which gadfly sets for the agents it starts).
+        /// The campaign (default: $GADFLY_CAMPAIGN, which gadfly sets for the agents it starts,
+        /// else `campaign` in the client config file, ~/.config/gadfly/config.toml).
         #[arg(env = "GADFLY_CAMPAIGN")]
-        id: String,
+        id: Option<String>,
         #[arg(long)]
         json: bool,
         /// Run the harness even if this tree was evaluated before.
@@ -145,9 +149,9 @@ pub enum Command {
         /// A text file of evidence (a measurement, a profile, a roofline); repeat for more (at most 8, 64 KiB each).
         #[arg(long = "evidence", value_name = "FILE")]
         evidence: Vec<PathBuf>,
-        /// The campaign (default: $GADFLY_CAMPAIGN).
+        /// The campaign (default: $GADFLY_CAMPAIGN, else `campaign` in the client config file).
         #[arg(long, env = "GADFLY_CAMPAIGN")]
-        campaign: String,
+        campaign: Option<String>,
         #[arg(long)]
         json: bool,
     },
@@ -164,9 +168,9 @@ pub enum Command {
         /// What the evidence shows, in your own words.
         #[arg(long)]
         why: Option<String>,
-        /// The campaign (default: $GADFLY_CAMPAIGN).
+        /// The campaign (default: $GADFLY_CAMPAIGN, else `campaign` in the client config file).
         #[arg(long, env = "GADFLY_CAMPAIGN")]
-        campaign: String,
+        campaign: Option<String>,
         #[arg(long)]
         json: bool,
     },
@@ -251,6 +255,14 @@ pub enum Command {
     Worker(WorkerArgs),
     /// Print the HTTP API's OpenAPI description (JSON; the daemon serves it at /api/v1/openapi.json).
     Openapi,
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) on stdout.
+    ///
+    /// E.g. `gadfly completions bash > ~/.local/share/bash-completion/completions/gadfly`
+    /// (docs/CLI.md has zsh and fish).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
 }
 
 #[derive(Args, Debug)]
@@ -391,9 +403,9 @@ pub enum BeamCommand {
     /// Point refs/heads/beam/FAMILY at the workspace's HEAD (or --from) and declare the family.
     Tag {
         family: String,
-        /// The campaign (default: $GADFLY_CAMPAIGN).
+        /// The campaign (default: $GADFLY_CAMPAIGN, else `campaign` in the client config file).
         #[arg(long, env = "GADFLY_CAMPAIGN")]
-        campaign: String,
+        campaign: Option<String>,
         #[arg(long)]
         from: Option<String>,
     },
@@ -571,17 +583,17 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             println!("{}", crate::api::openapi::json());
             Ok(ExitCode::SUCCESS)
         }
-        Command::Campaign(c) => campaign(c).await,
-        Command::Eval { id, json, force } => {
-            let client = client(Duration::from_secs(24 * 3600))?;
-            let e = client.post(&format!("/campaigns/{id}/evaluate?force={force}"), &json!({})).await?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&e)?);
-            } else {
-                print!("{}", render_evaluation(&e));
-            }
-            Ok(eval_exit(&e))
+        Command::Completions { shell } => {
+            // Written whole, so a closed stdout is an error (quiet, as for
+            // any command) rather than clap_complete's panic.
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "gadfly", &mut script);
+            std::io::Write::write_all(&mut std::io::stdout().lock(), &script)
+                .context("writing the completion script")?;
+            Ok(ExitCode::SUCCESS)
         }
+        Command::Campaign(c) => campaign(c).await,
+        Command::Eval { id, json, force } => eval::eval(id, json, force).await,
         Command::Calibrate { id, runs, json } => {
             let client = client(Duration::from_secs(24 * 3600))?;
             let c = client.post(&format!("/campaigns/{id}/calibrate?runs={runs}"), &json!({})).await?;
@@ -618,6 +630,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
                 ClaimArg::Blocked => "blocked",
                 ClaimArg::Done => "done",
             };
+            let campaign = config::campaign_or_default(campaign, "with --campaign")?;
             let files = read_evidence(&evidence)?;
             let filed = client(Duration::from_secs(60))?
                 .post(&format!("/campaigns/{campaign}/claims"), &json!({"claim": claim, "why": why, "evidence": files}))
@@ -630,6 +643,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Answer { question, evidence, why, campaign, json } => {
+            let campaign = config::campaign_or_default(campaign, "with --campaign")?;
             let files = read_evidence(&evidence)?;
             let answered = client(Duration::from_secs(60))?
                 .post(
@@ -647,77 +661,8 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Bank(b) => bank::run(b, client).await,
         Command::Moments(m) => moments(m),
         Command::Beam(b) => beam(b).await,
-        Command::Attach { id, agent: _, dir, hook_bin } => {
-            let campaign = client(Duration::from_secs(30))?
-                .get(&format!("/campaigns/{id}"))
-                .await
-                .context("reading the campaign (its workspace and [gate] policy)")?;
-            let dir = match dir {
-                Some(d) => d,
-                None => PathBuf::from(campaign["spec"]["workspace"].as_str().context("the campaign has no workspace")?),
-            };
-            let gate: crate::campaign::GateSpec =
-                serde_json::from_value(campaign["spec"]["gate"].clone()).unwrap_or_default();
-            let exe = match hook_bin {
-                Some(p) => std::fs::canonicalize(&p).with_context(|| format!("--hook-bin {}", p.display()))?,
-                None => std::env::current_exe()?,
-            };
-            let c = client(Duration::from_secs(30))?;
-            let hook_token = c.get(&format!("/campaigns/{id}/hook-token")).await?;
-            let hook_token = hook_token["token"].as_str().unwrap_or_default().to_string();
-            let hooks: crate::campaign::HooksSpec =
-                serde_json::from_value(campaign["spec"]["hooks"].clone()).unwrap_or_default();
-            let http = hooks.http.then(|| crate::agent::attach::HttpHooks { url: c.base_url().to_string() });
-            // The daemon's key, pinned in every hook command (THREATS row 5).
-            let daemon_key = daemon_public_key(&c).await?;
-            let path = crate::agent::attach::attach_pinned(
-                &dir,
-                &exe.display().to_string(),
-                &id,
-                gate,
-                http.as_ref(),
-                Some(&daemon_key),
-            )?;
-            // The daemon keeps what was written, to catch a change to it.
-            let installed = crate::agent::attach::Installed::new("attach", &path, &dir, &exe, &id)?;
-            c.post(&format!("/campaigns/{id}/hook-installs"), &json!({"installed": installed})).await?;
-            println!("gadfly hooks for campaign {id} written to {}", path.display());
-            println!(
-                "start `claude` in {} with these set (the token only lets the agent's hooks post events and ask for evaluations):",
-                dir.display()
-            );
-            println!("  export GADFLY_URL={}", c.base_url());
-            println!("  export GADFLY_TOKEN={hook_token}");
-            println!("`gadfly detach {id}` removes the hooks");
-            println!("the hooks take only answers signed by the daemon's key {daemon_key} (--daemon-key)");
-            if let Some(w) =
-                crate::doctor::same_user_warning(Some(&dir), &config::default_data_dir(), Some(c.base_url()))
-            {
-                eprintln!("warning: {w} (`gadfly doctor {id}` checks the deployment)");
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::Detach { id, dir } => {
-            let dir = match dir {
-                Some(d) => d,
-                None => workspace_of(&id).await?,
-            };
-            let n = crate::agent::attach::detach(&dir, &id)?;
-            let removed = crate::agent::attach::settings_path(&dir);
-            if let Err(e) = client(Duration::from_secs(30))?
-                .post(&format!("/campaigns/{id}/hook-installs"), &json!({"removed": removed}))
-                .await
-            {
-                eprintln!(
-                    "warning: the daemon was not told the hooks were removed ({e:#}); it will report them as changed"
-                );
-            }
-            println!(
-                "removed {n} gadfly hooks for campaign {id} from {}",
-                crate::agent::attach::settings_path(&dir).display()
-            );
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Attach { id, agent: _, dir, hook_bin } => attach::attach(&id, dir, hook_bin).await,
+        Command::Detach { id, dir } => attach::detach(&id, dir).await,
         Command::Run { id, agent, detach, force } => follow_run(&id, agent, detach, force).await,
         Command::Redteam { id, json } => redteam::redteam(&id, json).await,
         Command::Stop { id } => {
@@ -763,8 +708,10 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// A client of the daemon: its URL and token from the environment, else
+/// the client config file, else the defaults ([`ClientConfig::load`]).
 fn client(timeout: Duration) -> anyhow::Result<Client> {
-    Client::new(&ClientConfig::from_env(), timeout)
+    Client::new(&ClientConfig::load()?, timeout)
 }
 
 /// The evidence files of `gadfly claim`, read as text, refused before any
@@ -847,9 +794,11 @@ pub fn render_client_error(e: &anyhow::Error) -> String {
         format!(
             "the daemon refused the token ({}): set GADFLY_TOKEN to the daemon's token, \
              `export GADFLY_TOKEN=$(cat DATA_DIR/token)`, DATA_DIR being the daemon's --data-dir \
-             (default: $GADFLY_DATA_DIR, else {}); without GADFLY_TOKEN the CLI reads {}",
+             (default: $GADFLY_DATA_DIR, else {}); without GADFLY_TOKEN the CLI reads the `token_file` \
+             of the client config file ({}), else {}",
             if has_token { "GADFLY_TOKEN is not this daemon's token" } else { "GADFLY_TOKEN is not set" },
             data_dir.display(),
+            config::client_file_path().map_or_else(|| "none".to_string(), |p| p.display().to_string()),
             data_dir.join("token").display()
         )
     } else {
