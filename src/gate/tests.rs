@@ -607,3 +607,19 @@ fn a_tree_is_named_by_its_id_or_whole() {
     assert_eq!(short_tree("0123456789abcdef+3"), "0123456789");
     assert_eq!(short_tree("replay-step-12"), "replay-step-12", "never cut to replay-ste");
 }
+
+/// The better tree is named with its evaluation and, where it has one,
+/// its time; a replayed evaluation has none, and no empty field is shown.
+#[test]
+fn a_slower_stop_names_the_better_evaluation_without_an_empty_time() {
+    let spec = PredicateSpec { correct: true, min_speedup: 1.0, ..Default::default() };
+    let mut best = eval_of(&[("a", true, 3.0), ("b", true, 3.0)], &[]);
+    best.tree = "bbbbbbbbbbbbbbbb".into();
+    let mut now = eval_of(&[("a", true, 1.5), ("b", true, 1.5)], &[]);
+    now.id = Some(2);
+    let why = slower_than_best(&now, &[best.clone(), now.clone()], &spec).expect("2x slower than the best");
+    assert!(why.contains("(evaluation #1) measured 3.000x"), "{why}");
+    best.created_at = "2026-12-07 10:00:00".into();
+    let why = slower_than_best(&now, &[best, now.clone()], &spec).unwrap();
+    assert!(why.contains("(evaluation #1, 2026-12-07 10:00:00) measured"), "{why}");
+}
