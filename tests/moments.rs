@@ -116,14 +116,30 @@ fn a_dismissal_in_the_transcript_is_noticed_and_asked_about() {
     let first = d.hook("post-tool-use", &id, &hook);
     assert!(String::from_utf8_lossy(&first.stdout).contains("start moment"), "the start question comes first");
     let mut text = std::fs::read_to_string(&transcript).unwrap();
-    text.push_str(&line("u2", "Scenario b still differs from the reference by 3e-4, but that is just floating point noise, so we can ignore it."));
+    // Before gadfly measured anything wrong: the words are recorded, and no
+    // question waved at a failure gadfly has not seen.
+    text.push_str(&line("u2", "The profiler run failed, but that is just a flaky tool, so we can ignore it."));
     std::fs::write(&transcript, text).unwrap();
-    common::wait_until("the dismissal moment", || {
+    common::wait_until("the unsupported dismissal moment", || {
         moments(&d, &id).iter().any(|m| m["moment"] == "correctness_dismissal" && m["source"] == "text")
     });
+    let unsupported = moments(&d, &id).into_iter().find(|m| m["moment"] == "correctness_dismissal").unwrap();
+    assert!(
+        unsupported["no_question"].as_str().is_some_and(|w| w.starts_with("no wrong result in the latest evaluation")),
+        "{unsupported}"
+    );
+    // Scenario b measured wrong, then waved away: asked about.
+    evaluate(&d, &f, &id, "a true 90 100\nb false 90 100\nc true 90 100\n", "wrong b");
+    let mut text = std::fs::read_to_string(&transcript).unwrap();
+    text.push_str(&line("u3", "Scenario b still differs from the reference by 3e-4, but that is just floating point noise, so we can ignore it."));
+    std::fs::write(&transcript, text).unwrap();
+    common::wait_until("the dismissal moment", || {
+        moments(&d, &id).iter().filter(|m| m["moment"] == "correctness_dismissal" && m["source"] == "text").count() == 2
+    });
     let m = moments(&d, &id);
-    let dis = m.iter().find(|m| m["moment"] == "correctness_dismissal").unwrap();
+    let dis = m.iter().filter(|m| m["moment"] == "correctness_dismissal" && m["source"] == "text").nth(1).unwrap();
     assert!(dis["detail"].as_str().unwrap().contains("floating point noise"), "{dis}");
+    assert!(dis.get("no_question").is_none_or(|w| w.is_null()), "{dis}");
     // Its question rides on the next hook that can carry context.
     let next = d.hook("post-tool-use", &id, &hook);
     let v: Value = serde_json::from_slice(&next.stdout).expect("additional context");
@@ -131,7 +147,7 @@ fn a_dismissal_in_the_transcript_is_noticed_and_asked_about() {
     assert!(ctx.contains("correctness dismissal moment"), "{ctx}");
     let log = d.api_get(&format!("/campaigns/{id}/log?limit=10000"));
     let msgs: Vec<&Value> = log.as_array().unwrap().iter().filter(|e| e["kind"] == "agent.message").collect();
-    assert_eq!(msgs.len(), 2, "both transcript messages were recorded once");
+    assert_eq!(msgs.len(), 3, "the transcript's messages were recorded once each");
 }
 
 #[test]

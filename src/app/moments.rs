@@ -219,12 +219,16 @@ pub(super) async fn raise_claim(
         .filter(|q| q.moment.as_deref() == Some(f.moment.as_str()) && Some(q.id) != asked_now)
         .filter_map(|q| q.delivered_at)
         .max();
-    let last_evaluation = sup.store().latest_evaluation(campaign_id).await?.map(|e| e.created_at);
+    let latest = sup.store().latest_evaluation(campaign_id).await?;
+    let latest_failure = latest.as_ref().and_then(|e| e.failure_kind());
+    let last_evaluation = latest.map(|e| e.created_at);
     let repeated = plan::repeated_claim(delivered, last_evaluation);
     let mut base = finding_moment(f, "text", count);
     base.claim = Some(ClaimEvidence { quote: c.quote.clone(), repeated });
     let action = match action {
-        ClaimAction::Ask => plan::claim_record_only(&f.moment, c.waiting).map_or(action, ClaimAction::RecordOnly),
+        ClaimAction::Ask => {
+            plan::claim_record_only(&f.moment, c.waiting, latest_failure).map_or(action, ClaimAction::RecordOnly)
+        }
         other => other,
     };
     match action {

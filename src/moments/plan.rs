@@ -84,17 +84,38 @@ pub fn repeated_claim<T: PartialOrd>(question_delivered: Option<T>, last_evaluat
 }
 
 /// Why a claim moment to be asked by mode is recorded only, if it is: a
-/// completion claim is judged at the stop itself, and a moment whose
-/// question already waits is not asked again.
-pub fn claim_record_only(moment: &str, waiting: bool) -> Option<&'static str> {
+/// completion claim is judged at the stop itself, a moment whose question
+/// already waits is not asked again, and a correctness dismissal is asked
+/// only when the campaign's latest evaluation (`latest_failure`, its
+/// [`crate::evaluation::Evaluation::failure_kind`]) shows a wrong result
+/// to wave away ([`DISMISSAL_UNSUPPORTED`]).
+pub fn claim_record_only(moment: &str, waiting: bool, latest_failure: Option<&str>) -> Option<&'static str> {
     if moment == "completion_claim" {
         Some("judged at the stop itself")
     } else if waiting {
         Some("a question for this moment already waits")
+    } else if moment == "correctness_dismissal" && !latest_failure.is_some_and(|k| WRONG_RESULTS.contains(&k)) {
+        Some(DISMISSAL_UNSUPPORTED)
     } else {
         None
     }
 }
+
+/// The failures a dismissal can wave away: results the harness judged
+/// wrong, or a scenario gone ([`crate::evaluation::FAILURE_KINDS`]); not a
+/// build error or a crash, nor a passing evaluation.
+const WRONG_RESULTS: [&str; 4] = ["missing_scenario", "far_from_tolerance", "near_tolerance", "wrong_values"];
+
+/// Why a correctness dismissal in the agent's words asks no question when
+/// gadfly's own latest evaluation shows no wrong result. On real agent
+/// text the classifier's dismissals were right about one time in nine
+/// (tests/data/moments/loso.txt): a failed experiment explained and
+/// dropped, a crash blamed on memory, a test log read aloud; and the
+/// questions a dismissal asks (a tolerance changed, the last passing
+/// version) fit only a check failing on values. The moment is recorded all
+/// the same; a wrong result, when gadfly measures one, is its own moment.
+pub const DISMISSAL_UNSUPPORTED: &str =
+    "no wrong result in the latest evaluation for these words to wave away (a dismissal is asked when gadfly measures one)";
 
 /// A repeated claim is escalated (a `moment.escalated`), unless it is a
 /// completion claim.
@@ -246,9 +267,24 @@ mod tests {
         assert!(!repeated_claim::<u64>(None, None));
         assert!(repeated_claim(Some("2026-12-07T01:00:00.000Z"), None));
         assert!(escalates("limit_claim", true) && !escalates("completion_claim", true) && !escalates("x", false));
-        assert_eq!(claim_record_only("completion_claim", false), Some("judged at the stop itself"));
-        assert_eq!(claim_record_only("limit_claim", true), Some("a question for this moment already waits"));
-        assert_eq!(claim_record_only("limit_claim", false), None);
+        assert_eq!(claim_record_only("completion_claim", false, None), Some("judged at the stop itself"));
+        assert_eq!(claim_record_only("limit_claim", true, None), Some("a question for this moment already waits"));
+        assert_eq!(claim_record_only("limit_claim", false, None), None);
+        // A dismissal is asked when gadfly measured a wrong result, not of a
+        // passing evaluation, a crash or a build error.
+        for wrong in ["wrong_values", "near_tolerance", "far_from_tolerance", "missing_scenario"] {
+            assert_eq!(claim_record_only("correctness_dismissal", false, Some(wrong)), None, "{wrong}");
+        }
+        for not_wrong in [None, Some("crash"), Some("build_error")] {
+            assert_eq!(
+                claim_record_only("correctness_dismissal", false, not_wrong),
+                Some(DISMISSAL_UNSUPPORTED),
+                "{not_wrong:?}"
+            );
+        }
+        for k in WRONG_RESULTS {
+            assert!(crate::evaluation::FAILURE_KINDS.contains(&k), "{k}");
+        }
     }
 
     #[test]

@@ -436,7 +436,10 @@ impl Replayer<'_> {
         let mut base = finding_moment(f, "text", count);
         base.claim = Some(crate::events::ClaimEvidence { quote: c.quote.clone(), repeated });
         let action = match action {
-            ClaimAction::Ask => plan::claim_record_only(&f.moment, c.waiting).map_or(action, ClaimAction::RecordOnly),
+            ClaimAction::Ask => {
+                let latest_failure = self.evaluations.last().and_then(|(e, _)| e.failure_kind());
+                plan::claim_record_only(&f.moment, c.waiting, latest_failure).map_or(action, ClaimAction::RecordOnly)
+            }
             other => other,
         };
         match action {
@@ -570,7 +573,15 @@ impl Replayer<'_> {
             tree: format!("replay-step-{n}"),
             verdict,
             build: None,
-            run: None,
+            // A timeline's evaluation with failures and no scenario is a
+            // run that failed (the daemon's own would say so).
+            run: (m.scenarios.is_empty() && !m.failures.is_empty()).then(|| crate::evaluation::Step {
+                command: "(replayed)".into(),
+                ok: false,
+                exit: "failed".into(),
+                seconds: 0.0,
+                output_tail: m.failures.join("; "),
+            }),
             violations: vec![],
             duration_ms: 0,
             created_at: String::new(),
