@@ -124,8 +124,9 @@ pub fn routed(moment: &str, ev: Option<&super::evidence::Evidence>, all: &[Strin
 /// [`routed`]'s (selection still never limits the choice to them, and an
 /// entry asked here already never wins over a fresh one). A plateau's facts
 /// ([`crate::moments::detect::plateau`]) say what kind of stall it is:
-/// - its first signal, with the best figure never measured again: whether
-///   the plateau sits inside the noise (`measure-013`);
+/// - its first signal, with the best figure never measured again and the
+///   window's best within 2% of it: whether the plateau sits inside the
+///   noise (`measure-013`);
 /// - two evaluations of the stall with the very same figure: a hypothesis
 ///   tested twice (`process-006`);
 /// - half the window or more without a valid figure: the failures, not
@@ -147,7 +148,10 @@ pub fn pointed(moment: &str, ev: Option<&super::evidence::Evidence>) -> Vec<&'st
     if ev.facts.contains_key("repeated") {
         out.push("process-006");
     }
-    if stall <= window && num("best_runs").is_some_and(|r| r <= 1.0) {
+    // Near the best (within 2%): the differences may be noise; far below
+    // it, the ideas were worse and noise is not the question.
+    let near_best = num("shortfall_pct").is_some_and(|s| s <= 2.0);
+    if stall <= window && near_best && num("best_runs").is_some_and(|r| r <= 1.0) {
         out.push("measure-013");
     }
     if stall >= 4.0 * window {
@@ -181,10 +185,15 @@ mod tests {
             facts: pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
             ..Default::default()
         };
-        let first = ev(&[("window", "5"), ("stall", "5"), ("invalid", "0"), ("best_runs", "1")]);
+        let first =
+            ev(&[("window", "5"), ("stall", "5"), ("invalid", "0"), ("best_runs", "1"), ("shortfall_pct", "0.4")]);
         assert_eq!(pointed("plateau", Some(&first)), vec!["measure-013"]);
-        let remeasured = ev(&[("window", "5"), ("stall", "5"), ("invalid", "0"), ("best_runs", "3")]);
+        let remeasured =
+            ev(&[("window", "5"), ("stall", "5"), ("invalid", "0"), ("best_runs", "3"), ("shortfall_pct", "0.4")]);
         assert!(pointed("plateau", Some(&remeasured)).is_empty(), "the noise of the best is known");
+        let worse =
+            ev(&[("window", "5"), ("stall", "5"), ("invalid", "0"), ("best_runs", "1"), ("shortfall_pct", "8")]);
+        assert!(pointed("plateau", Some(&worse)).is_empty(), "far below the best: the ideas were worse, not noisy");
         let broken = ev(&[("window", "5"), ("stall", "10"), ("invalid", "3"), ("best_runs", "1")]);
         assert_eq!(pointed("plateau", Some(&broken)), vec!["process-002"]);
         let twice = ev(&[("window", "5"), ("stall", "20"), ("invalid", "0"), ("repeated", "#3 and #9")]);

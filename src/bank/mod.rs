@@ -72,7 +72,9 @@ pub struct Applies {
     /// quote a peak), `kernel_code` (only in a campaign that optimizes a
     /// kernel's code: not a training recipe or a configuration),
     /// `timed_figure` (the figure is a time or a speed: not a training
-    /// recipe's validation loss).
+    /// recipe's validation loss), `wall_clock` (time spent is known),
+    /// `agent_trials` (the agent's own trials between evaluations) and
+    /// `branches` (separate lines of work: a campaign with a beam).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub assumes: Vec<String>,
     /// The kinds of failure the question can find the cause of
@@ -141,6 +143,11 @@ impl Entry {
             return false;
         }
         if self.applies.assumes.iter().any(|a| a == "timed_figure") && !spec.figure_is_timed() {
+            return false;
+        }
+        // Separate lines of work gadfly can see are a beam's families; a
+        // campaign without one is one line, every kept gain in it.
+        if self.applies.assumes.iter().any(|a| a == "branches") && !spec.extra.contains_key("beam") {
             return false;
         }
         if !self.applies.architectures.is_empty() {

@@ -680,4 +680,22 @@ mod tests {
         let groups: std::collections::HashSet<&str> = sug.iter().map(|c| c.entry.group.as_str()).collect();
         assert_eq!((sug.len(), groups.len()), (3, 3));
     }
+
+    /// Separate lines of work to combine are a beam's families: without a
+    /// beam the campaign is one line, and a question about merging
+    /// branches has nothing to point at.
+    #[test]
+    fn a_question_about_branches_needs_a_beam() {
+        let bank = crate::bank::embedded();
+        let merge = bank.get("process-013").expect("process-013");
+        assert!(merge.applies.assumes.iter().any(|a| a == "branches"));
+        let with = |extra: &str| {
+            let dir = tempfile::tempdir().unwrap();
+            std::process::Command::new("git").args(["init", "-q"]).current_dir(dir.path()).status().unwrap();
+            let text = format!("name='t'\nworkspace='.'\n[harness]\nrun='x {{results}}'\nscenarios=['a']\n{extra}");
+            crate::campaign::parse(&text, "t.toml", dir.path()).unwrap()
+        };
+        assert!(!merge.applies_to(&with("")));
+        assert!(merge.applies_to(&with("[beam]\nmin_families = 3\n")));
+    }
 }

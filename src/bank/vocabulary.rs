@@ -17,8 +17,8 @@ use super::Entry;
 use crate::campaign::CampaignSpec;
 
 /// What an entry may declare it assumes (`applies.assumes`).
-pub const ASSUMPTIONS: [&str; 6] =
-    ["several_scenarios", "quoted_peak", "kernel_code", "timed_figure", "wall_clock", "agent_trials"];
+pub const ASSUMPTIONS: [&str; 7] =
+    ["several_scenarios", "quoted_peak", "kernel_code", "timed_figure", "wall_clock", "agent_trials", "branches"];
 
 /// The detectors whose evidence shows the agent working between its
 /// evaluations (where quick trials of its own can be), for `agent_trials`.

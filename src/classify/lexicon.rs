@@ -155,6 +155,7 @@ lexicons! {
 
     // Message-level checks (and the model's `<ctx_*>` features).
     GAIN_SKEPTIC: Vec<Pattern> = parse_patterns("context/gain_skeptic.txt");
+    GAIN_NEGATIVE: Vec<Pattern> = parse_patterns("context/gain_negative.txt");
     GAIN_TIMING: Vec<Pattern> = parse_patterns("context/gain_timing.txt");
     GAIN_CORRECT: Vec<Pattern> = parse_patterns("context/gain_correct.txt");
     FAILURE: Vec<Pattern> = parse_patterns("context/failure.txt");
@@ -210,7 +211,7 @@ mod tests {
     #[test]
     fn every_data_file_parses_and_is_not_empty() {
         let files = all_files();
-        assert_eq!(files.len(), 37);
+        assert_eq!(files.len(), 38);
         for (path, parsed) in files {
             match parsed {
                 Ok(n) => assert!(n > 0, "src/classify/data/{path} has no entries"),

@@ -568,8 +568,12 @@ impl HybridClassifier {
         let ctx = context_features(context.unwrap_or(""));
         let p = model.logits(sents.iter().flat_map(|(_, f)| f).chain(ctx.iter())).map(sigmoid);
         let sentence_logits: Vec<[f64; 4]> = sents.iter().map(|(_, f)| model.logits(f.iter())).collect();
+        let gain_doubted = self.rules.gain_doubted_in(text);
         for (l, label) in Label::ALL.into_iter().enumerate() {
             if p[l] < self.thresholds[l] || ev.iter().any(|(x, _)| *x == label) {
+                continue;
+            }
+            if label == Label::SuspiciousGainClaim && gain_doubted {
                 continue;
             }
             let best = (0..sents.len())

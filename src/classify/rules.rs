@@ -8,8 +8,8 @@ use std::collections::HashSet;
 use super::lexicon::{
     ACCURACY, COMPLETION, COMPLETION_FAMILIES, CONDITIONAL_OPENERS, CONNECTIVES, DISMISSAL, DISMISSAL_ANTI,
     DISMISSAL_ANTI_ASSERTED, DISMISSAL_FAMILIES, DISMISSAL_NEAR_FAILURE, DISMISSAL_VERIFIED, FAILURE, GAIN,
-    GAIN_CORRECT, GAIN_SKEPTIC, GAIN_TIMING, HEADLINE_FIRST, HEADLINE_LAST, HEADLINE_OPENERS, HEADROOM, LIBRARIES,
-    LIMIT, LIMIT_FAMILIES, LIMIT_NEGATED, NEGATORS, OPINION, PLAN, PLAN_IMMEDIATE, REPORTED, STEP_SUBJECTS,
+    GAIN_CORRECT, GAIN_NEGATIVE, GAIN_SKEPTIC, GAIN_TIMING, HEADLINE_FIRST, HEADLINE_LAST, HEADLINE_OPENERS, HEADROOM,
+    LIBRARIES, LIMIT, LIMIT_FAMILIES, LIMIT_NEGATED, NEGATORS, OPINION, PLAN, PLAN_IMMEDIATE, REPORTED, STEP_SUBJECTS,
     TIME_OPENERS, UNFINISHED,
 };
 use super::pattern::{any_match, asserted_match, Env, Pattern};
@@ -57,6 +57,7 @@ pub struct RuleClassifier {
     /// Below this factor a speed-up over one's own baseline is not "large".
     large_speedup: f64,
     pub(super) gain_skeptic: Vec<Pattern>,
+    pub(super) gain_negative: Vec<Pattern>,
     pub(super) gain_timing: Vec<Pattern>,
     pub(super) gain_correct: Vec<Pattern>,
     pub(super) failure: Vec<Pattern>,
@@ -98,6 +99,7 @@ impl Default for RuleClassifier {
             libs: LIBRARIES.iter().copied().collect(),
             large_speedup: 10.0,
             gain_skeptic: GAIN_SKEPTIC.to_vec(),
+            gain_negative: GAIN_NEGATIVE.to_vec(),
             gain_timing: GAIN_TIMING.to_vec(),
             gain_correct: GAIN_CORRECT.to_vec(),
             failure: FAILURE.to_vec(),
@@ -176,7 +178,7 @@ impl RuleClassifier {
         if sents.iter().any(|s| asserted_match(&self.headroom, &s.toks, &env, 8)) {
             drop.insert(Label::LimitClaim);
         }
-        if whole(&self.gain_skeptic) || (whole(&self.gain_timing) && whole(&self.gain_correct)) {
+        if self.gain_doubted(&sents.iter().map(|s| s.toks.as_slice()).collect::<Vec<_>>()) {
             drop.insert(Label::SuspiciousGainClaim);
         }
         if whole(&self.dismissal_verified)
@@ -188,6 +190,24 @@ impl RuleClassifier {
 
         hits.sort_by_key(|&(l, si)| (l, si));
         hits.into_iter().filter(|(l, _)| !drop.contains(l)).map(|(l, si)| (l, sents[si].text.clone())).collect()
+    }
+
+    /// Whether the message, as tokenized sentences, takes back any gain it
+    /// reports: skepticism about it, its timing and correctness checked,
+    /// or a change that did not pay ([`GAIN_NEGATIVE`]).
+    fn gain_doubted(&self, sents: &[&[Tok]]) -> bool {
+        let env = self.env();
+        let whole = |pats: &[Pattern]| sents.iter().any(|t| any_match(pats, t, &env));
+        whole(&self.gain_skeptic)
+            || whole(&self.gain_negative)
+            || (whole(&self.gain_timing) && whole(&self.gain_correct))
+    }
+
+    /// [`Self::gain_doubted`] of a message's text: a gain the model reads
+    /// in it is dropped as the rules' is.
+    pub(super) fn gain_doubted_in(&self, text: &str) -> bool {
+        let toks: Vec<Vec<Tok>> = sentences(&prose(text)).iter().map(|s| tokenize(s)).collect();
+        self.gain_doubted(&toks.iter().map(Vec::as_slice).collect::<Vec<_>>())
     }
 
     /// Whether a match at toks[a..b] is asserted.

@@ -193,6 +193,8 @@ pub fn plateau(history: &[Evaluation], s: &Settings) -> Option<Finding> {
         ("stall", stall as f64),
         ("invalid", invalid as f64),
         ("best_runs", best_runs as f64),
+        // How far the window's best falls short of the best before it.
+        ("shortfall_pct", if best_window.is_finite() { (1.0 - best_window / best_before) * 100.0 } else { f64::NAN }),
     ]);
     if let Some((a, b, _)) = repeated {
         found.insert("repeated".into(), format!("#{a} and #{b}"));
