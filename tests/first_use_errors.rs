@@ -1,0 +1,57 @@
+//! What a new user runs into first (issue #49): each mistake gets an
+//! error that names what is wrong and what to do, a 4xx when it is the
+//! caller's to fix (5xx stays for gadfly's own faults), and no printed URL
+//! holds the master token.
+
+mod common;
+
+use common::{Daemon, Fixture};
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).to_string()
+}
+
+/// The workspace folder removed after `campaign create`: eval, calibrate,
+/// a run and the red-team battery are refused with a 409 naming the folder
+/// and the campaign and saying what to do; a stop attempt is blocked with
+/// the same words.
+#[test]
+fn a_deleted_workspace_is_a_409_that_names_the_folder_and_what_to_do() {
+    let f = Fixture::new("");
+    let d = Daemon::start(&f.data_dir());
+    let id = d.create_campaign(&f.spec());
+    let ws = f.ws().canonicalize().unwrap();
+    std::fs::rename(&ws, f.dir.path().join("moved")).unwrap();
+
+    let client = reqwest::blocking::Client::new();
+    for (path, body) in [
+        ("evaluate", None),
+        ("calibrate", None),
+        ("redteam", None),
+        ("runs", Some(serde_json::json!({"agent": "command"}))),
+    ] {
+        let mut req = client.post(format!("{}/api/v1/campaigns/{id}/{path}", d.url)).bearer_auth(&d.token);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let r = req.send().unwrap();
+        let status = r.status().as_u16();
+        let v: serde_json::Value = r.json().unwrap();
+        assert_eq!(status, 409, "{path}: {v}");
+        assert_eq!(v["code"], "conflict", "{path}: {v}");
+        let m = v["message"].as_str().unwrap();
+        for word in [ws.display().to_string().as_str(), id.as_str(), "no longer exists", "restore", "campaign create"] {
+            assert!(m.contains(word), "{path}: `{word}` missing from: {m}");
+        }
+    }
+
+    let out = d.run(&["eval", &id]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("no longer exists") && err.contains("HTTP 409"), "{err}");
+    assert!(!err.contains("internal"), "{err}");
+
+    let answer = d.stop(&id, "done");
+    let reason = common::reason(&answer);
+    assert!(reason.contains("no longer exists"), "{answer:?}");
+}
