@@ -55,3 +55,46 @@ fn a_deleted_workspace_is_a_409_that_names_the_folder_and_what_to_do() {
     let reason = common::reason(&answer);
     assert!(reason.contains("no longer exists"), "{answer:?}");
 }
+
+/// `gadfly serve --database-url ARGS` with a fresh data dir: its exit
+/// status and stderr.
+fn serve_on(database_url: &str) -> (bool, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = common::gadfly()
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path())
+        .args(["--database-url", database_url])
+        .env_remove("GADFLY_DATABASE_URL")
+        .output()
+        .unwrap();
+    (out.status.success(), stderr(&out))
+}
+
+/// A PostgreSQL URL where nothing listens: the daemon stops at once with
+/// the host and port, the cause and what to do, not "pool timed out".
+#[test]
+fn an_unreachable_postgres_fails_fast_naming_host_port_cause_and_fix() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let (ok, err) = serve_on(&format!("postgres://gadfly:secret@127.0.0.1:{port}/test"));
+    assert!(!ok, "{err}");
+    for word in [format!("127.0.0.1:{port}").as_str(), "connection refused", "start PostgreSQL", "--database-url"] {
+        assert!(err.contains(word), "`{word}` missing from: {err}");
+    }
+    assert!(!err.contains("pool timed out") && !err.contains("secret"), "{err}");
+}
+
+/// A server that answers, with a database that does not exist (the
+/// PostgreSQL of the tests at 127.0.0.1:5432, when it runs): the message
+/// names the database and how to create it.
+#[test]
+fn a_missing_postgres_database_is_named_with_how_to_create_it() {
+    if std::net::TcpStream::connect("127.0.0.1:5432").is_err() {
+        eprintln!("no PostgreSQL at 127.0.0.1:5432; skipped");
+        return;
+    }
+    let (ok, err) = serve_on("postgres://postgres@127.0.0.1:5432/gadfly_no_such_db");
+    assert!(!ok, "{err}");
+    for word in ["127.0.0.1:5432", "gadfly_no_such_db", "does not exist", "createdb"] {
+        assert!(err.contains(word), "`{word}` missing from: {err}");
+    }
+}
