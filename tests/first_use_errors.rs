@@ -98,3 +98,47 @@ fn a_missing_postgres_database_is_named_with_how_to_create_it() {
         assert!(err.contains(word), "`{word}` missing from: {err}");
     }
 }
+
+/// The fixture's spec with `edit` applied, written back.
+fn edit_spec(f: &Fixture, edit: impl Fn(&str) -> String) {
+    let text = std::fs::read_to_string(f.spec()).unwrap();
+    std::fs::write(f.spec(), edit(&text)).unwrap();
+}
+
+/// `campaign create` of a spec whose `[harness] candidate` glob matches no
+/// file of the workspace: refused, naming the glob, the spec's file, line
+/// and field, and what to do.
+#[test]
+fn a_candidate_glob_that_matches_nothing_is_refused_at_create() {
+    let f = Fixture::new("");
+    edit_spec(&f, |t| t.replacen("[harness]\n", "[harness]\ncandidate = [\"kernel/**\"]\n", 1));
+    let d = Daemon::start(&f.data_dir());
+    let out = d.cmd().args(["campaign", "create", "--no-calibrate"]).arg(f.spec()).output().unwrap();
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    for word in ["campaign.toml:6:", "harness.candidate", "`kernel/**` matches no file", "fix the glob"] {
+        assert!(err.contains(word), "`{word}` missing from: {err}");
+    }
+    assert!(!err.contains("HTTP 5"), "{err}");
+    // The glob fixed, the same spec is taken.
+    edit_spec(&f, |t| t.replace("kernel/**", "candidate.txt"));
+    d.create_campaign(&f.spec());
+}
+
+/// A misspelt section and a misspelt key: the message says which it is,
+/// where, and the nearest valid name.
+#[test]
+fn a_misspelt_section_or_key_is_named_with_the_nearest_valid_one() {
+    let f = Fixture::new("");
+    let d = Daemon::start(&f.data_dir());
+    edit_spec(&f, |t| t.replacen("[harness]", "[harnes]", 1));
+    let err = stderr(&d.cmd().args(["campaign", "create", "--no-calibrate"]).arg(f.spec()).output().unwrap());
+    assert!(err.contains("campaign.toml:5:2: unknown section `harnes`; did you mean `harness`?"), "{err}");
+    assert!(!err.contains("harnes.harnes"), "{err}");
+    edit_spec(&f, |t| t.replacen("[harnes]", "[harness]", 1).replacen("timeout_s", "timeout_sec", 1));
+    let err = stderr(&d.cmd().args(["campaign", "create", "--no-calibrate"]).arg(f.spec()).output().unwrap());
+    assert!(
+        err.contains("field `harness.timeout_sec`: unknown key `timeout_sec` in [harness]; did you mean `timeout_s`?"),
+        "{err}"
+    );
+}
