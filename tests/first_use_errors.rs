@@ -142,3 +142,34 @@ fn a_misspelt_section_or_key_is_named_with_the_nearest_valid_one() {
         "{err}"
     );
 }
+
+/// `PUT /notify` with a webhook whose secret variable the daemon's
+/// environment lacks: refused with a 409 naming the variable and saying it
+/// must be set where `gadfly serve` starts; with it set, taken.
+#[test]
+fn a_webhook_secret_missing_from_the_daemons_environment_is_refused_at_put() {
+    let f = Fixture::new("");
+    let mut cmd = Daemon::serve_command(&f.data_dir());
+    cmd.env("GADFLY_TEST_HOOK_SECRET_SET", "s3cret").env_remove("GADFLY_TEST_HOOK_SECRET_UNSET");
+    let d = Daemon::start_cmd(&f.data_dir(), cmd);
+    let id = d.create_campaign(&f.spec());
+    let put = |env: &str| {
+        let body = serde_json::json!({"webhooks": [
+            {"url": "https://hooks.example.com/x", "events": ["block_streak"], "secret_env": env}]});
+        let r = reqwest::blocking::Client::new()
+            .put(format!("{}/api/v1/campaigns/{id}/notify", d.url))
+            .bearer_auth(&d.token)
+            .json(&body)
+            .send()
+            .unwrap();
+        (r.status().as_u16(), r.json::<serde_json::Value>().unwrap())
+    };
+    let (status, v) = put("GADFLY_TEST_HOOK_SECRET_UNSET");
+    assert_eq!(status, 409, "{v}");
+    let m = v["message"].as_str().unwrap();
+    for word in ["GADFLY_TEST_HOOK_SECRET_UNSET", "environment of `gadfly serve` before it starts", "restart"] {
+        assert!(m.contains(word), "`{word}` missing from: {m}");
+    }
+    let (status, v) = put("GADFLY_TEST_HOOK_SECRET_SET");
+    assert_eq!(status, 200, "{v}");
+}
