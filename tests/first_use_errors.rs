@@ -173,3 +173,41 @@ fn a_webhook_secret_missing_from_the_daemons_environment_is_refused_at_put() {
     let (status, v) = put("GADFLY_TEST_HOOK_SECRET_SET");
     assert_eq!(status, 200, "{v}");
 }
+
+/// `gadfly demo` (serving on after the replay) prints a console link with a
+/// one-time code, never the master token; the link logs a browser in once.
+#[test]
+fn the_demo_prints_a_one_time_login_link_not_the_master_token() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let mut child = common::gadfly()
+        .args(["demo", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(&data)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut printed = String::new();
+    let mut console = None;
+    for line in std::io::BufReader::new(child.stdout.take().unwrap()).lines() {
+        let line = line.unwrap();
+        printed.push_str(&line);
+        printed.push('\n');
+        if let Some(rest) = line.strip_prefix("console: ") {
+            console = Some(rest.split_whitespace().next().unwrap().to_string());
+            break;
+        }
+    }
+    let token = std::fs::read_to_string(data.join("token")).unwrap().trim().to_string();
+    let link = console.unwrap_or_else(|| panic!("no console link printed:\n{printed}"));
+    let browser = reqwest::blocking::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let first = browser.get(&link).send().unwrap();
+    let again = browser.get(&link).send().unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(!printed.contains(&token), "the master token is printed:\n{printed}");
+    assert!(link.contains("/login?code=") && !link.contains("token="), "{link}");
+    assert!(first.headers().contains_key("set-cookie"), "the link does not log in: {}", first.status());
+    assert!(!again.headers().contains_key("set-cookie"), "the link logs in twice");
+}
