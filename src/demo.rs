@@ -128,7 +128,6 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     };
     let client_config = ClientConfig { url: daemon.url(), token: Some(daemon.token().to_string()) };
     let url = daemon.url();
-    let token = daemon.token().to_string();
     let server = tokio::spawn(daemon.run_until_stopped());
 
     println!("gadfly demo: daemon at {url} (SQLite in {})", data_dir.display());
@@ -228,7 +227,14 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         "audit: gadfly audit campaign {campaign}   (GADFLY_URL={url} GADFLY_TOKEN=$(cat {}/token))",
         data_dir.display()
     );
-    println!("\nconsole: {url}/login?token={token}\nthe daemon keeps serving; press Ctrl-C to stop it");
+    // A one-time login link, never the master token: a URL is kept in the
+    // browser's history and the terminal's scrollback.
+    let link = client.post("/login-codes", &json!({})).await?;
+    println!(
+        "\nconsole: {} (logs one browser in, once, within ten minutes; `gadfly console` prints another)\nthe daemon \
+         keeps serving; press Ctrl-C to stop it",
+        link["url"].as_str().context("the daemon answered without a login link")?
+    );
     server.await??;
     // Keep the example until the user is done looking.
     drop(scratch);

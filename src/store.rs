@@ -172,6 +172,8 @@ impl Store {
                 );
             }
             conn.close().await?;
+        } else {
+            reach_postgres(url).await?;
         }
         let options = AnyConnectOptions::from_str(url)?;
         let pool = AnyPoolOptions::new()
@@ -417,6 +419,59 @@ pub(crate) fn open_sqlite_writer(path: &std::path::Path) -> anyhow::Result<rusql
         Ok(conn)
     };
     open().with_context(|| format!("opening the event writer's connection to {}", path.display()))
+}
+
+/// How long the first PostgreSQL connection may take before startup gives up.
+const FIRST_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Opens one PostgreSQL connection before the pool, within
+/// [`FIRST_CONNECT_TIMEOUT`]: a server that is down, a host name that does
+/// not resolve, a refused login or a missing database fails startup at once
+/// with where, why and what to do, not after the pool's 30 s with "pool
+/// timed out".
+async fn reach_postgres(url: &str) -> anyhow::Result<()> {
+    use sqlx::{ConnectOptions, Connection};
+    let opts = sqlx::postgres::PgConnectOptions::from_str(url)
+        .with_context(|| format!("reading the database URL {}", redact(url)))?;
+    let (host, port) = (opts.get_host().to_string(), opts.get_port());
+    let cause = match tokio::time::timeout(FIRST_CONNECT_TIMEOUT, opts.connect()).await {
+        Ok(Ok(conn)) => {
+            let _ = conn.close().await;
+            return Ok(());
+        }
+        Ok(Err(e)) => why_unreachable(&e, &host, opts.get_database().unwrap_or("(the user's name)")),
+        Err(_) => format!(
+            "no answer within {} s (a firewall dropping the packets, or a server too busy to answer); check that \
+             PostgreSQL runs there and that this host may reach it",
+            FIRST_CONNECT_TIMEOUT.as_secs()
+        ),
+    };
+    bail!("cannot reach PostgreSQL at {host}:{port} ({}): {cause}", redact(url))
+}
+
+/// What went wrong with a first PostgreSQL connection, and what to do.
+fn why_unreachable(e: &sqlx::Error, host: &str, database: &str) -> String {
+    let fix_url = "fix the database URL (`--database-url` or GADFLY_DATABASE_URL)";
+    match e {
+        sqlx::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => format!(
+            "connection refused: nothing listens there; start PostgreSQL, or {fix_url} to name the host and port \
+             where it listens"
+        ),
+        sqlx::Error::Io(io) if io.to_string().contains("lookup address") || io.to_string().contains("resolve") => {
+            format!("the host name `{host}` does not resolve ({io}); {fix_url}")
+        }
+        sqlx::Error::Database(db) if db.code().is_some_and(|c| c.starts_with("28")) => format!(
+            "the server refused the login ({}); {fix_url} (user and password), or let this user in \
+             (pg_hba.conf)",
+            db.message()
+        ),
+        sqlx::Error::Database(db) if db.code().as_deref() == Some("3D000") => format!(
+            "the database `{database}` does not exist ({}); create it (`createdb {database}`), or {fix_url} to \
+             name one that exists",
+            db.message()
+        ),
+        other => format!("{other}; check that PostgreSQL runs there and that the database URL is right"),
+    }
 }
 
 /// A pooled PostgreSQL connection idle this long is pinged before use.

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use utoipa::{IntoParams, ToSchema};
 
 use super::middleware::HookCaller;
-use super::openapi::{Forbidden, Internal, Invalid, NotFound, TooLarge, TooMany, Unauthorized};
+use super::openapi::{Conflict, Forbidden, Internal, Invalid, NotFound, TooLarge, TooMany, Unauthorized};
 use super::{ApiError, ApiPath, ApiQuery, ApiResult, AppState, CampaignId, JsonBody};
 
 /// Every campaign with its status and latest verdict; `state` says where its
@@ -75,7 +75,7 @@ pub(super) struct EvalQuery {
 /// Evaluate the campaign's workspace now (a snapshot built and run in a
 /// fresh folder; cached per tree unless `force`) and return the verdict.
 #[utoipa::path(post, path = "/campaigns/{id}/evaluate", tag = "campaigns", params(CampaignId, EvalQuery),
-    responses((status = 200, description = "ok", body = Object), Invalid, Unauthorized, Forbidden, NotFound, TooMany, Internal))]
+    responses((status = 200, description = "ok", body = Object), Invalid, Unauthorized, Forbidden, NotFound, Conflict, TooMany, Internal))]
 pub(super) async fn evaluate(
     State(state): State<AppState>,
     ApiPath(CampaignId { id }): ApiPath<CampaignId>,
@@ -105,7 +105,7 @@ pub(super) struct CalibrateQuery {
 /// run failed. Later evaluations are judged with the noise found. The
 /// master token only.
 #[utoipa::path(post, path = "/campaigns/{id}/calibrate", tag = "campaigns", params(CampaignId, CalibrateQuery),
-    responses((status = 200, description = "ok", body = Object), Invalid, Unauthorized, Forbidden, NotFound, Internal))]
+    responses((status = 200, description = "ok", body = Object), Invalid, Unauthorized, Forbidden, NotFound, Conflict, Internal))]
 pub(super) async fn calibrate(
     State(state): State<AppState>,
     ApiPath(CampaignId { id }): ApiPath<CampaignId>,

@@ -79,6 +79,9 @@ pub enum ApiError {
     Invalid(String),
     Unauthorized,
     Forbidden(String),
+    /// A sound request the campaign's state forbids (409): its workspace
+    /// folder is gone.
+    Conflict(String),
     /// A request body over the limit (413).
     TooLarge(String),
     /// A route that exists, called with another method (405).
@@ -92,7 +95,7 @@ pub enum ApiError {
 /// `message` for people that says what is wrong.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct ErrorBody {
-    /// invalid, unauthorized, forbidden, not_found, method_not_allowed, too_large, too_many or internal
+    /// invalid, unauthorized, forbidden, not_found, conflict, method_not_allowed, too_large, too_many or internal
     /// (forbidden_host and forbidden_origin for the DNS-rebinding and cross-site checks).
     pub code: String,
     pub message: String,
@@ -113,6 +116,7 @@ impl IntoResponse for ApiError {
                     .to_string(),
             ),
             ApiError::Forbidden(m) => (StatusCode::FORBIDDEN, "forbidden", m),
+            ApiError::Conflict(m) => (StatusCode::CONFLICT, "conflict", m),
             ApiError::TooLarge(m) => (StatusCode::PAYLOAD_TOO_LARGE, "too_large", m),
             ApiError::MethodNotAllowed(m) => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", m),
             ApiError::TooMany(m) => (StatusCode::TOO_MANY_REQUESTS, "too_many", m),
@@ -218,6 +222,7 @@ impl From<SupervisorError> for ApiError {
         match e {
             SupervisorError::NotFound(id) => ApiError::NotFound(format!("campaign {id} not found")),
             SupervisorError::Invalid(m) => ApiError::Invalid(m),
+            SupervisorError::Conflict(m) => ApiError::Conflict(m),
             SupervisorError::Internal(e) => ApiError::Internal(e),
         }
     }

@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use super::openapi::{Forbidden, Internal, Invalid, NotFound, TooLarge, Unauthorized};
+use super::openapi::{Conflict, Forbidden, Internal, Invalid, NotFound, TooLarge, Unauthorized};
 use super::{ApiError, ApiPath, ApiResult, AppState, CampaignId, JsonBody};
 use crate::campaign::{NotifySpec, WebhookSpec};
 
@@ -50,7 +50,7 @@ pub(super) struct SetNotify {
 /// secret).
 #[utoipa::path(put, path = "/campaigns/{id}/notify", tag = "notify", params(CampaignId), request_body = SetNotify,
     responses((status = 200, description = "ok", body = Object),
-        Invalid, Unauthorized, Forbidden, NotFound, TooLarge, Internal))]
+        Invalid, Unauthorized, Forbidden, NotFound, Conflict, TooLarge, Internal))]
 pub(super) async fn set_notify(
     State(state): State<AppState>,
     ApiPath(CampaignId { id }): ApiPath<CampaignId>,
@@ -79,6 +79,7 @@ pub(super) async fn set_notify(
         block_streak: req.block_streak.unwrap_or(defaults.block_streak),
         console_url: req.console_url,
     };
-    state.supervisor.set_notify(&id, notify).await?;
+    let kept = req.keep.len();
+    state.supervisor.set_notify(&id, notify, kept).await?;
     Ok(Json(state.supervisor.notify_view(&id).await?))
 }

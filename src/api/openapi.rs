@@ -155,6 +155,7 @@ error_responses! {
     Unauthorized => 401, "unauthorized: no token or a wrong one";
     Forbidden => 403, "forbidden: a hook token used outside its campaign's hook events, evaluation and beam tagging";
     NotFound => 404, "not_found: no such campaign (or beam family)";
+    Conflict => 409, "conflict: the campaign's state forbids the request (its workspace folder no longer exists); the message says what to do";
     TooLarge => 413, "too_large: the request body is over the limit (16 MiB)";
     TooMany => 429, "too_many: a hook token forced evaluations too often (one a minute per campaign)";
     Internal => 500, "internal: the daemon failed (a bug or a broken store)";

@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use super::openapi::{Forbidden, Internal, Invalid, NotFound, Unauthorized};
+use super::openapi::{Conflict, Forbidden, Internal, Invalid, NotFound, Unauthorized};
 use super::{ApiPath, ApiResult, AppState, CampaignId};
 
 #[derive(Serialize, ToSchema)]
@@ -28,7 +28,7 @@ pub(super) struct RedteamStarted {
 /// pipeline. `GET` the same path for its progress and report.
 #[utoipa::path(post, path = "/campaigns/{id}/redteam", tag = "redteam", params(CampaignId),
     responses((status = 202, description = "started, or already running", body = RedteamStarted),
-        Invalid, Unauthorized, Forbidden, NotFound, Internal))]
+        Invalid, Unauthorized, Forbidden, NotFound, Conflict, Internal))]
 pub(super) async fn start_redteam(
     State(state): State<AppState>,
     ApiPath(CampaignId { id }): ApiPath<CampaignId>,

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use utoipa::ToSchema;
 
-use super::openapi::{Forbidden, Internal, Invalid, NotFound, TooLarge, Unauthorized};
+use super::openapi::{Conflict, Forbidden, Internal, Invalid, NotFound, TooLarge, Unauthorized};
 use super::{ApiError, ApiPath, ApiResult, AppState, CampaignId, JsonBody};
 
 #[derive(Deserialize, ToSchema)]
@@ -30,7 +30,7 @@ pub(super) struct RunStarted {
 /// Spawn the agent in the campaign's workspace and supervise it.
 #[utoipa::path(post, path = "/campaigns/{id}/runs", tag = "runs", params(CampaignId), request_body = StartRun,
     responses((status = 201, description = "created", body = RunStarted),
-        Invalid, Unauthorized, Forbidden, NotFound, TooLarge, Internal))]
+        Invalid, Unauthorized, Forbidden, NotFound, Conflict, TooLarge, Internal))]
 pub(super) async fn start_run(
     State(state): State<AppState>,
     ApiPath(CampaignId { id }): ApiPath<CampaignId>,
@@ -39,7 +39,7 @@ pub(super) async fn start_run(
     let kind = crate::agent::AgentKind::parse(&req.agent).ok_or_else(|| {
         ApiError::Invalid(format!("unknown agent `{}`; expected claude-code, codex or command", req.agent))
     })?;
-    state.supervisor.campaign(&id).await?;
+    state.supervisor.campaign_with_workspace(&id).await?;
     let run_id =
         state.supervisor.start_run_with(&id, kind, req.force).await.map_err(|e| ApiError::Invalid(format!("{e:#}")))?;
     Ok((StatusCode::CREATED, Json(RunStarted { run_id, agent: kind.as_str().into() })))

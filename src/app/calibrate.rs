@@ -21,7 +21,7 @@ impl Supervisor {
     /// Calibrates the campaign's harness with `runs` evaluations (2 to
     /// [`MAX_RUNS`]) and records the result.
     pub async fn calibrate(&self, campaign_id: &str, runs: u32) -> Result<Calibration> {
-        let (_row, spec) = self.campaign(campaign_id).await?;
+        let (_row, spec) = self.campaign_with_workspace(campaign_id).await?;
         let runs = runs.clamp(2, MAX_RUNS);
         let lock = self.eval_lock(campaign_id);
         let mut last = lock.lock().await;

@@ -34,7 +34,7 @@ impl Supervisor {
     /// [`Self::evaluate`], where the moments named in `held` ask no
     /// question of their own (a stop attempt asks it).
     pub(super) async fn evaluate_holding(&self, campaign_id: &str, force: bool, held: &[String]) -> Result<Evaluation> {
-        let (row, spec) = self.campaign(campaign_id).await?;
+        let (row, spec) = self.campaign_with_workspace(campaign_id).await?;
         let lock = self.eval_lock(campaign_id);
         let mut last = lock.lock().await;
         let index = self.inner.indexes.join(format!("{campaign_id}.index"));
@@ -50,7 +50,7 @@ impl Supervisor {
     /// candidate's commit), through the same cache and records. Moments
     /// are not raised for it: it is not the candidate the agent presents.
     pub async fn evaluate_tree(&self, campaign_id: &str, tree: &str) -> Result<Evaluation> {
-        let (row, spec) = self.campaign(campaign_id).await?;
+        let (row, spec) = self.campaign_with_workspace(campaign_id).await?;
         let lock = self.eval_lock(campaign_id);
         let _guard = lock.lock().await;
         // The tree is re-made in gadfly's private store from its content

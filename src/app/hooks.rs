@@ -472,7 +472,8 @@ pub async fn import_spool(sup: &Supervisor, dir: &Path) -> (usize, usize) {
                 crate::spool::done(&claimed);
                 done_count += 1;
             }
-            Err(SupervisorError::Internal(e)) => {
+            // A workspace restored later takes the call then.
+            Err(e @ (SupervisorError::Internal(_) | SupervisorError::Conflict(_))) => {
                 tracing::warn!(error = %e, file = %path.display(), "replaying a spooled hook call; kept for later");
                 crate::spool::release(&claimed, &path);
                 left += 1;

@@ -80,6 +80,10 @@ pub enum SupervisorError {
     NotFound(String),
     #[error("{0}")]
     Invalid(String),
+    /// The request is sound but the campaign's state on disk forbids it
+    /// (its workspace folder is gone): the user's to fix, not gadfly's.
+    #[error("{0}")]
+    Conflict(String),
     #[error(transparent)]
     Internal(#[from] anyhow::Error),
 }
@@ -458,6 +462,23 @@ impl Supervisor {
             .lock()
             .expect("campaign cache poisoned")
             .insert(id.to_string(), (row.clone(), spec.clone()));
+        Ok((row, spec))
+    }
+
+    /// [`Self::campaign`], refused with [`SupervisorError::Conflict`] when
+    /// the campaign's workspace folder no longer exists (moved or deleted
+    /// after `campaign create`): evaluating, calibrating or running an
+    /// agent there cannot work, and it is not gadfly's fault.
+    pub async fn campaign_with_workspace(&self, id: &str) -> Result<(CampaignRow, CampaignSpec)> {
+        let (row, spec) = self.campaign(id).await?;
+        if !spec.workspace.is_dir() {
+            return Err(SupervisorError::Conflict(format!(
+                "the workspace folder {} of campaign {id} no longer exists: restore it there (move it back or \
+                 clone it again), or create a campaign on the folder where it is now \
+                 (`gadfly campaign create SPEC` with `workspace` naming it)",
+                spec.workspace.display()
+            )));
+        }
         Ok((row, spec))
     }
 

@@ -56,13 +56,27 @@ impl Supervisor {
     }
 
     /// Replaces the campaign's `[notify]` (from the API, the console): the
-    /// same checks as the spec's; recorded as `notify.configured`.
-    pub async fn set_notify(&self, campaign_id: &str, notify: NotifySpec) -> Result<()> {
+    /// same checks as the spec's; recorded as `notify.configured`. A new
+    /// webhook (after the first `kept`, the current ones kept as they are)
+    /// whose secret the daemon's environment lacks is refused: it would
+    /// never be sent (never unsigned), and the daemon reads its environment
+    /// once, when it starts.
+    pub async fn set_notify(&self, campaign_id: &str, notify: NotifySpec, kept: usize) -> Result<()> {
         self.campaign(campaign_id).await?;
         let problems = check_notify(&notify);
         if !problems.is_empty() {
             let text: Vec<String> = problems.into_iter().map(|(f, m)| format!("field `{f}`: {m}")).collect();
             return Err(SupervisorError::Invalid(text.join("; ")));
+        }
+        let lacking = |name: &str| std::env::var_os(name).is_none_or(|v| v.is_empty());
+        if let Some(w) = notify.webhooks.iter().skip(kept).find(|w| lacking(&w.secret_env)) {
+            return Err(SupervisorError::Conflict(format!(
+                "the daemon's environment has no `{var}`, the secret of the webhook to {url}: set `{var}` in the \
+                 environment of `gadfly serve` before it starts (`{var}=... gadfly serve`, or `Environment={var}=...` \
+                 in its service unit), restart the daemon, then send this again; gadfly never sends a webhook unsigned",
+                var = w.secret_env,
+                url = n::redact_url(&w.url),
+            )));
         }
         let body = serde_json::to_value(&notify).map_err(|e| anyhow::anyhow!(e))?;
         self.record_event(campaign_id, None, None, Event::NotifyConfigured { notify: body }).await?;

@@ -87,7 +87,7 @@ impl Supervisor {
     /// background. Returns the battery's id, and false when one was running
     /// already (its id then).
     pub async fn start_redteam(&self, campaign_id: &str, why: &str) -> Result<(String, bool)> {
-        self.campaign(campaign_id).await?;
+        self.campaign_with_workspace(campaign_id).await?;
         let (id, slot) = match self.register_redteam(campaign_id) {
             Ok(taken) => taken,
             Err(running) => return Ok((running.id, false)),
@@ -106,7 +106,7 @@ impl Supervisor {
     /// `[redteam] before_start`). Refused while another battery runs for
     /// the campaign.
     pub async fn redteam_now(&self, campaign_id: &str, why: &str, cancel: &CancellationToken) -> Result<Report> {
-        self.campaign(campaign_id).await?;
+        self.campaign_with_workspace(campaign_id).await?;
         let (id, _slot) = self.register_redteam(campaign_id).map_err(|p| {
             super::SupervisorError::Invalid(format!(
                 "a red-team battery ({}) is running for campaign {campaign_id}; wait for its report",

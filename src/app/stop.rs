@@ -99,6 +99,9 @@ impl Supervisor {
             Ok(eval) => Ok(eval),
             // The gate fails closed: no verdict, no stop (except in audit mode).
             Err(SupervisorError::Internal(e)) => Err(format!("{e:#}")),
+            // A workspace folder gone: the stop is blocked with the message
+            // that says what to do, as any evaluation that cannot run.
+            Err(SupervisorError::Conflict(m)) => Err(m),
             Err(other) => return Err(other),
         };
         // Under pressure (blocked again and again without a gain) a passing

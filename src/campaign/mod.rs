@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 mod notify;
 mod parse;
 mod sections;
+mod suggest;
 
 pub use notify::{check as check_notify, NotifySpec, WebhookSpec, MAX_WEBHOOKS, NOTIFY_KINDS};
 pub(crate) use parse::field_at;

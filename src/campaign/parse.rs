@@ -310,9 +310,14 @@ fn parse_checked(text: &str, file: &str, base: &Path, check_workspace: bool) -> 
         Err(e) => {
             let span = e.span().unwrap_or(0..0);
             let message = toml_message(e.message(), span.start >= text.len());
-            let field = match field_from_message(&message) {
-                Some(name) if message.starts_with("missing field") => missing_field(text, span.clone(), name),
-                named => field_at(text, span.start, named),
+            let (field, message) = match field_from_message(&message) {
+                Some(name) if message.starts_with("missing field") => {
+                    (missing_field(text, span.clone(), name), message)
+                }
+                named => match super::suggest::unknown_name(text, &span, &message) {
+                    Some(told) => told,
+                    None => (field_at(text, span.start, named), message),
+                },
             };
             loc.push(span, &field, message);
             return Err(SpecErrors(loc.errors));
@@ -391,6 +396,9 @@ fn parse_checked(text: &str, file: &str, base: &Path, check_workspace: bool) -> 
             } else if let Err(e) = globset::Glob::new(g.get_ref()) {
                 loc.push(g.span(), "harness.candidate", format!("invalid glob `{}`: {e}", g.get_ref()));
             }
+        }
+        if check_workspace && workspace.is_dir() {
+            super::sections::check_candidate_matches(&mut loc, &workspace, c.get_ref());
         }
     }
     let mut tags = BTreeMap::new();

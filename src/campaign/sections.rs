@@ -65,3 +65,53 @@ pub(super) fn redteam(loc: &mut Locator, r: RawRedteam) -> super::RedteamSpec {
         accept_low_coverage: r.accept_low_coverage,
     }
 }
+
+/// `[harness] candidate` globs that match no file of the workspace as a
+/// snapshot sees it (`.gitignore` honoured, `.git` skipped) are refused: an
+/// evaluation would hand the harness none of the agent's files, so every
+/// verdict would judge the harness's own tree, whatever the agent does.
+pub(super) fn check_candidate_matches(loc: &mut Locator, workspace: &std::path::Path, globs: &[Spanned<String>]) {
+    let matchers: Vec<(usize, globset::GlobMatcher)> = globs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, g)| {
+            Some((i, globset::GlobBuilder::new(g.get_ref()).literal_separator(false).build().ok()?.compile_matcher()))
+        })
+        .collect();
+    let mut unmatched: Vec<usize> = matchers.iter().map(|(i, _)| *i).collect();
+    let walker = ignore::WalkBuilder::new(workspace)
+        .hidden(false)
+        .parents(false)
+        .ignore(false)
+        .git_exclude(false)
+        .git_global(false)
+        .require_git(false)
+        .follow_links(false)
+        .filter_entry(|e| e.file_name() != ".git")
+        .build();
+    // A workspace of millions of files is not walked to the end.
+    for entry in walker.flatten().take(1_000_000) {
+        if unmatched.is_empty() {
+            return;
+        }
+        if entry.file_type().is_none_or(|t| t.is_dir()) {
+            continue;
+        }
+        let rel = entry.path().strip_prefix(workspace).unwrap_or(entry.path());
+        unmatched.retain(|i| !matchers.iter().any(|(j, m)| j == i && m.is_match(rel)));
+    }
+    for i in unmatched {
+        let g = &globs[i];
+        loc.push(
+            g.span(),
+            "harness.candidate",
+            format!(
+                "the glob `{}` matches no file of the workspace {}: every evaluation would judge none of the \
+                 agent's files; fix the glob (paths are relative to the workspace, e.g. `kernel/**` or `src/*.cu`), \
+                 or create the candidate's files (not ignored by .gitignore) before `campaign create`",
+                g.get_ref(),
+                workspace.display()
+            ),
+        );
+    }
+}

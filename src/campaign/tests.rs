@@ -7,6 +7,14 @@ fn candidate_globs_are_checked_and_a_missing_candidate_warns() {
     assert!(spec.harness.candidate.is_empty());
     assert!(warnings(&spec).iter().any(|w| w.contains("candidate")), "{:?}", warnings(&spec));
     let with = GOOD.replace("protected = [", "candidate = [\"kernel/**\", \"*.cu\"]\nprotected = [");
+    // A glob that matches no file of the workspace is refused, naming it.
+    let e = parse(&with, "c.toml", dir.path()).unwrap_err();
+    assert_eq!(e.0.len(), 2, "{e}");
+    assert_eq!((e.0[0].line, e.0[0].field.as_str()), (7, "harness.candidate"), "{e}");
+    assert!(e.0[0].message.contains("`kernel/**` matches no file"), "{e}");
+    assert!(e.0[1].message.contains("`*.cu` matches no file"), "{e}");
+    std::fs::create_dir(dir.path().join("kernel")).unwrap();
+    std::fs::write(dir.path().join("kernel/k.cu"), "").unwrap();
     let spec = parse(&with, "c.toml", dir.path()).unwrap();
     assert_eq!(spec.harness.candidate, vec!["kernel/**", "*.cu"]);
     assert!(!warnings(&spec).iter().any(|w| w.contains("candidate")), "{:?}", warnings(&spec));
@@ -360,7 +368,7 @@ fn notify_webhooks_are_parsed_and_each_bad_value_is_located() {
     let secret =
         format!("{GOOD}[[notify.webhooks]]\nurl = \"https://h.example\"\nevents = [\"claim\"]\nsecret = \"s3cr3t\"\n");
     let e = parse(&secret, "c.toml", dir.path()).unwrap_err().to_string();
-    assert!(e.contains("unknown field `secret`"), "{e}");
+    assert!(e.contains("unknown key `secret` in [notify.webhooks]") && e.contains("secret_env"), "{e}");
 }
 
 /// `[questions] withhold` (#35): a share between 0 and 1, an integer 0 or

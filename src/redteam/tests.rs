@@ -6,6 +6,9 @@ use crate::evaluation::{Evaluation, Step};
 fn spec(harness: &str, rest: &str) -> CampaignSpec {
     let dir = tempfile::tempdir().unwrap();
     std::process::Command::new("git").args(["init", "-q"]).current_dir(dir.path()).status().unwrap();
+    // The candidate's files exist (a glob matching nothing is refused).
+    std::fs::create_dir(dir.path().join("kernel")).unwrap();
+    std::fs::write(dir.path().join("kernel/qr.c"), QR_C).unwrap();
     let text = format!("name='t'\nworkspace='.'\n[harness]\n{harness}\n{rest}");
     crate::campaign::parse(&text, "t.toml", dir.path()).unwrap()
 }
