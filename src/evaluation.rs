@@ -110,6 +110,10 @@ fn tolerance_ratio(m: &crate::results::ScenarioResult) -> Option<f64> {
 pub const GAIN_NOT_CONFIRMED: &str = "the gain did not survive gadfly's re-evaluation:";
 /// What a constraint's failure starts with (the harness).
 pub const CONSTRAINT_VIOLATED: &str = "constraint violated:";
+/// What the gate's failures start with when it judges a stop against the
+/// campaign's history (`gate::SLOWER_THAN_BEST`, `gate::GAIN_HELD`).
+pub const SLOWER_THAN_BEST: &str = "slower than the campaign's best:";
+pub const GAIN_HELD: &str = "held on a gain gadfly cannot rule out:";
 
 /// Whether a failure of a verdict says the predicate does not hold on what
 /// was measured (a geometric-mean bar missed, a constraint violated, a gain
@@ -119,9 +123,7 @@ pub const CONSTRAINT_VIOLATED: &str = "constraint violated:";
 /// that nothing was measured ([`Evaluation::evaluation_failures`]).
 pub fn is_predicate_failure(failure: &str) -> bool {
     crate::predicate::is_bar_failure(failure)
-        || [CONSTRAINT_VIOLATED, GAIN_NOT_CONFIRMED, crate::gate::SLOWER_THAN_BEST, crate::gate::GAIN_HELD]
-            .iter()
-            .any(|p| failure.starts_with(p))
+        || [CONSTRAINT_VIOLATED, GAIN_NOT_CONFIRMED, SLOWER_THAN_BEST, GAIN_HELD].iter().any(|p| failure.starts_with(p))
 }
 
 impl Evaluation {

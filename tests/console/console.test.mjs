@@ -529,7 +529,8 @@ try {
       await page.unroute('**/api/v1/campaigns/*/evaluate');
       const d = await api(`/campaigns/${fid}`);
       eq(d.evaluations, 1, 'one evaluation stored');
-      assert((await page.locator('.eval-msg').innerText()).includes(`#${d.latest_evaluation.id}`), 'the status line names it');
+      // Its number in the campaign (issue #49): its first.
+      assert((await page.locator('.eval-msg').innerText()).startsWith('Evaluation #1:'), 'the status line names it');
       await until(async () => (await page.locator('.chart-svg g.eval').count()) === 1, 'the evaluation in the chart');
       await until(async () => !(await page.locator('.big-verdict').innerText()).includes('Not evaluated yet'), 'the headline');
       eq(await page.locator('#evaluate-now').isDisabled(), false, 'the button is back');
@@ -715,7 +716,7 @@ try {
       assert((await kpi.innerText()).includes("then the agent's session failed to start: Invalid API key"), await kpi.innerText());
       const feedRow = page.locator('.feed-list .ev[data-kind="session.failed_start"]');
       await until(async () => (await feedRow.count()) === 1, 'the failed start in the feed');
-      assert((await feedRow.innerText()).includes('failed start'), await feedRow.innerText());
+      assert((await feedRow.textContent()).includes('failed start') && (await feedRow.textContent()).includes('Invalid API key'), await feedRow.textContent());
     });
   }
 
@@ -746,7 +747,7 @@ try {
       const broken = await open(process.env.BROKEN_CAMPAIGN);
       eq(broken.main, 'Evaluation failed', 'the headline');
       assert(broken.sub.startsWith('the evaluation failed, nothing was measured: harness run exited with status 3'), broken.sub);
-      const notice = await page.locator('.notice.eval-failures').innerText();
+      const notice = await page.locator('.card-predicate .notice.eval-failures').innerText();
       assert(notice.includes('The evaluation failed: nothing was measured') && notice.includes('harness run exited with status 3'), notice);
       await fullShot('console-evaluation-failed.png');
     });
