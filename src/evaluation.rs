@@ -106,7 +106,41 @@ fn tolerance_ratio(m: &crate::results::ScenarioResult) -> Option<f64> {
     }
 }
 
+/// What a rejected gain's failure starts with (`app/recheck.rs`).
+pub const GAIN_NOT_CONFIRMED: &str = "the gain did not survive gadfly's re-evaluation:";
+/// What a constraint's failure starts with (the harness).
+pub const CONSTRAINT_VIOLATED: &str = "constraint violated:";
+/// What the gate's failures start with when it judges a stop against the
+/// campaign's history (`gate::SLOWER_THAN_BEST`, `gate::GAIN_HELD`).
+pub const SLOWER_THAN_BEST: &str = "slower than the campaign's best:";
+pub const GAIN_HELD: &str = "held on a gain gadfly cannot rule out:";
+
+/// Whether a failure of a verdict says the predicate does not hold on what
+/// was measured (a geometric-mean bar missed, a constraint violated, a gain
+/// gadfly's re-evaluation did not confirm, or the gate's own judgement
+/// against the campaign's history), rather than that the evaluation itself
+/// failed: the build, the harness run, its results file or a timeout, so
+/// that nothing was measured ([`Evaluation::evaluation_failures`]).
+pub fn is_predicate_failure(failure: &str) -> bool {
+    crate::predicate::is_bar_failure(failure)
+        || [CONSTRAINT_VIOLATED, GAIN_NOT_CONFIRMED, SLOWER_THAN_BEST, GAIN_HELD].iter().any(|p| failure.starts_with(p))
+}
+
 impl Evaluation {
+    /// The failures that say the evaluation itself failed (the build, the
+    /// harness run, its results file, a timeout): no result. The other
+    /// failures are the predicate's ([`Self::predicate_failures`]).
+    pub fn evaluation_failures(&self) -> Vec<&str> {
+        self.verdict.failures.iter().map(String::as_str).filter(|f| !is_predicate_failure(f)).collect()
+    }
+
+    /// The failures that say the evaluation ran and the predicate does not
+    /// hold on what it measured ([`is_predicate_failure`]); a failing
+    /// scenario's reasons are its own.
+    pub fn predicate_failures(&self) -> Vec<&str> {
+        self.verdict.failures.iter().map(String::as_str).filter(|f| is_predicate_failure(f)).collect()
+    }
+
     /// Why this evaluation's figures are no result, so neither progress
     /// nor a "best": scenarios that are incorrect or missing, or the
     /// evaluation itself failed (a build or run, the results file, a
@@ -177,5 +211,32 @@ impl Evaluation {
     pub fn geomean_note(&self) -> Option<String> {
         let g = self.verdict.geomean_speedup?;
         self.incorrect_reason().map(|why| format!("geomean {g:.2}x does not count: {why}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue #49: "the evaluation failed" only when nothing was measured;
+    /// a bar missed, a constraint or a rejected gain is the predicate's.
+    #[test]
+    fn failures_say_whether_the_evaluation_failed_or_the_predicate_does_not_hold() {
+        for f in [
+            "build exited with status 2; last output: error",
+            "harness run timed out after 600 s",
+            "the harness wrote no results file",
+            "reading the results file failed: denied",
+        ] {
+            assert!(!is_predicate_failure(f), "{f}");
+        }
+        for f in [
+            "geometric mean speedup 1.11x < 1.50x",
+            "within noise: geometric mean vs comparison 1.049x (1.01x to 1.09x with noise) straddles the bar 1.05x",
+            "constraint violated: harness/run.sh was modified",
+            "the gain did not survive gadfly's re-evaluation: a 2.00x vs 1.00x",
+        ] {
+            assert!(is_predicate_failure(f), "{f}");
+        }
     }
 }

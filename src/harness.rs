@@ -351,7 +351,7 @@ pub async fn evaluate_unpacked(
         }
     }
 
-    failures.extend(violations.iter().map(|v| format!("constraint violated: {v}")));
+    failures.extend(violations.iter().map(|v| format!("{} {v}", crate::evaluation::CONSTRAINT_VIOLATED)));
     let verdict = predicate::judge(&spec.predicate, &spec.harness.scenarios, &measured, failures);
     Ok(Evaluation {
         id: None,

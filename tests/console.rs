@@ -200,6 +200,53 @@ fn the_console_in_headless_chromium() {
     common::git(&f.ws(), &["worktree", "remove", "--force", branch.to_str().unwrap()]);
     let out = d.run(&["beam", "list", &beamed]);
     assert!(out.status.success(), "beam list: {}", String::from_utf8_lossy(&out.stderr));
+    // Issue #49 item 1: a harness that ran, every scenario passing, with the
+    // geometric mean below its bar (the predicate does not hold), and one
+    // that failed (the evaluation failed: nothing measured).
+    let bar_missed = named("bar-missed");
+    f.set_candidate("a true 88 100\nb true 88 100\nc true 88 100\n");
+    evaluate(&bar_missed);
+    let broken = named("broken-harness");
+    f.set_candidate("FAIL\n");
+    evaluate(&broken);
+    f.set_candidate("a true 50 100\nb true 40 100\nc true 120 100\n");
+    // Issue #49 item 3: a campaign that finished (its stop allowed) with a
+    // limit claim nobody judged.
+    let finished = named("finished");
+    let hook = d.api_get(&format!("/campaigns/{finished}/hook-token"))["token"].as_str().unwrap().to_string();
+    let res = reqwest::blocking::Client::new()
+        .post(format!("{}/api/v1/campaigns/{finished}/claims", d.url))
+        .bearer_auth(&hook)
+        .json(&serde_json::json!({"claim": "limit", "why": "c is bound by memory bandwidth"}))
+        .send()
+        .unwrap();
+    assert!(res.status().is_success(), "filing a limit claim: {}", res.status());
+    f.set_candidate(ALL_PASS);
+    assert_eq!(d.stop(&finished, "All scenarios pass."), None, "the stop is allowed");
+    f.set_candidate("a true 50 100\nb true 40 100\nc true 120 100\n");
+    // Issue #49 item 4: a Claude Code session ungated (its turn ended on a
+    // failure), then one that failed at start-up (not logged in: its
+    // transcript has the API's error and no prompt).
+    let failed = named("failed-start");
+    let c = reqwest::blocking::Client::new();
+    let hook_body = |session: &str, extra: serde_json::Value| {
+        let mut body = serde_json::json!({"session_id": session, "cwd": f.ws(), "hook_event_name": "x",
+            "transcript_path": f.dir.path().join(format!("{session}.jsonl"))});
+        body.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        body
+    };
+    d.post_hook(&c, "user-prompt-submit", &failed, &hook_body("prompted", serde_json::json!({"prompt": "Go."})));
+    d.post_hook(&c, "stop-failure", &failed, &hook_body("prompted", serde_json::json!({"error": "server_error"})));
+    std::fs::write(
+        f.dir.path().join("login.jsonl"),
+        "{\"type\":\"system\",\"subtype\":\"api_error\",\"error\":{\"formatted\":\"Invalid API key · Please run /login\"}}\n",
+    )
+    .unwrap();
+    d.post_hook(&c, "session-start", &failed, &hook_body("login", serde_json::json!({"source": "startup"})));
+    d.post_hook(&c, "session-end", &failed, &hook_body("login", serde_json::json!({"reason": "other"})));
+    let fs = d.api_get(&format!("/campaigns/{failed}"));
+    assert_eq!(fs["stop_attempts"][0]["decision"], "ungated", "{fs}");
+    assert_eq!(fs["failed_start"]["error"], "Invalid API key · Please run /login", "{fs}");
     // Issue #35 item 4: a campaign whose agent never answers (one turn
     // allowed): its first question asked again at the second stop, then
     // escalated at the third, which asks one more.
@@ -257,6 +304,12 @@ fn the_console_in_headless_chromium() {
         .env("FRESH_CAMPAIGN", &fresh)
         .env("MOMENTS_CAMPAIGN", &moments)
         .env("ASKED_CAMPAIGN", &asked)
+        .env("BAR_CAMPAIGN", &bar_missed)
+        .env("FINISHED_CAMPAIGN", &finished)
+        .env("FAILED_START_CAMPAIGN", &failed)
+        // Every kind the daemon records: the feed must word each (issue #49).
+        .env("EVENT_KINDS", gadfly::events::ALL_KINDS.join(","))
+        .env("BROKEN_CAMPAIGN", &broken)
         .env("BLOCKED_CLAIM", CLAIM)
         .env("SPEND_CAMPAIGN", &spend.0)
         .env("SPEND_TEXT", &spend_text)

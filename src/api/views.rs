@@ -29,7 +29,9 @@ async fn latest_evaluation(s: &Supervisor, id: &str) -> anyhow::Result<Option<Ev
 /// incorrect or missing, or the evaluation itself failed: no result, never
 /// progress nor a best) with `incorrect_reason`, and `geomean_counts`
 /// (false with `geomean_note` saying why, e.g. "geomean 24.70x does not
-/// count: 3 scenarios incorrect").
+/// count: 3 scenarios incorrect"). Its `failures` split in two:
+/// `evaluation_failures` (the evaluation itself failed: nothing measured)
+/// and `predicate_failures` (it ran; the predicate does not hold).
 pub fn evaluation_json(e: &Evaluation) -> Value {
     let mut v = serde_json::to_value(e).unwrap_or(Value::Null);
     if let Some(o) = v.as_object_mut() {
@@ -38,6 +40,9 @@ pub fn evaluation_json(e: &Evaluation) -> Value {
         o.insert("geomean_counts".into(), json!(e.verdict.geomean_speedup.is_some() && why.is_none()));
         o.insert("geomean_note".into(), json!(e.geomean_note()));
         o.insert("incorrect_reason".into(), json!(why));
+        // `failures` split (issue #49): no result, or the predicate does not hold.
+        o.insert("evaluation_failures".into(), json!(e.evaluation_failures()));
+        o.insert("predicate_failures".into(), json!(e.predicate_failures()));
     }
     v
 }
@@ -103,6 +108,7 @@ pub async fn campaign_summaries(s: &Supervisor) -> anyhow::Result<Vec<Value>> {
             "workspace_evaluations": mine.len(),
             "stop_attempts": stops.len(),
             "last_decision": stops.last().map(|st| st.decision.clone()),
+            "failed_start": failed_start(s, &c.id, &stops).await?,
         }));
     }
     Ok(out)
@@ -135,6 +141,7 @@ pub async fn campaign_detail(s: &Supervisor, id: &str) -> Result<Value, ApiError
         "latest_evaluation": latest.as_ref().map(evaluation_json),
         "best_geomean_speedup": best.map(|b| b.0),
         "best_evaluation_id": best.map(|b| b.1),
+        "failed_start": failed_start(s, id, &stops).await?,
         "stop_attempts": stops,
         "questions": questions,
     }))
@@ -181,15 +188,16 @@ pub fn agent_state(
             Some(p) => ("active", format!("a new prompt at {} after the accepted limit", p.created_at)),
             None => (
                 "limit_accepted",
-                s.reason.clone().unwrap_or_else(|| format!("stop attempt {} was allowed: limit accepted", s.id)),
+                s.reason.clone().unwrap_or_else(|| "the last stop attempt was allowed: limit accepted".into()),
             ),
         },
         Some(s) if s.decision == "allow" => match last_prompt.filter(|p| p.id > s.event_id) {
             Some(p) => ("active", format!("a new prompt at {} after the allowed stop attempt", p.created_at)),
-            None => ("done", format!("stop attempt {} at {} was allowed: the predicate holds", s.id, s.created_at)),
+            None => ("done", format!("the last stop attempt, at {}, was allowed: the predicate holds", s.created_at)),
         },
         Some(s) => {
-            ("active", format!("stop attempt {} at {} was {}", s.id, s.created_at, s.decision.replace('_', " ")))
+            // Its id is global across campaigns (issue #49): not a number to show.
+            ("active", format!("the last stop attempt, at {}, was {}", s.created_at, s.decision.replace('_', " ")))
         }
     }
 }
@@ -239,6 +247,21 @@ async fn attached(s: &Supervisor, id: &str, run: Option<&RunRow>) -> anyhow::Res
             json!({"agent": "claude-code", "session_id": null, "seen_at": null, "via": "hooks", "hooks": hooks})
         }
         _ => Value::Null,
+    })
+}
+
+/// The `failed_start` of a campaign's JSON (issue #49): the latest agent
+/// session that failed at start-up (`session.failed_start`: no turn, so no
+/// stop attempt) when it came after the last stop attempt, so that the
+/// campaign's last word is that failure, not an older stop's decision;
+/// null otherwise.
+async fn failed_start(s: &Supervisor, id: &str, stops: &[StopAttemptRow]) -> anyhow::Result<Value> {
+    let after = stops.last().map_or(0, |st| st.event_id);
+    let failed = s.store().recent_events(id, kind::SESSION_FAILED_START, 1).await?.pop();
+    Ok(match failed.filter(|e| e.id > after) {
+        Some(e) => json!({"event_id": e.id, "created_at": e.created_at, "session_id": e.session_id,
+                          "why": e.payload["why"], "error": e.payload["error"]}),
+        None => Value::Null,
     })
 }
 

@@ -53,7 +53,7 @@ pub(super) async fn recheck(
         return Ok(eval.clone());
     }
     let mut rejected = eval.clone();
-    rejected.verdict.failures.push(format!("the gain did not survive gadfly's re-evaluation: {}", problems.join("; ")));
+    rejected.verdict.failures.push(format!("{} {}", crate::evaluation::GAIN_NOT_CONFIRMED, problems.join("; ")));
     rejected.verdict.holds = false;
     sup.store().replace_evaluation_body(id, &rejected).await?;
     let rejected_event = Event::GainRejected { evaluation_id: id, recheck_id: second_id, seed, reasons: problems };

@@ -263,8 +263,26 @@ pub fn render_evaluation(e: &Value) -> String {
             _ => "-".into(),
         }
     ));
-    for f in e["failures"].as_array().into_iter().flatten() {
-        out.push_str(&format!("- {}\n", f.as_str().unwrap_or("")));
+    // The evaluation failed (nothing measured), or it ran and the predicate
+    // does not hold: said apart, as the console says it (issue #49).
+    let failures: Vec<&str> = e["failures"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+    let (predicate, evaluation): (Vec<&str>, Vec<&str>) =
+        failures.into_iter().partition(|f| crate::evaluation::is_predicate_failure(f));
+    if !evaluation.is_empty() {
+        out.push_str("the evaluation failed (no result):\n");
+        for f in &evaluation {
+            out.push_str(&format!("- {f}\n"));
+        }
+    }
+    if !predicate.is_empty() {
+        out.push_str(if evaluation.is_empty() {
+            "it ran; the predicate does not hold:\n"
+        } else {
+            "and so the predicate does not hold:\n"
+        });
+        for f in &predicate {
+            out.push_str(&format!("- {f}\n"));
+        }
     }
     out
 }
@@ -308,4 +326,29 @@ pub(super) fn example(dir: &std::path::Path, harness: Option<&str>) -> anyhow::R
     eprintln!("next: gadfly campaign create {}", spec.display());
     println!("{}", spec.display());
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::render_evaluation;
+    use serde_json::json;
+
+    /// Issue #49: the CLI says "the evaluation failed" only when nothing was
+    /// measured, and names a predicate that does not hold as such.
+    #[test]
+    fn an_evaluation_that_failed_and_a_predicate_that_does_not_hold_are_told_apart() {
+        let ran = json!({"tree": "t1", "holds": false, "scenarios": [],
+            "failures": ["geometric mean speedup 1.11x < 1.50x"]});
+        let text = render_evaluation(&ran);
+        assert!(
+            text.contains("it ran; the predicate does not hold:\n- geometric mean speedup 1.11x < 1.50x"),
+            "{text}"
+        );
+        assert!(!text.contains("evaluation failed"), "{text}");
+        let broke = json!({"tree": "t2", "holds": false, "scenarios": [],
+            "failures": ["build exited with status 2", "geometric mean speedup unknown (0 of 3 scenarios measured); it must reach 1.50x"]});
+        let text = render_evaluation(&broke);
+        assert!(text.contains("the evaluation failed (no result):\n- build exited with status 2\n"), "{text}");
+        assert!(text.contains("and so the predicate does not hold:\n- geometric mean speedup unknown"), "{text}");
+    }
 }

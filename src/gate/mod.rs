@@ -436,7 +436,7 @@ pub fn short_tree(tree: &str) -> String {
 
 /// How a stop on a tree slower than the campaign's best is named in the
 /// verdict's failures.
-pub const SLOWER_THAN_BEST: &str = "slower than the campaign's best:";
+pub const SLOWER_THAN_BEST: &str = crate::evaluation::SLOWER_THAN_BEST;
 
 /// A stop is judged against the campaign's best (`[gate] against_best`):
 /// when the evaluation it would stop on measures a geometric mean beyond
@@ -482,7 +482,7 @@ pub fn slower_than_best(eval: &Evaluation, history: &[Evaluation], predicate: &P
 
 /// How a stop held on a gain gadfly cannot rule out is named in the
 /// verdict's failures.
-pub const GAIN_HELD: &str = "held on a gain gadfly cannot rule out:";
+pub const GAIN_HELD: &str = crate::evaluation::GAIN_HELD;
 
 /// A gain too large to let a stop through on numbers alone (`[gate]
 /// hold_gain`): the evaluation's geometric mean at least `factor` times

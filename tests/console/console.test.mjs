@@ -234,9 +234,10 @@ try {
     // The readout follows the keyboard.
     await page.locator('.chart-svg').focus();
     await page.keyboard.press('Home');
-    assert((await page.locator('.chart-readout').innerText()).includes(`#${evals0[0].id}`), 'Home shows the first evaluation');
+    // Numbered in the campaign (issue #49), 1 to n.
+    eq(await page.locator('.chart-readout .strong').textContent(), '#1', 'Home shows the first evaluation');
     await page.keyboard.press('End');
-    assert((await page.locator('.chart-readout').innerText()).includes(`#${evals0[evals0.length - 1].id}`), 'End shows the last');
+    eq(await page.locator('.chart-readout .strong').textContent(), `#${evals0.length}`, 'End shows the last');
     await fullShot('console-campaign.png');
   });
 
@@ -474,6 +475,26 @@ try {
   }
 
   if (process.env.FRESH_CAMPAIGN) {
+    await check('a queued question is not an answered one: the open questions card and the counts agree (issue #49)', async () => {
+      const fid = encodeURIComponent(process.env.FRESH_CAMPAIGN);
+      // A person's two questions, queued: no stop attempt has delivered them.
+      for (const text of ['Which scenario is the slowest?', 'What bounds c?']) {
+        await api(`/campaigns/${fid}/questions`, { method: 'POST', body: JSON.stringify({ text }) });
+      }
+      const qs = (await api(`/campaigns/${fid}`)).questions;
+      const queued = qs.filter((q) => q.status === 'queued').length;
+      assert(queued >= 2 && !qs.some((q) => q.status === 'delivered'), JSON.stringify(qs.map((q) => [q.id, q.status])));
+      eq(await api(`/campaigns/${fid}/questions/open`), [], 'no delivered question waits for an answer');
+      await page.goto(`${BASE}/campaigns/${fid}`);
+      const kpi = page.locator('.kpi').filter({ has: page.locator('.kpi-name', { hasText: 'Questions' }) });
+      await until(async () => (await kpi.locator('.kpi-sub').count()) === 1 && (await kpi.locator('.kpi-sub').innerText()).startsWith(`${queued} queued · 0 delivered`), 'the questions KPI');
+      const card = page.locator('#open-questions');
+      await until(async () => (await card.innerText()).includes(`${queued} questions are queued, not delivered yet: not answered either`), 'the card counts the queued questions');
+      const text = await card.innerText();
+      assert(!/every/i.test(text) && text.includes('No question has reached the agent yet.'), text);
+      eq((await page.locator('.questions-list li.q[data-status="queued"]').count()), queued, 'the questions list agrees');
+    });
+
     await check('an empty chart names `gadfly eval`; Evaluate now evaluates the workspace and shows it running', async () => {
       const fresh = process.env.FRESH_CAMPAIGN;
       const fid = encodeURIComponent(fresh);
@@ -508,7 +529,8 @@ try {
       await page.unroute('**/api/v1/campaigns/*/evaluate');
       const d = await api(`/campaigns/${fid}`);
       eq(d.evaluations, 1, 'one evaluation stored');
-      assert((await page.locator('.eval-msg').innerText()).includes(`#${d.latest_evaluation.id}`), 'the status line names it');
+      // Its number in the campaign (issue #49): its first.
+      assert((await page.locator('.eval-msg').innerText()).startsWith('Evaluation #1:'), 'the status line names it');
       await until(async () => (await page.locator('.chart-svg g.eval').count()) === 1, 'the evaluation in the chart');
       await until(async () => !(await page.locator('.big-verdict').innerText()).includes('Not evaluated yet'), 'the headline');
       eq(await page.locator('#evaluate-now').isDisabled(), false, 'the button is back');
@@ -640,7 +662,8 @@ try {
       await page.locator('table.predicate tr.scen').first().waitFor();
       assert((await page.locator('.big-verdict').innerText()).includes('Predicate fails'), "the headline is the workspace's failing verdict");
       const head = await page.locator('.card-predicate .card-sub').innerText();
-      assert(head.includes(`#${mine[0].id}`) && !head.includes(`#${beam[0].id}`), `the predicate table is the workspace's evaluation: ${head}`);
+      // Numbered in the campaign (issue #49): the workspace's is its first, the beam's its second.
+      assert(/^#1\b/.test(head) && !head.includes('#2'), `the predicate table is the workspace's evaluation: ${head}`);
       eq((await page.locator('table.predicate tr.scen[data-scenario="c"] td.result').innerText()).trim(), 'fail', 'c fails, as in the workspace');
       const kpi = page.locator('.kpi').filter({ has: page.locator('.kpi-name', { hasText: 'Geometric mean' }) });
       const ktext = await kpi.innerText();
@@ -656,6 +679,77 @@ try {
       eq((await api(`/campaigns/${bid}`)).latest_evaluation.id, mine[0].id, "the API's latest evaluation");
       eq((await api('/campaigns')).find((c) => c.id === process.env.BEAM_CAMPAIGN).holds, false, "the campaigns list's verdict");
       eq(evals.map((e) => e.origin), ['workspace', 'beam'], 'each evaluation says whose it is');
+    });
+  }
+
+  if (process.env.FINISHED_CAMPAIGN) {
+    await check('a finished campaign shows a limit claim nobody judged as closed, with nothing to act on (issue #49)', async () => {
+      const fid = encodeURIComponent(process.env.FINISHED_CAMPAIGN);
+      eq((await api(`/campaigns/${fid}`)).state, 'done', 'the campaign is done');
+      const claims = await api(`/campaigns/${fid}/claims`);
+      assert(claims.length === 1 && claims[0].claim === 'limit' && !claims[0].verdict, JSON.stringify(claims));
+      await page.goto(`${BASE}/campaigns/${fid}`);
+      const item = page.locator(`#claims-list li.claim[data-claim="${claims[0].id}"]`);
+      await item.waitFor();
+      await until(async () => (await item.locator('.claim-closed').count()) === 1, 'the claim shown closed');
+      const text = await item.innerText();
+      assert(text.includes('never judged: the campaign finished (done') && text.includes('before anyone accepted or rejected it'), text);
+      eq(await page.locator('#claims-list .claim-accept, #claims-list .claim-reject, #claims-list textarea').count(), 0, 'no action on a finished campaign');
+    });
+  }
+
+  if (process.env.FAILED_START_CAMPAIGN) {
+    await check('a session that failed at start-up is named a failed start, not the older stop attempt it followed (issue #49)', async () => {
+      const id = process.env.FAILED_START_CAMPAIGN;
+      const detail = await api(`/campaigns/${encodeURIComponent(id)}`);
+      eq(detail.stop_attempts.map((x) => x.decision), ['ungated'], 'an older ungated stop');
+      eq(detail.failed_start.error, 'Invalid API key · Please run /login', 'then a failed start');
+      await page.goto(`${BASE}/`);
+      const row = page.locator(`tr[data-campaign="${id}"]`);
+      await row.waitFor();
+      const stops = await row.locator('td.c-stops').innerText();
+      assert(stops.includes('last: failed start') && !stops.includes('ungated'), `the stops cell: ${stops}`);
+      assert((await row.locator('.pill.failed-start').getAttribute('title')).includes('Invalid API key'), 'its title says why');
+      await page.goto(`${BASE}/campaigns/${encodeURIComponent(id)}`);
+      const kpi = page.locator('.kpi').filter({ has: page.locator('.kpi-name', { hasText: 'Stop attempts' }) });
+      await until(async () => (await kpi.locator('.failed-start').count()) === 1, 'the failed start in the stop attempts figure');
+      assert((await kpi.innerText()).includes("then the agent's session failed to start: Invalid API key"), await kpi.innerText());
+      const feedRow = page.locator('.feed-list .ev[data-kind="session.failed_start"]');
+      await until(async () => (await feedRow.count()) === 1, 'the failed start in the feed');
+      assert((await feedRow.textContent()).includes('failed start') && (await feedRow.textContent()).includes('Invalid API key'), await feedRow.textContent());
+    });
+  }
+
+  if (process.env.BAR_CAMPAIGN && process.env.BROKEN_CAMPAIGN) {
+    await check('an evaluation that ran with a predicate that does not hold is not an evaluation that failed (issue #49)', async () => {
+      const open = async (campaign) => {
+        await page.goto(`${BASE}/campaigns/${encodeURIComponent(campaign)}`);
+        await page.locator('table.predicate tr.scen').first().waitFor();
+        await until(async () => (await page.locator('.big-verdict .bv-main').innerText()) !== 'loading…', 'the verdict');
+        return {
+          main: (await page.locator('.big-verdict .bv-main').innerText()).trim(),
+          sub: await page.locator('.big-verdict .bv-sub').innerText(),
+          card: await page.locator('.card-predicate').innerText(),
+        };
+      };
+      // Every scenario passes; the geometric mean misses its bar.
+      const be = (await api(`/campaigns/${encodeURIComponent(process.env.BAR_CAMPAIGN)}`)).latest_evaluation;
+      eq([be.holds, be.failing_count, be.evaluation_failures, be.predicate_failures], [false, 0, [], ['geometric mean speedup 1.14x < 1.20x']], 'the API splits the failures');
+      const bar = await open(process.env.BAR_CAMPAIGN);
+      eq(bar.main, 'Predicate fails', 'the headline');
+      assert(bar.sub.includes('it ran; all 3 scenarios pass · geometric mean speedup 1.14x < 1.20x'), bar.sub);
+      assert(bar.card.includes('The evaluation ran; the predicate does not hold:') && bar.card.includes('geometric mean speedup 1.14x < 1.20x'), bar.card);
+      assert(!/evaluation (itself )?failed/i.test(bar.card + bar.sub), `no "evaluation failed" for an evaluation that ran: ${bar.card}`);
+      eq(await page.locator('.notice.eval-failures').count(), 0, 'no evaluation-failure notice');
+      // The harness exits 3: nothing measured.
+      const ke = (await api(`/campaigns/${encodeURIComponent(process.env.BROKEN_CAMPAIGN)}`)).latest_evaluation;
+      assert(ke.evaluation_failures.length === 1 && ke.evaluation_failures[0].startsWith('harness run exited with status 3'), JSON.stringify(ke.evaluation_failures));
+      const broken = await open(process.env.BROKEN_CAMPAIGN);
+      eq(broken.main, 'Evaluation failed', 'the headline');
+      assert(broken.sub.startsWith('the evaluation failed, nothing was measured: harness run exited with status 3'), broken.sub);
+      const notice = await page.locator('.card-predicate .notice.eval-failures').innerText();
+      assert(notice.includes('The evaluation failed: nothing was measured') && notice.includes('harness run exited with status 3'), notice);
+      await fullShot('console-evaluation-failed.png');
     });
   }
 
@@ -963,14 +1057,77 @@ try {
     eq(await item.getAttribute('data-reasks'), '1', 'with its re-ask');
     eq((await item.locator('.q-status').textContent()).trim(), 'escalated', 'its pill');
     const text = await item.textContent();
-    assert(text.includes(`re-ask #${esc.reasks[0].question_id}`) && text.includes('escalated') && text.includes('the agent answered neither form'), text);
+    // Questions are numbered in the campaign (issue #49), 1, 2, 3...
+    const qids = (await api(`/campaigns/${asked}/questions`)).map((q) => q.id).sort((a, b) => a - b);
+    const qn = (id) => qids.indexOf(id) + 1;
+    assert(text.includes(`re-ask #${qn(esc.reasks[0].question_id)} (`) && text.includes('escalated') && text.includes('the agent answered neither form'), text);
     assert(text.includes('delivered ') && text.includes(`${esc.turns} stop attempts without an answer`), text);
     const other = page.locator('#open-questions li.q[data-escalated="false"]').first();
     eq((await other.locator('.q-status').textContent()).trim(), 'open', 'a question not asked again yet');
     assert((await page.locator('#open-questions-count').textContent()).includes('1 escalated'), await page.locator('#open-questions-count').textContent());
     // The feed tells the re-ask and the escalation.
-    await until(async () => (await page.locator('.feed-list').textContent()).includes(`question ${esc.question_id} still unanswered`), 'the escalation in the feed');
+    await until(async () => (await page.locator('.feed-list').textContent()).includes(`question ${qn(esc.question_id)} still unanswered`), 'the escalation in the feed');
     await page.locator('.card-open-questions').screenshot({ path: join(SHOTS, 'console-open-questions.png') });
+  });
+
+  await check('numbers shown are the campaign\'s own, 1, 2, 3..., while the API keeps its global ids (issue #49)', async () => {
+    const asked = encodeURIComponent(process.env.ASKED_CAMPAIGN || '');
+    const d = await api(`/campaigns/${asked}`);
+    const evals = await api(`/campaigns/${asked}/evaluations`);
+    const qids = d.questions.map((q) => q.id).sort((a, b) => a - b);
+    const stops = d.stop_attempts;
+    // Other campaigns came first: the global ids are not this campaign's numbers.
+    assert(stops[0].id > 1 && qids[0] > 1 && evals[0].id > 1, `the fixture: ${JSON.stringify([stops.map((x) => x.id), qids, evals.map((e) => e.id)])}`);
+    await page.goto(`${BASE}/campaigns/${asked}`);
+    const lis = page.locator('.questions-list li.q');
+    await until(async () => (await lis.count()) === qids.length, 'every question listed');
+    const shown = await lis.evaluateAll((els) => els.map((li) => [Number(li.dataset.question), li.querySelector('.q-id').textContent]));
+    for (const [id, tag] of shown) eq(tag, `#${qids.indexOf(id) + 1}`, `question id ${id}'s number`);
+    const latest = d.latest_evaluation;
+    const head = await page.locator('.card-predicate .card-sub').innerText();
+    eq(await page.locator('.card-predicate .card-sub .num').first().textContent(), `#${evals.findIndex((e) => e.id === latest.id) + 1}`, `the evaluation's number (${head})`);
+    await page.locator('#tab-stops').click();
+    const rows = page.locator('table.stops tr.stop');
+    await until(async () => (await rows.count()) === stops.length, 'every stop attempt');
+    eq(await rows.evaluateAll((trs) => trs.map((tr) => tr.querySelector('td').textContent)), stops.map((_, i) => String(i + 1)).reverse(), 'stop attempts numbered 1 to n, newest first');
+    eq(await rows.evaluateAll((trs) => trs.map((tr) => Number(tr.dataset.stop))), stops.map((x) => x.id).reverse(), 'the ids stay in the page\'s data');
+    const detail = (await page.locator('.meta-state .pill.state').getAttribute('title')) || '';
+    assert(!/stop attempt \d/.test(detail), `no global stop attempt id in the state: ${detail}`);
+    // The feed names questions by their number too.
+    await page.locator('#tab-feed').click();
+    const reasked = (await api(`/campaigns/${asked}/log?limit=10000`)).find((e) => e.kind === 'question.reasked');
+    const row = page.locator(`.feed-list .ev[data-id="${reasked.id}"] .ev-text`);
+    await until(async () => (await row.count()) === 1 && (await row.textContent()).startsWith(`question ${qids.indexOf(reasked.payload.reask_of) + 1} unanswered`), 'the re-ask in the feed, numbered');
+  });
+
+  await check('the feed words every event kind the daemon records, and no row shows JSON (issue #49)', async () => {
+    const kinds = (process.env.EVENT_KINDS || '').split(',').filter(Boolean);
+    assert(kinds.length > 40 && kinds.includes('session.failed_start'), `EVENT_KINDS: ${kinds.length}`);
+    // Every event of every campaign's log, as stored, through the page's own feed code.
+    const events = [];
+    for (const c of await api('/campaigns')) events.push(...(await api(`/campaigns/${encodeURIComponent(c.id)}/log?limit=10000`)));
+    const out = await page.evaluate(async ({ kinds, events }) => {
+      const { describe, label } = await import('/assets/lib/feed.js');
+      const bad = [];
+      for (const kind of kinds) {
+        if (describe({ id: 0, kind, payload: {} }).generic) bad.push(`${kind}: not worded`);
+        if (/[._]/.test(label(kind))) bad.push(`${kind}: labelled ${label(kind)}`);
+      }
+      for (const ev of events) {
+        const d = describe(ev);
+        if (d.generic || /\{"|":|\[object |\bundefined\b/.test(d.text)) bad.push(`${ev.kind} (event ${ev.id}): ${d.text.slice(0, 160)}`);
+      }
+      return { bad, seen: [...new Set(events.map((e) => e.kind))].sort() };
+    }, { kinds, events });
+    console.log(`  ${events.length} stored events of ${out.seen.length} kinds rendered; every one of ${kinds.length} kinds has words`);
+    eq(out.bad, [], 'events the feed does not put in words');
+    // And on a page: the spend campaign's feed (a run, its agent's lines, usage, a budget, a webhook).
+    await page.goto(`${BASE}/campaigns/${encodeURIComponent(process.env.SPEND_CAMPAIGN)}`);
+    const rows = page.locator('.feed-list .ev');
+    await until(async () => (await rows.count()) > 5, 'the feed');
+    const texts = await page.locator('.feed-list .ev .ev-text').allTextContents();
+    const json = texts.filter((t) => t.includes('{"') || t.includes('":'));
+    eq(json, [], 'feed rows with JSON');
   });
 
   await check('no script error, no request leaves the daemon, only expected HTTP errors', async () => {

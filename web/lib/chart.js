@@ -44,6 +44,12 @@ export class Chart {
     if (this.ro) this.ro.disconnect();
   }
 
+  /** `#N`, the evaluation's (stop's, question's) number in its campaign when
+   *  the page gives them (`data.numbers`, issue #49), else `#ID`. */
+  tag(sort, id) {
+    return this.data.numbers ? this.data.numbers.tag(sort, id) : `#${id}`;
+  }
+
   update(data) {
     this.data = data;
     this.draw();
@@ -135,7 +141,7 @@ export class Chart {
       const delivered = q.status === 'delivered';
       const state = delivered ? 'delivered' : q.status === 'expired' ? 'expired' : 'queued';
       const g = s('g', { class: `q-marker ${state}`, dataset: { question: q.id } },
-        s('title', null, `question ${q.id} (${q.source}${q.bank_id && q.source !== 'human' ? ` ${q.bank_id}` : ''}), ${delivered ? `delivered ${when(q.delivered_at)}` : state}: ${truncate(oneLine(q.text), 300)}`),
+        s('title', null, `question ${this.tag('question', q.id).replace('#', '')} (${q.source}${q.bank_id && q.source !== 'human' ? ` ${q.bank_id}` : ''}), ${delivered ? `delivered ${when(q.delivered_at)}` : state}: ${truncate(oneLine(q.text), 300)}`),
         s('line', { x1: at, x2: at, y1: M.top - 4, y2: M.top + plotH, class: 'q-rule' }),
         s('circle', { cx: at, cy: 11, r: 6.5 }),
         s('text', { x: at, y: 14.5, 'text-anchor': 'middle' }, '?'));
@@ -181,7 +187,7 @@ export class Chart {
       if (e.incorrect && isNum(e.geomean_speedup)) {
         const c = Math.max(3.5, r + 0.5);
         g.appendChild(s('path', { class: 'pt-incorrect', d: `M${x(i) - c},${y(e.geomean_speedup) - c}l${2 * c},${2 * c}m0,${-2 * c}l${-2 * c},${2 * c}` },
-          s('title', null, e.geomean_note || `#${e.id}: incorrect`)));
+          s('title', null, e.geomean_note || `${this.tag('evaluation', e.id)}: incorrect`)));
       } else if (e.incorrect) {
         g.appendChild(s('path', { class: 'pt-none', d: `M${x(i) - 3},${M.top + plotH - 9}l6,6m0,-6l-6,6` }));
       } else {
@@ -210,7 +216,7 @@ export class Chart {
       marks.appendChild(s('path', {
         class: `stop-marker ${st.decision}`, dataset: { stop: st.id },
         d: `M${at - 5},${cy - 5}L${at + 5},${cy - 5}L${at},${cy + 3}Z`,
-      }, s('title', null, `stop ${st.id} ${String(st.decision).toUpperCase()} ${when(st.created_at)}${st.claim ? `: “${truncate(oneLine(st.claim), 200)}”` : ''}`)));
+      }, s('title', null, `stop ${this.tag('stop', st.id).replace('#', '')} ${String(st.decision).toUpperCase()} ${when(st.created_at)}${st.claim ? `: “${truncate(oneLine(st.claim), 200)}”` : ''}`)));
     }
     svg.appendChild(marks);
 
@@ -223,7 +229,7 @@ export class Chart {
     if (at[at.length - 1] !== n - 1) at.push(n - 1);
     for (const i of at) {
       const anchor = n > 1 && i === n - 1 && x(i) > W - M.right - 40 ? 'end' : 'middle';
-      labels.appendChild(s('text', { x: x(i), y: HEIGHT - 6, 'text-anchor': anchor, class: 'tick' }, `#${evals[i].id} ${when(evals[i].created_at)}`));
+      labels.appendChild(s('text', { x: x(i), y: HEIGHT - 6, 'text-anchor': anchor, class: 'tick' }, `${this.tag('evaluation', evals[i].id)} ${when(evals[i].created_at)}`));
     }
     svg.appendChild(labels);
 
@@ -273,7 +279,7 @@ export class Chart {
     if (!e) return;
     const when = this.data.when || whenTime;
     fill(this.readout,
-      h('span', { class: 'num strong' }, `#${e.id}`),
+      h('span', { class: 'num strong', title: `evaluation id ${e.id}` }, this.tag('evaluation', e.id)),
       h('span', { class: 'muted', title: full(e.created_at) }, when(e.created_at)),
       h('span', null, 'geomean ', h('b', { class: `num${e.incorrect ? ' void' : ''}` }, speedup(e.geomean_speedup))),
       e.incorrect ? h('span', { class: 'bad incorrect-note' }, `does not count: ${e.incorrect_reason || 'incorrect'}`) : null,

@@ -55,10 +55,45 @@ const LABELS = {
   moment: 'moment',
   'moment.escalated': 'escalated',
   'moment.withheld': 'withheld',
+  'hooks.install': 'hooks',
+  violation: 'violation',
+  'stop.ungated': 'ungated stop',
+  'run.started': 'run started',
+  'run.resumed': 'run resumed',
+  'run.suspended': 'run suspended',
+  'run.ended': 'run ended',
+  'agent.output': 'output',
+  'agent.session': 'agent session',
+  'agent.feedback': 'feedback',
+  'agent.user_message': 'user message',
+  'agent.result': 'turn end',
+  'agent.system': 'system',
+  'agent.event': 'agent event',
+  'agent.crashed': 'crashed',
+  'gain.recheck': 're-check',
+  'gain.confirmed': 'gain confirmed',
+  'gain.rejected': 'gain rejected',
+  'evaluation.remeasured': 'remeasured',
+  'campaign.calibrated': 'calibrated',
+  'beam.family': 'beam family',
+  'beam.abandoned': 'beam abandoned',
+  'redteam.started': 'red team',
+  'redteam.attack': 'attack',
+  'redteam.report': 'red team report',
+  'agent.usage': 'usage',
+  'budget.reached': 'budget',
+  'notify.delivery': 'notification',
+  'notify.configured': 'webhooks',
+  claim: 'claim',
+  'claim.verdict': 'verdict',
+  'block.streak': 'block streak',
+  'hook.notification': 'notification',
+  'hook.pre_compact': 'compaction',
+  'hook.stop_failure': 'turn failed',
 };
 
 export function label(kind) {
-  return LABELS[kind] || kind;
+  return LABELS[kind] || String(kind).replace(/^hook\./, '').replace(/[._]/g, ' ');
 }
 
 function str(v) {
@@ -67,7 +102,7 @@ function str(v) {
   if (Array.isArray(v)) return v.map(str).filter(Boolean).join(' ');
   if (typeof v === 'object') {
     if (typeof v.text === 'string') return v.text;
-    return JSON.stringify(v);
+    return words(v);
   }
   return String(v);
 }
@@ -77,11 +112,13 @@ function toolInput(input) {
   for (const k of ['command', 'cmd', 'file_path', 'path', 'pattern', 'url', 'query', 'description', 'prompt']) {
     if (typeof input[k] === 'string' && input[k]) return input[k];
   }
-  return JSON.stringify(input);
+  return words(input);
 }
 
 /** A one-line summary and a tone (pass, fail, warn, ask or none) for an event. */
-export function describe(ev) {
+export function describe(ev, numbers = null) {
+  // A question's (claim's, evaluation's) number in its campaign (issue #49), else its id.
+  const nm = (sort, id, word = sort) => (numbers ? numbers.name(sort, id, word) : `${word} ${id}`);
   const p = (ev.payload && typeof ev.payload === 'object') ? ev.payload : {};
   const hook = (p.payload && typeof p.payload === 'object') ? p.payload : {};
   switch (ev.kind) {
@@ -125,11 +162,11 @@ export function describe(ev) {
     case 'question.expired':
       return { text: `expired (${oneLine(str(p.reason))}): ${oneLine(p.text)}`, tone: '' };
     case 'question.answered':
-      return { text: `question ${p.question_id} answered by ${p.by === 'artifact' ? `evidence filed: ${(p.evidence || []).map((f) => f.name).join(', ')}` : `evaluation ${p.evaluation_id} of a changed tree ${shortTree(p.tree)}`}`, tone: 'pass' };
+      return { text: `${nm('question', p.question_id)} answered by ${p.by === 'artifact' ? `evidence filed: ${(p.evidence || []).map((f) => f.name).join(', ')}` : `${nm('evaluation', p.evaluation_id)} of a changed tree ${shortTree(p.tree)}`}`, tone: 'pass' };
     case 'question.reasked':
-      return { text: `question ${p.reask_of} unanswered after ${p.turns} turns, asked again (${p.form === 'another_entry' ? `another way, ${p.bank_id}` : 'repeated'})`, tone: 'ask' };
+      return { text: `${nm('question', p.reask_of)} unanswered after ${p.turns} turns, asked again (${p.form === 'another_entry' ? `another way, ${p.bank_id}` : 'repeated'})`, tone: 'ask' };
     case 'question.escalated':
-      return { text: `question ${p.question_id} still unanswered after ${p.turns} turns and ${(p.reasks || []).length} re-ask(s): escalated · ${oneLine(p.text)}`, tone: 'fail' };
+      return { text: `${nm('question', p.question_id)} still unanswered after ${p.turns} turns and ${(p.reasks || []).length} re-ask(s): escalated · ${oneLine(p.text)}`, tone: 'fail' };
     case 'session.failed_start':
       return { text: `${oneLine(str(p.why))}${p.error ? ` · ${oneLine(str(p.error))}` : ''}`, tone: 'warn' };
     case 'agent.message':
@@ -149,8 +186,8 @@ export function describe(ev) {
       return { text: `the agent claims ${p.claim === 'limit' ? 'a limit' : p.claim === 'blocked' ? 'it is blocked' : 'it is done'}: ${oneLine(str(p.why))}${(p.evidence || []).length ? ` · evidence: ${p.evidence.map((f) => f.name).join(', ')}` : ''}`, tone: 'warn' };
     case 'claim.verdict':
       return p.verdict === 'accepted'
-        ? { text: `stopped: limit accepted by ${p.by} (claim ${p.claim_id})`, tone: 'pass' }
-        : { text: `limit claim ${p.claim_id} rejected by ${p.by}: ${oneLine(str(p.reason))}`, tone: 'fail' };
+        ? { text: `stopped: limit accepted by ${p.by} (${nm('claim', p.claim_id)})`, tone: 'pass' }
+        : { text: `limit ${nm('claim', p.claim_id)} rejected by ${p.by}: ${oneLine(str(p.reason))}`, tone: 'fail' };
     case 'block.streak':
       return { text: `${p.blocks} blocked stops in a row without a gain${p.escalated ? ' · reminded of gadfly claim limit' : ''}`, tone: p.escalated ? 'fail' : 'warn' };
     case 'moment.escalated':
@@ -169,9 +206,82 @@ export function describe(ev) {
     }
     case 'redteam.report':
       return { text: `red team ${p.id || ''}: ${p.held} held, ${p.broken} BROKEN, ${p.not_applicable} not applicable${p.error ? ` · ${oneLine(p.error)}` : ''}`, tone: p.status === 'held' ? 'pass' : 'fail' };
+    case 'hooks.install':
+      return { text: p.action === 'removed' ? `gadfly's hooks removed from ${str(p.settings_path)}` : `gadfly's hooks installed (${p.install?.kind || 'attach'}) in ${str(p.install?.settings_path)}`, tone: '' };
+    case 'violation':
+      return p.kind === 'turn_ended_ungated'
+        ? { text: `a turn ended with no Stop hook call: ${oneLine(str(p.changes))}`, tone: 'fail' }
+        : { text: `gadfly's hooks were changed: ${oneLine(str(p.changes))}`, tone: 'fail' };
+    case 'stop.ungated':
+      return { text: `a stop got past the gate: ${oneLine(str(p.why))}${p.resumed_by === 'run' ? ' · judged and resumed by gadfly\'s run' : ''}${p.claim ? ` · claims: ${oneLine(str(p.claim))}` : ''}`, tone: 'fail' };
+    case 'run.started':
+      return { text: `gadfly started ${p.agent || 'an agent'} (run ${p.run_id}) on ${p.daemon || 'this daemon'} · sandbox ${oneLine(str(p.sandbox))}`, tone: '' };
+    case 'run.resumed':
+      return { text: `run ${p.run_id} of ${p.agent || 'the agent'} resumed${p.session_id ? `, session ${p.session_id}` : ''}${p.from_daemon ? `, taken over from ${p.from_daemon}` : ''}`, tone: '' };
+    case 'run.suspended':
+      return { text: `run ${p.run_id} suspended: ${oneLine(str(p.why))}`, tone: 'warn' };
+    case 'run.ended':
+      return { text: `run ${p.run_id} ended: ${oneLine(str(p.detail || p.outcome))}`, tone: p.outcome === 'completed' ? 'pass' : p.outcome === 'failed' ? 'fail' : 'warn' };
+    case 'agent.output':
+      return { text: oneLine(str(p.line)), tone: '' };
+    case 'agent.session':
+      return { text: `${p.agent || 'agent'} session ${p.session_id || '?'} opened${p.model ? ` · model ${str(p.model)}` : ''}${p.version ? ` · version ${str(p.version)}` : ''}`, tone: '' };
+    case 'agent.feedback':
+      return { text: `told the agent: ${oneLine(str(p.text))}`, tone: '' };
+    case 'agent.user_message':
+      return { text: `user: ${oneLine(str(p.text))}`, tone: '' };
+    case 'agent.result':
+      return p.agent === 'codex'
+        ? { text: `turn ${str(p.event).replace(/^turn\./, '')}${p.detail ? ` · ${oneLine(words(p.detail))}` : ''}`, tone: /failed|error/.test(str(p.event)) ? 'fail' : '' }
+        : { text: `turn ended${p.is_error === true ? ' on an error' : ''}${p.num_turns !== undefined && p.num_turns !== null ? ` after ${p.num_turns} turns` : ''}${p.result ? `: ${oneLine(str(p.result))}` : ''}`, tone: p.is_error === true ? 'fail' : '' };
+    case 'agent.system':
+      return { text: `${str(p.subtype) || 'system'}${p.content ? `: ${oneLine(words(p.content))}` : ''}`, tone: '' };
+    case 'agent.event':
+      return { text: oneLine(words(p.event)), tone: '' };
+    case 'agent.crashed':
+      return { text: `${p.agent || 'the agent'} crashed (${str(p.status)}), restart ${p.restart}${p.stderr_tail ? ` · ${oneLine(str(p.stderr_tail))}` : ''}`, tone: 'fail' };
+    case 'gain.recheck':
+      return { text: `${nm('evaluation', p.evaluation_id)}: a gain to confirm, measured again with seed ${p.seed}`, tone: 'warn' };
+    case 'gain.confirmed':
+      return { text: `${nm('evaluation', p.evaluation_id)}: the gain held when measured again (seed ${p.seed})`, tone: 'pass' };
+    case 'gain.rejected':
+      return { text: `${nm('evaluation', p.evaluation_id)}: the gain did not hold when measured again (seed ${p.seed}) · ${oneLine(str(p.reasons))}`, tone: 'fail' };
+    case 'evaluation.remeasured':
+      return { text: `${nm('evaluation', p.evaluation_id)} was within noise of a bar: measured ${p.runs} times, the predicate ${p.holds ? 'holds' : 'fails'}${p.decided ? '' : ' (still within noise)'}`, tone: p.holds ? 'pass' : 'warn' };
+    case 'campaign.calibrated':
+      return { text: `calibrated: the initial kernel against itself, ${p.runs} runs, ${(p.scenarios || []).length} scenarios${(p.problems || []).length ? ` · ${oneLine(str(p.problems))}` : ''}`, tone: (p.problems || []).length ? 'warn' : '' };
+    case 'beam.family':
+      return { text: `beam family ${p.family} (${p.ref || ''}) ${p.how === 'tagged' ? `tagged at ${shortTree(p.commit)}` : 'discovered'}`, tone: '' };
+    case 'beam.abandoned':
+      return { text: `beam family ${p.family} abandoned: ${oneLine(str(p.reason))}`, tone: '' };
+    case 'agent.usage':
+      return { text: `${p.tokens ?? 0} tokens${typeof p.cost_usd === 'number' ? ` · $${p.cost_usd.toFixed(4)}` : ''} (${p.source || 'reported'}${p.cumulative ? ', running total' : ''})`, tone: '' };
+    case 'budget.reached':
+      return { text: `run ${p.run_id} stopped by budget: ${p.budget} ${p.limit} reached · ${oneLine(str(p.detail))}`, tone: 'fail' };
+    case 'notify.delivery':
+      return { text: `${p.notify} notification to ${p.url}: ${p.status}${p.http_status ? ` (HTTP ${p.http_status})` : ''}, attempt ${p.attempt}${p.error ? ` · ${oneLine(str(p.error))}` : ''}`, tone: p.status === 'delivered' ? 'pass' : p.status === 'failed' ? 'fail' : '' };
+    case 'notify.configured': {
+      const hooks = (p.notify && p.notify.webhooks) || [];
+      return { text: `webhooks set: ${hooks.length ? hooks.map((w) => `${w.url} (${(w.events || []).join(', ')})`).join('; ') : 'none'}`, tone: '' };
+    }
+    case 'hook.notification':
+      return { text: `notification${hook.message ? `: ${oneLine(str(hook.message))}` : ''}`, tone: '' };
+    case 'hook.pre_compact':
+      return { text: `the context is compacted${hook.trigger ? ` (${hook.trigger})` : ''}`, tone: '' };
+    case 'hook.stop_failure':
+      return { text: `the turn ended on a failure${hook.error ? ` (${str(hook.error)})` : ''}${hook.last_assistant_message ? `: ${oneLine(str(hook.last_assistant_message))}` : ''}`, tone: 'fail' };
     default:
-      return { text: oneLine(JSON.stringify(p)), tone: '' };
+      // A kind this console does not know (a newer daemon's): its fields in words, never JSON.
+      return { text: oneLine(words(p)) || 'no details', tone: '', generic: true };
   }
+}
+
+/** A value as words: `key value` pairs, lists joined; no braces or quotes. */
+export function words(v) {
+  if (v === null || v === undefined) return '';
+  if (Array.isArray(v)) return v.map(words).filter(Boolean).join(', ');
+  if (typeof v === 'object') return Object.entries(v).map(([k, x]) => [k.replace(/_/g, ' '), words(x)]).filter(([, x]) => x !== '').map(([k, x]) => `${k} ${x}`).join(' · ');
+  return String(v);
 }
 
 export class Feed {
@@ -205,6 +315,13 @@ export class Feed {
       h('div', { class: 'feed-bar' }, h('div', { class: 'chips', role: 'group', 'aria-label': 'Event kinds' }, this.chips), this.search, this.total, this.pauseBtn),
       this.noteEl,
       this.list);
+  }
+
+  /** Per-campaign numbers (lib/numbers.js) changed: the rows are written again. */
+  renumber(numbers) {
+    this.numbers = numbers;
+    for (const ev of this.all) ev._text = undefined;
+    if (!this.paused) this.rerender();
   }
 
   /** A line above the list (e.g. that older events were not loaded). */
@@ -268,7 +385,7 @@ export class Feed {
   matches(ev) {
     if (!this.enabled.has(ev.family)) return false;
     if (!this.query) return true;
-    if (ev._text === undefined) ev._text = `${ev.kind} ${ev.session_id || ''} ${describe(ev).text}`.toLowerCase();
+    if (ev._text === undefined) ev._text = `${ev.kind} ${ev.session_id || ''} ${describe(ev, this.numbers).text}`.toLowerCase();
     return ev._text.includes(this.query);
   }
 
@@ -328,7 +445,7 @@ export class Feed {
   }
 
   row(ev) {
-    const { text, tone } = describe(ev);
+    const { text, tone } = describe(ev, this.numbers);
     const line = h('button', { type: 'button', class: 'ev-line', 'aria-expanded': 'false' },
       h('time', { class: 'num ev-time', datetime: ev.created_at }, clock(ev.created_at)),
       h('span', { class: 'ev-kind' }, label(ev.kind)),

@@ -5,6 +5,7 @@ import { api, optional, ApiError } from '../lib/api.js';
 import { h, fill, navLink, pill, rafThrottle } from '../lib/dom.js';
 import { speedup, micros, sci, millis, when, clock, full, ago, DASH, shortTree, truncate } from '../lib/format.js';
 import { Feed, label } from '../lib/feed.js';
+import { Numbers } from '../lib/numbers.js';
 import { Chart } from '../lib/chart.js';
 import { EventStream } from '../lib/sse.js';
 import { SpendCard } from './spend.js';
@@ -58,6 +59,39 @@ function guessMoment(evals, stops) {
   return 'plateau';
 }
 
+/** An evaluation's failures, split: the evaluation itself failed (nothing
+ *  measured: the build, the harness run, its results file) or it ran and
+ *  the predicate does not hold (a bar missed, a constraint, a gain not
+ *  confirmed). The API splits them; an older daemon's are all `failures`. */
+function failuresOf(e) {
+  if (Array.isArray(e.evaluation_failures)) return { evaluation: e.evaluation_failures, predicate: e.predicate_failures || [] };
+  return { evaluation: [], predicate: e.failures || [] };
+}
+
+/** What a failing verdict says, in a line: no result, or which scenarios fail and why. */
+function verdictWords(e, scen) {
+  const { evaluation, predicate } = failuresOf(e);
+  if (evaluation.length) return `the evaluation failed, nothing was measured: ${evaluation[0].split('\n')[0]}`;
+  const failing = (e.scenarios || []).filter((x) => !x.passes).map((x) => x.scenario);
+  const parts = [];
+  if (failing.length) parts.push(`${failing.length} of ${scen} scenarios fail (${failing.join(', ')})`);
+  else parts.push(`all ${scen} scenarios pass`);
+  if (predicate.length) parts.push(predicate[0].split('\n')[0]);
+  return `it ran; ${parts.join(' · ')}`;
+}
+
+/** The notices under a verdict: the evaluation failed, and what the predicate does not hold on. */
+function failureNotices(e) {
+  const { evaluation, predicate } = failuresOf(e);
+  const list = (fs) => h('ul', null, fs.map((f) => h('li', null, f)));
+  return [
+    evaluation.length ? h('div', { class: 'notice fail eval-failures' },
+      h('b', null, 'The evaluation failed: nothing was measured (the build, the harness run or its results file). '), list(evaluation)) : null,
+    predicate.length ? h('div', { class: 'notice fail predicate-failures' },
+      h('b', null, evaluation.length ? 'And so the predicate does not hold: ' : 'The evaluation ran; the predicate does not hold: '), list(predicate)) : null,
+  ];
+}
+
 export function mount(root, ctx, id) {
   const base = `/campaigns/${encodeURIComponent(id)}`;
   const st = {
@@ -102,6 +136,12 @@ export function mount(root, ctx, id) {
   const claimsCard = new ClaimsCard(base);
   // The questions asked and not answered with fresh evidence yet (issue #35).
   const openCard = new OpenQuestionsCard(base);
+  // What the page shows is numbered in the campaign, 1, 2, 3... (issue #49); the API keeps its global ids.
+  const numbers = new Numbers();
+  feed.numbers = numbers;
+  openCard.numbers = numbers;
+  claimsCard.numbers = numbers;
+  claimsCard.onNumbers = () => feed.renumber(numbers);
 
   // ---- actions: evaluate now, archive -----------------------------------
   const evalBtn = h('button', { type: 'button', class: 'btn small', id: 'evaluate-now', title: 'Evaluate the workspace as it is now (what `gadfly eval` does)', onclick: () => evaluateNow() }, 'Evaluate now');
@@ -129,7 +169,8 @@ export function mount(root, ctx, id) {
       const e = await api(`${base}/evaluate`, { method: 'POST' });
       if (st.disposed) return;
       evalMsg.className = `eval-msg small ${e.holds ? 'ok' : 'bad'}`;
-      evalMsg.textContent = `Evaluation${isNum(e.id) ? ` #${e.id}` : ''}: the predicate ${e.holds ? 'holds' : 'fails'}${e.cached ? ' (this tree was evaluated before: the stored verdict)' : ''}.`;
+      if (isNum(e.id)) numbers.add('evaluation', e.id);
+      evalMsg.textContent = `Evaluation${isNum(e.id) ? ` ${numbers.tag('evaluation', e.id)}` : ''}: the predicate ${e.holds ? 'holds' : 'fails'}${e.cached ? ' (this tree was evaluated before: the stored verdict)' : ''}.`;
       scheduleRefresh();
     } catch (e) {
       if (st.disposed) return;
@@ -265,7 +306,8 @@ export function mount(root, ctx, id) {
       st.chosen = null;
       chosenNote.textContent = '';
       composerMsg.className = 'composer-msg ok';
-      composerMsg.textContent = `Question ${q.id} queued: it reaches the agent at its next stop attempt, or the next hook that can carry it.`;
+      numbers.add('question', q.id);
+      composerMsg.textContent = `Question ${numbers.tag('question', q.id)} queued: it reaches the agent at its next stop attempt, or the next hook that can carry it.`;
       st.lastAsked = q.id;
       if (st.detail) {
         const qs = st.detail.questions || (st.detail.questions = []);
@@ -386,6 +428,7 @@ export function mount(root, ctx, id) {
       h('span', { class: 'num muted', title: 'campaign spec' }, d.spec_path || ''));
     goal.textContent = spec.goal || '';
     goal.hidden = !spec.goal;
+    claimsCard.setState(d.state);
     archiveBtn.textContent = d.archived_at ? 'Unarchive' : 'Archive';
     archiveBtn.title = d.archived_at ? 'Show it in the campaigns list again' : 'Hide it from the campaigns list (nothing recorded is removed)';
     if (d.archived_at) {
@@ -397,11 +440,11 @@ export function mount(root, ctx, id) {
     const holds = e ? e.holds : null;
     bigVerdict.className = `big-verdict ${holds === true ? 'pass' : holds === false ? 'fail' : 'none'}`;
     const scen = e && Array.isArray(e.scenarios) ? e.scenarios.length : (spec.harness?.scenarios || []).length;
+    // The evaluation failed (nothing measured) or it ran and the predicate does not hold (issue #49).
+    const broke = e ? failuresOf(e).evaluation : [];
     fill(bigVerdict,
-      h('div', { class: 'bv-main' }, holds === true ? 'Predicate holds' : holds === false ? 'Predicate fails' : 'Not evaluated yet'),
-      h('div', { class: 'bv-sub' }, e
-        ? (holds ? `all ${scen} scenarios pass` : `${e.failing_count ?? DASH} of ${scen} scenarios fail${(e.failures || []).length ? ` · ${(e.failures || []).length} evaluation failure${e.failures.length === 1 ? '' : 's'}` : ''}`)
-        : `${scen} scenarios to measure`));
+      h('div', { class: 'bv-main' }, holds === true ? 'Predicate holds' : holds === false ? (broke.length ? 'Evaluation failed' : 'Predicate fails') : 'Not evaluated yet'),
+      h('div', { class: 'bv-sub' }, e ? (holds ? `all ${scen} scenarios pass` : verdictWords(e, scen)) : `${scen} scenarios to measure`));
 
     const pred = spec.predicate || {};
     const stops = d.stop_attempts || [];
@@ -423,8 +466,9 @@ export function mount(root, ctx, id) {
         e ? (geoOk ? 'ok' : 'bad') : ''),
       kpi('Worst scenario', e && e.incorrect && isNum(e.worst_speedup) ? h('span', { class: 'void', title: 'an incorrect evaluation: its figures do not count' }, speedup(e.worst_speedup)) : speedup(e?.worst_speedup), [e?.worst_scenario ? h('span', { class: 'num' }, e.worst_scenario) : DASH, ` · ≥ ${speedup(pred.min_speedup ?? 1)}`], e ? (worstOk ? 'ok' : 'bad') : ''),
       kpi('Evaluations', String(d.evaluations ?? st.evals.length), e ? [`last ${ago(e.created_at)}`] : 'none yet'),
-      kpi('Stop attempts', String(stops.length), `${blocked} blocked · ${stops.length - blocked - ungated} let through${ungated ? ` · ${ungated} ungated` : ''}`, ungated ? 'bad' : ''),
-      kpi('Questions', String(qs.length), `${qs.filter((q) => q.status === 'queued').length} queued · ${qs.filter((q) => q.status === 'delivered').length} delivered`),
+      kpi('Stop attempts', String(stops.length), [`${blocked} blocked · ${stops.length - blocked - ungated} let through${ungated ? ` · ${ungated} ungated` : ''}`,
+        d.failed_start ? h('div', { class: 'bad failed-start', title: d.failed_start.why || '' }, `then the agent's session failed to start${d.failed_start.error ? `: ${d.failed_start.error}` : ''}`) : null], ungated || d.failed_start ? 'bad' : ''),
+      kpi('Questions', String(qs.length), questionCounts(qs)),
       lastEventKpi);
     renderLastEvent();
   }
@@ -447,7 +491,7 @@ export function mount(root, ctx, id) {
     const pred = d.spec?.predicate || {};
     const min = pred.min_speedup ?? 1;
     fill(predicateHead, e
-      ? [h('span', { class: 'num' }, `#${e.id}`), ' · ', h('span', { title: full(e.created_at) }, when(e.created_at)), ' · tree ', h('span', { class: 'num' }, shortTree(e.tree)), ` · ${millis(e.duration_ms)}`,
+      ? [h('span', { class: 'num', title: `evaluation id ${e.id}` }, numbers.tag('evaluation', e.id)), ' · ', h('span', { title: full(e.created_at) }, when(e.created_at)), ' · tree ', h('span', { class: 'num' }, shortTree(e.tree)), ` · ${millis(e.duration_ms)}`,
         h('span', { class: 'muted' }, ` · each scenario ${pred.correct === false ? '' : 'correct and '}≥ ${speedup(min)}${isNum(pred.min_geomean_speedup) ? `, geomean ≥ ${speedup(pred.min_geomean_speedup)}` : ''}${isNum(pred.min_compare_speedup) ? ` · ≥ ${speedup(pred.min_compare_speedup)} the comparison` : ''}${isNum(pred.min_compare_geomean) ? `, geomean ≥ ${speedup(pred.min_compare_geomean)} of it` : ''}`)]
       : []);
     if (!e) {
@@ -502,7 +546,6 @@ export function mount(root, ctx, id) {
     const geoOk = !e.incorrect && isNum(e.geomean_speedup) && (!isNum(pred.min_geomean_speedup) || e.geomean_speedup >= pred.min_geomean_speedup);
     const geoCompareOk = !e.incorrect && isNum(e.geomean_compare_speedup) && (!isNum(pred.min_compare_geomean) || e.geomean_compare_speedup >= pred.min_compare_geomean);
     const footOk = geoOk && (!compared || !isNum(pred.min_compare_geomean) || geoCompareOk);
-    const failures = e.failures || [];
     fill(predicateBody,
       h('div', { class: 'table-wrap' }, h('table', { class: 'table predicate' },
         h('thead', null, h('tr', null,
@@ -522,7 +565,7 @@ export function mount(root, ctx, id) {
           h('td', { class: `num right speed ${geoVoid ? 'void bad' : geoOk ? 'ok' : 'bad'}` }, speedup(e.geomean_speedup)),
           compared ? h('td', { class: `num right speed compare ${isNum(pred.min_compare_geomean) ? (geoCompareOk ? 'ok' : 'bad') : 'muted'}` }, speedup(e.geomean_compare_speedup)) : null,
           h('td', null, geoVoid ? pill('does not count', 'fail') : isNum(pred.min_geomean_speedup) || (compared && isNum(pred.min_compare_geomean)) ? pill(footOk ? 'pass' : 'fail', footOk ? 'pass' : 'fail') : null))))),
-      failures.length ? h('div', { class: 'notice fail' }, h('b', null, 'The evaluation itself failed: '), h('ul', null, failures.map((f) => h('li', null, f)))) : null);
+      failureNotices(e));
   }
 
   function renderStops() {
@@ -545,7 +588,7 @@ export function mount(root, ctx, id) {
         } }, open ? '▾ ' : '▸ ', truncate(firstLine, 150))
         : h('span', { class: 'muted' }, x.decision === 'allow' ? 'the predicate holds' : DASH);
       rows.push(h('tr', { class: `stop ${x.decision}${open ? ' open' : ''}`, dataset: { stop: x.id } },
-        h('td', { class: 'num' }, String(x.id)),
+        h('td', { class: 'num', title: `stop attempt id ${x.id}` }, String(numbers.n('stop', x.id) ?? `id ${x.id}`)),
         h('td', null,
           h('div', { class: 'num nowrap', title: full(x.created_at) }, when(x.created_at)),
           h('div', { class: 'num small muted', title: `session ${x.session_id || '?'} · ${x.agent || ''}` }, x.session_id ? truncate(x.session_id, 16) : DASH)),
@@ -554,9 +597,9 @@ export function mount(root, ctx, id) {
           pill(x.decision.replace('_', ' '), ['block', 'ungated', 'unavailable_block'].includes(x.decision) ? 'fail' : x.decision === 'allow' ? 'pass' : 'none'),
           h('div', { class: 'small' }, x.evaluation_id === null || x.evaluation_id === undefined
             ? h('span', { class: 'bad' }, 'not evaluated')
-            : [h('span', { class: x.holds ? 'ok' : 'bad' }, x.holds ? 'holds' : 'fails'), h('span', { class: 'num muted' }, ` · eval #${x.evaluation_id}`)]),
+            : [h('span', { class: x.holds ? 'ok' : 'bad' }, x.holds ? 'holds' : 'fails'), h('span', { class: 'num muted', title: `evaluation id ${x.evaluation_id}` }, ` · eval ${numbers.tag('evaluation', x.evaluation_id)}`)]),
           x.stop_hook_active ? h('div', { class: 'muted small', title: 'stop_hook_active: the agent was already continuing after a block' }, 'after a block') : null),
-        h('td', { class: 'reason' }, toggle, x.question_id ? h('div', { class: 'muted small' }, `carried question #${x.question_id}`) : null)));
+        h('td', { class: 'reason' }, toggle, x.question_id ? h('div', { class: 'muted small' }, `carried question ${numbers.tag('question', x.question_id)}`) : null)));
       if (open) rows.push(h('tr', { class: `stop-detail ${x.decision}` }, h('td', { colspan: 5 }, h('pre', null, reason))));
     }
     fill(stopsBody, h('div', { class: 'table-wrap' }, h('table', { class: 'table stops' },
@@ -612,13 +655,22 @@ export function mount(root, ctx, id) {
     }
     fill(evalBody, h('div', { class: 'eval-detail' },
       h('div', { class: 'meta' },
-        h('span', { class: 'num' }, `#${e.id}`), h('span', { class: 'num' }, `tree ${e.tree}`),
+        h('span', { class: 'num', title: `evaluation id ${e.id}` }, numbers.tag('evaluation', e.id)), h('span', { class: 'num' }, `tree ${e.tree}`),
         h('span', null, millis(e.duration_ms)), e.cached ? h('span', null, 'from cache') : null,
         h('span', { title: full(e.created_at) }, when(e.created_at))),
       (e.violations || []).length ? h('div', { class: 'notice fail' }, h('b', null, 'Constraint violations'), h('ul', null, e.violations.map((v) => h('li', null, v)))) : null,
-      (e.failures || []).length ? h('div', { class: 'notice fail' }, h('b', null, 'Failures'), h('ul', null, e.failures.map((v) => h('li', null, v)))) : null,
+      failureNotices(e),
       step('build', e.build),
       step('run', e.run)));
+  }
+
+  /** Queued, delivered and expired, which add up to the total (and tell the open-questions card). */
+  function questionCounts(qs) {
+    const n = (status) => qs.filter((q) => q.status === status).length;
+    const counts = { queued: n('queued'), delivered: n('delivered'), expired: n('expired') };
+    openCard.setCounts(counts);
+    const other = qs.length - counts.queued - counts.delivered - counts.expired;
+    return `${counts.queued} queued · ${counts.delivered} delivered${counts.expired ? ` · ${counts.expired} expired` : ''}${other ? ` · ${other} other` : ''}`;
   }
 
   function renderQuestions() {
@@ -634,7 +686,7 @@ export function mount(root, ctx, id) {
         pill(q.status, q.status === 'delivered' ? 'pass' : 'warn', { class: 'q-status' }),
         h('span', { class: 'small' }, q.source === 'human' ? 'person' : `bank ${q.bank_id || ''}`),
         q.moment ? h('span', { class: 'muted small' }, q.moment.replace(/_/g, ' ')) : null,
-        h('span', { class: 'num muted small q-id' }, `#${q.id}`)),
+        h('span', { class: 'num muted small q-id', title: `question id ${q.id}` }, numbers.tag('question', q.id))),
       h('div', { class: 'q-text' }, q.text),
       h('div', { class: 'muted small' },
         h('span', { title: full(q.created_at) }, `asked ${when(q.created_at)}`),
@@ -652,6 +704,7 @@ export function mount(root, ctx, id) {
       minSpeedup: d.spec?.predicate?.min_speedup,
       minGeomean: d.spec?.predicate?.min_geomean_speedup,
       campaign: d.id,
+      numbers,
     });
   }
 
@@ -703,12 +756,26 @@ export function mount(root, ctx, id) {
     fill(bigVerdict, h('div', { class: 'bv-main' }, 'Unavailable'), h('div', { class: 'bv-sub' }, e.message));
   }
 
+  /** The campaign's numbers from what the page read (`evals`: all its
+   *  evaluations, when read); what names them is drawn again when they change. */
+  function renumber(d, evals) {
+    let changed = numbers.set('stop', (d.stop_attempts || []).map((x) => x.id));
+    changed = numbers.set('question', (d.questions || []).map((q) => q.id)) || changed;
+    if (evals) changed = numbers.set('evaluation', evals.map((x) => x.id)) || changed;
+    if (changed) {
+      drawn.clear();
+      feed.renumber(numbers);
+      openCard.render();
+    }
+  }
+
   async function loadAll() {
     try {
       const [detail, evals] = await Promise.all([api(base), api(`${base}/evaluations`)]);
       if (st.disposed) return;
       st.detail = detail;
       st.evals = workspaceOnly(evals);
+      renumber(detail, evals);
       renderAll();
     } catch (e) {
       if (!st.disposed) showError(e);
@@ -729,11 +796,15 @@ export function mount(root, ctx, id) {
         st.detail = d;
         const e = d.latest_evaluation;
         const at = e && isNum(e.id) ? st.evals.findIndex((x) => x.id === e.id) : -1;
+        let all = null;
         if (at >= 0) st.evals[at] = e; // a re-check may have rewritten its verdict
         else if (e && isNum(e.id)) {
-          if (!st.evals.length || e.id > st.evals[st.evals.length - 1].id) st.evals.push(e);
-          else st.evals = workspaceOnly(await api(`${base}/evaluations`));
+          // A new one: every evaluation of the campaign is read again, for their numbers (a beam's count too).
+          all = await api(`${base}/evaluations`);
+          if (st.disposed) return;
+          st.evals = workspaceOnly(all);
         }
+        renumber(d, all);
         renderAll();
       } while (st.again && !st.disposed);
     } catch (e) {
@@ -799,7 +870,7 @@ export function mount(root, ctx, id) {
         const q = (st.detail.questions || []).find((x) => x.id === data.payload.question_id);
         if (data.payload.question_id === st.lastAsked) {
           composerMsg.className = 'composer-msg ok';
-          composerMsg.textContent = `Question ${st.lastAsked} delivered at ${clock(data.created_at)}${data.payload.via ? ` via ${String(data.payload.via).replace(/_/g, ' ')}` : ''}.`;
+          composerMsg.textContent = `Question ${numbers.tag('question', st.lastAsked)} delivered at ${clock(data.created_at)}${data.payload.via ? ` via ${String(data.payload.via).replace(/_/g, ' ')}` : ''}.`;
         }
         if (q && q.status !== 'delivered') {
           q.status = 'delivered';

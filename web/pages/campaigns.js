@@ -49,6 +49,18 @@ export function agentCell(c, specAgent) {
   return specAgent ? h('b', null, specAgent) : h('span', { class: 'muted' }, DASH);
 }
 
+/** The last word on the agent's stops: a session that failed at start-up
+ *  after the last stop attempt is a failed start, not that attempt's decision
+ *  (issue #49); else the last decision. */
+export function lastStopPill(c) {
+  const f = c.failed_start;
+  if (f) {
+    return pill('last: failed start', 'fail', { class: 'failed-start', title: `${f.why || 'the session failed at start-up'}${f.error ? ` · ${f.error}` : ''} (${full(f.created_at)})` });
+  }
+  if (!c.last_decision) return null;
+  return pill(`last ${c.last_decision.replace(/_/g, ' ')}`, ['block', 'ungated', 'unavailable_block'].includes(c.last_decision) ? 'fail' : c.last_decision === 'allow' ? 'pass' : 'none', { class: 'last-decision' });
+}
+
 function sparkline(values) {
   const vals = values.filter((v) => typeof v === 'number' && v > 0);
   if (vals.length < 2) return null;
@@ -163,7 +175,7 @@ export function mount(root, ctx) {
         h('td', null, series ? sparkline(series.values) : null),
         h('td', { class: 'nowrap' }, c.worst_scenario ? [h('span', { class: `num ${c.incorrect ? 'void' : tone(c.worst_speedup, pred.min_speedup)}` }, speedup(c.worst_speedup)), ' ', h('span', { class: 'muted' }, c.worst_scenario)] : DASH),
         h('td', { class: 'num right' }, String(c.evaluations ?? 0)),
-        h('td', { class: 'nowrap' }, h('span', { class: 'num' }, String(c.stop_attempts ?? 0)), c.last_decision ? [' ', pill(`last ${c.last_decision}`, c.last_decision === 'block' ? 'fail' : c.last_decision === 'allow' ? 'pass' : 'none')] : null),
+        h('td', { class: 'nowrap c-stops' }, h('span', { class: 'num' }, String(c.stop_attempts ?? 0)), ' ', lastStopPill(c)),
         h('td', { class: 'nowrap c-agent' }, agentCell(c, agent)),
         h('td', { class: 'nowrap c-mode' }, c.mode || DASH, h('div', { class: 'small' }, statePill(c))),
         h('td', { class: 'nowrap' }, c.last_event

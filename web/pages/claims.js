@@ -13,6 +13,14 @@ import { when, full, speedup } from '../lib/format.js';
 const KIND = { limit: ['limit', 'warn'], blocked: ['blocked', 'tag'], done: ['done', 'tag'] };
 /** Events after which the card reads the claims again. */
 const RELOAD = new Set(['claim', 'claim.verdict']);
+/** The campaign states in which no agent waits on a person's verdict (the API's `state`). */
+const FINISHED = {
+  done: 'the predicate held and the stop was allowed',
+  limit_accepted: 'a limit was accepted',
+  stopped_by_budget: 'a budget ran out',
+  stopped: 'the run was stopped',
+  failed: 'the run failed',
+};
 
 export class ClaimsCard {
   constructor(base) {
@@ -39,6 +47,8 @@ export class ClaimsCard {
       const claims = await api(`${this.base}/claims`);
       if (this.disposed) return;
       this.claims = claims;
+      // Numbered in the campaign (issue #49); the feed names them so too.
+      if (this.numbers && this.numbers.set('claim', claims.map((c) => c.id)) && this.onNumbers) this.onNumbers();
       this.render();
     } catch (e) {
       if (!this.disposed) this.status.textContent = `Could not read the claims: ${e.message}`;
@@ -59,6 +69,14 @@ export class ClaimsCard {
 
   dispose() {
     this.disposed = true;
+  }
+
+  /** The campaign's state (the API's `state`): once it is finished, a limit
+   *  claim nobody judged is closed, not a question still waiting (issue #49). */
+  setState(state) {
+    if (state === this.state) return;
+    this.state = state;
+    if (this.claims.length) this.render();
   }
 
   draft(id) {
@@ -125,6 +143,9 @@ export class ClaimsCard {
         typeof v.geomean_speedup === 'number' ? `, geomean ${speedup(v.geomean_speedup)}` : '');
     } else if (v) {
       foot = h('div', { class: 'claim-verdict bad small' }, `rejected by ${v.by}: ${v.reason || ''}`);
+    } else if (c.claim === 'limit' && FINISHED[this.state]) {
+      foot = h('div', { class: 'claim-closed muted small' },
+        pill('closed', 'none'), ` never judged: the campaign finished (${this.state.replace(/_/g, ' ')}: ${FINISHED[this.state]}) before anyone accepted or rejected it`);
     } else if (c.claim === 'limit') {
       const reason = h('textarea', { rows: 2, maxlength: 4000, class: 'claim-reason', placeholder: 'Why not? (the agent reads it)', 'aria-label': 'Reason to reject' });
       const draft = this.draft(c.id);
@@ -139,7 +160,7 @@ export class ClaimsCard {
     }
     return h('li', { class: 'claim', dataset: { claim: String(c.id) } },
       h('div', { class: 'claim-head small' }, pill(kind, tone), ' ',
-        h('span', { class: 'num muted' }, `claim ${c.id}`), ' · ',
+        h('span', { class: 'num muted', title: `claim id ${c.id}` }, this.numbers ? this.numbers.name('claim', c.id) : `claim ${c.id}`), ' · ',
         h('span', { class: 'muted', title: full(c.created_at) }, when(c.created_at)),
         typeof c.geomean_speedup === 'number' ? h('span', { class: 'muted' }, ` · at ${speedup(c.geomean_speedup)}`) : null),
       h('blockquote', { class: 'claim-why' }, c.why),

@@ -55,10 +55,31 @@ export class OpenQuestionsCard {
     const escalated = this.open.filter((q) => q.escalated).length;
     this.count.textContent = this.open.length ? `${this.open.length}${escalated ? ` · ${escalated} escalated` : ''}` : '';
     if (!this.open.length) {
-      fill(this.body, h('div', { class: 'empty muted small' }, 'Every question asked has been answered with fresh evidence, or none was asked.'));
+      fill(this.body, h('div', { class: 'empty muted small' }, this.emptyWords()));
       return;
     }
     fill(this.body, h('ol', { class: 'open-questions-list' }, this.open.map((q) => this.item(q))));
+  }
+
+  /** The campaign's questions by status (the page's list), so that this card's
+   *  words agree with its counts: a queued question is not answered. */
+  setCounts(counts) {
+    const was = JSON.stringify(this.counts || null);
+    this.counts = counts;
+    if (JSON.stringify(counts) !== was && !this.open.length) this.render();
+  }
+
+  emptyWords() {
+    const c = this.counts || {};
+    const queued = c.queued || 0;
+    const waiting = queued ? ` ${queued} question${queued === 1 ? ' is' : 's are'} queued, not delivered yet: not answered either (the agent gets ${queued === 1 ? 'it' : 'them'} at its next stop attempt).` : '';
+    if (!c.delivered) return `No question has reached the agent yet.${waiting}`;
+    return `Every delivered question has been answered with fresh evidence.${waiting}`;
+  }
+
+  /** A question's number in the campaign (issue #49), else its id. */
+  tag(id) {
+    return this.numbers ? this.numbers.tag('question', id) : `#${id}`;
   }
 
   item(q) {
@@ -71,14 +92,14 @@ export class OpenQuestionsCard {
         state,
         h('span', { class: 'small' }, q.source === 'human' ? 'person' : `bank ${q.bank_id || ''}`),
         q.moment ? h('span', { class: 'muted small' }, q.moment.replace(/_/g, ' ')) : null,
-        h('span', { class: 'num muted small q-id' }, `#${q.question_id}`)),
+        h('span', { class: 'num muted small q-id', title: `question id ${q.question_id}` }, this.tag(q.question_id))),
       h('div', { class: 'q-text' }, q.text),
       h('div', { class: 'muted small q-age' },
         h('span', { title: full(q.delivered_at) }, `delivered ${ago(q.delivered_at)}`),
         ` · ${q.turns} stop attempt${q.turns === 1 ? '' : 's'} without an answer`,
         q.baseline_tree ? ` · asked at tree ${shortTree(q.baseline_tree)}` : ''),
       reasks.length ? h('ul', { class: 'small q-reasks' }, reasks.map((r) => h('li', { dataset: { question: String(r.question_id) } },
-        `re-ask #${r.question_id} (${r.bank_id || 'same text'}): `,
+        `re-ask ${this.tag(r.question_id)} (${r.bank_id || 'same text'}): `,
         r.status === 'delivered' ? h('span', { title: full(r.delivered_at) }, `delivered ${ago(r.delivered_at)}, ${r.turns} turn${r.turns === 1 ? '' : 's'} since`)
           : r.status === 'queued' ? 'waits for the next stop attempt' : 'expired before it reached the agent'))) : null,
       q.escalated ? h('div', { class: 'small bad q-escalated', title: full(q.escalated_at) }, `escalated ${ago(q.escalated_at)}: the agent answered neither form`) : null);
