@@ -101,7 +101,11 @@ fn the_console_in_headless_chromium() {
     let spec = std::fs::read_to_string(f.spec()).unwrap();
     let quoted = serde_json::to_string(NAME).unwrap(); // a valid TOML basic string too
     std::fs::write(f.spec(), spec.replacen("name = \"fixture\"", &format!("name = {quoted}"), 1)).unwrap();
-    let d = Daemon::start(&f.data_dir());
+    // The webhooks' secret, in the daemon's environment before it starts
+    // (a webhook naming one it lacks is refused).
+    let mut serve = Daemon::serve_command(&f.data_dir());
+    serve.env("GADFLY_CONSOLE_HOOK_SECRET", "console-test-secret").env_remove("GADFLY_CONSOLE_HOOK_SECRET_2");
+    let d = Daemon::start_cmd(&f.data_dir(), serve);
     assert_serves_this_web_dir(&d);
     let id = d.create_campaign(&f.spec());
 

@@ -101,7 +101,12 @@ fn the_readme_recipe_runs_the_real_harness_on_the_initial_kernel() {
         assert!(s["speedup"].as_f64().is_some_and(|x| x > 0.3 && x < 3.0), "{s:#}");
         for r in s["reasons"].as_array().into_iter().flatten() {
             let r = r.as_str().unwrap_or("");
-            assert!(r.contains("speedup"), "a failing scenario fails on speed alone: {s:#}");
+            // On a loaded machine the harness may say its timing cannot be
+            // trusted: "cannot tell", never a verdict on the kernel.
+            assert!(
+                r.contains("speedup") || r.starts_with("cannot tell"),
+                "a failing scenario fails on speed alone: {s:#}"
+            );
         }
     }
     // The predicate fails on speed: the geometric mean misses 1.2x.
