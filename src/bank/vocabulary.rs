@@ -17,8 +17,17 @@ use super::Entry;
 use crate::campaign::CampaignSpec;
 
 /// What an entry may declare it assumes (`applies.assumes`).
-pub const ASSUMPTIONS: [&str; 7] =
-    ["several_scenarios", "quoted_peak", "kernel_code", "timed_figure", "wall_clock", "agent_trials", "branches"];
+pub const ASSUMPTIONS: [&str; 9] = [
+    "several_scenarios",
+    "quoted_peak",
+    "kernel_code",
+    "timed_figure",
+    "wall_clock",
+    "agent_trials",
+    "branches",
+    "long_stall",
+    "dropped_failures",
+];
 
 /// The detectors whose evidence shows the agent working between its
 /// evaluations (where quick trials of its own can be), for `agent_trials`.
@@ -138,7 +147,10 @@ pub fn undeclared(e: &Entry) -> Vec<String> {
 /// campaign whose log has no clock (`facts.clock = "none"`: a replayed
 /// experiment log); the agent's own quick trials, where nothing shows it
 /// working between evaluations (only an idle plateau or an edit loop
-/// does: an experiment log's rows are all full evaluations).
+/// does: an experiment log's rows are all full evaluations); a stop rule
+/// for a direction at a stall shorter than four windows (`long_stall`); a
+/// branch dropped for a bug where no evaluation has failed
+/// (`dropped_failures`).
 pub fn contradicted_by_evidence(e: &Entry, ev: Option<&Evidence>) -> bool {
     let assumes = |a: &str| e.applies.assumes.iter().any(|x| x == a);
     let peak =
@@ -146,9 +158,16 @@ pub fn contradicted_by_evidence(e: &Entry, ev: Option<&Evidence>) -> bool {
     let no_clock = assumes("wall_clock") && ev.and_then(|ev| ev.facts.get("clock")).is_some_and(|c| c == "none");
     let no_trials = assumes("agent_trials")
         && !ev.and_then(|ev| ev.detector.as_deref()).is_some_and(|d| TRIALS_SEEN_BY.contains(&d));
+    let fact = |k: &str| ev.and_then(|ev| ev.facts.get(k)).and_then(|v| v.parse::<f64>().ok());
+    // A stop rule for a direction fits a stall several windows long, not
+    // the first signal of one.
+    let short_stall =
+        assumes("long_stall") && matches!((fact("stall"), fact("window")), (Some(s), Some(w)) if s < 4.0 * w);
+    // A branch dropped for a bug needs a failed evaluation somewhere.
+    let nothing_failed = assumes("dropped_failures") && fact("failed") == Some(0.0);
     let kind = ev.and_then(|ev| ev.facts.get("failure_kind"));
     let other_failure = matches!(kind, Some(k) if !e.applies.failures.is_empty() && !e.applies.failures.contains(k));
-    peak || other_failure || no_clock || no_trials
+    peak || other_failure || no_clock || no_trials || short_stall || nothing_failed
 }
 
 #[cfg(test)]
@@ -201,5 +220,23 @@ mod tests {
         assert!(contradicted_by_evidence(quick, Some(&ev("geomean_jump", None))));
         assert!(!contradicted_by_evidence(quick, Some(&ev("tool_calls_without_evaluation", None))));
         assert!(!contradicted_by_evidence(quick, Some(&ev("edit_loop", None))));
+    }
+
+    #[test]
+    fn a_stop_rule_waits_for_a_long_stall_and_a_dropped_branch_for_a_failure() {
+        let bank = crate::bank::embedded();
+        let stop_rule = bank.get("process-012").expect("process-012");
+        let dropped = bank.get("process-002").expect("process-002");
+        let ev = |pairs: &[(&str, &str)]| Evidence {
+            detector: Some("plateau".into()),
+            facts: pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            ..Default::default()
+        };
+        assert!(contradicted_by_evidence(stop_rule, Some(&ev(&[("stall", "5"), ("window", "5")]))));
+        assert!(!contradicted_by_evidence(stop_rule, Some(&ev(&[("stall", "20"), ("window", "5")]))));
+        assert!(!contradicted_by_evidence(stop_rule, None), "an edit loop says nothing of a stall");
+        assert!(contradicted_by_evidence(dropped, Some(&ev(&[("failed", "0")]))));
+        assert!(!contradicted_by_evidence(dropped, Some(&ev(&[("failed", "2")]))));
+        assert!(!contradicted_by_evidence(dropped, Some(&Evidence::default())), "a claim's evidence has no count");
     }
 }

@@ -137,7 +137,8 @@ pub fn detect(history: &[Evaluation], s: &Settings) -> Vec<Finding> {
 /// Its facts say what the stall looks like, so that the question fits it:
 /// `stall` (evaluations since the last gain), `invalid` (evaluations of the
 /// window with no valid figure), `best_runs` (how many runs the best
-/// figure pools: 1 when it was never measured again), and `repeated`
+/// figure pools: 1 when it was never measured again), `failed` (the
+/// campaign's evaluations with no valid figure), and `repeated`
 /// (two evaluations of the stall with the very same figure from different
 /// trees: a hypothesis tested twice) where seen.
 pub fn plateau(history: &[Evaluation], s: &Settings) -> Option<Finding> {
@@ -193,6 +194,7 @@ pub fn plateau(history: &[Evaluation], s: &Settings) -> Option<Finding> {
         ("stall", stall as f64),
         ("invalid", invalid as f64),
         ("best_runs", best_runs as f64),
+        ("failed", history.iter().filter(|e| valid_figure(e).is_none()).count() as f64),
         // How far the window's best falls short of the best before it.
         ("shortfall_pct", if best_window.is_finite() { (1.0 - best_window / best_before) * 100.0 } else { f64::NAN }),
     ]);
