@@ -21,7 +21,10 @@ daemon's own decision code, default spec, autonomous mode, seed 1).
   experiment's figure (a naive start being fixed, not a suspicious gain).
 - A flip at the bar: two consecutive correct experiments judged one meeting
   the bar and the other missing it beyond noise (`min_speedup = 1.0` against
-  the first experiment) while their figures' intervals overlap. "Within
+  the first experiment) while their figures' intervals overlap (of a
+  session with several scenarios, the geometric means', unless the miss is
+  a scenario's own, beyond noise: that scenario's intervals cannot overlap
+  between a pass and a miss). "Within
   noise" counts the experiments whose interval straddles the bar (neither:
   the daemon measures such a tree again, a replay cannot); "parity" counts
   consecutive experiments both within 3% of the bar whose decisions differ
@@ -138,7 +141,8 @@ def replay_facts(report, one_scenario=True, nvidia=None):
                 ev_index += 1
                 within = any(r.startswith("within noise:") for f in d["failing"] for r in f["reasons"]) or any(
                     f.startswith("within noise:") for f in d["failures"])
-                holds.append((d["holds"], d["incorrect"], within, d.get("geomean_speedup")))
+                holds.append((d["holds"], d["incorrect"], within, d.get("geomean_speedup"),
+                              bool(d["failing"]) and not one_scenario))
                 intervals.append(d.get("geomean_interval"))
             elif w == "moment" and d["moment"] == "plateau" and d["detector"] == "plateau":
                 plateau_at.append(ev_index)
@@ -177,11 +181,15 @@ def flips(holds, intervals):
     """(flips, within noise, parity alternations), see the docstring."""
     n, parity = 0, 0
     for i in range(1, len(holds)):
-        (ha, ia_wrong, wa, ga), (hb, ib_wrong, wb, gb) = holds[i - 1], holds[i]
+        (ha, ia_wrong, wa, ga, sa), (hb, ib_wrong, wb, gb, sb) = holds[i - 1], holds[i]
         if ia_wrong or ib_wrong or ha == hb:
             continue
         a, b = intervals[i - 1], intervals[i]
-        if not (wa or wb) and a and b and a[0] <= b[1] and b[0] <= a[1]:
+        # Of several scenarios, one that fails its own bar beyond noise
+        # decides (it cannot overlap the same scenario passing its bar
+        # beyond noise); the geometric means overlapping is no flip then.
+        on_scenarios = sb if ha else sa
+        if not (wa or wb) and not on_scenarios and a and b and a[0] <= b[1] and b[0] <= a[1]:
             n += 1
         if ga and gb and abs(ga - 1) <= 0.03 and abs(gb - 1) <= 0.03:
             parity += 1
