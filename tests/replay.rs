@@ -697,7 +697,13 @@ fn bank_stats_learn_offline_from_replay_reports_pooled() {
         kind_rows.iter().filter(|r| r["withheld"]["n"] != 0).map(|r| r["asked"]["n"].as_u64().unwrap()).sum();
     let at_withheld = asked.iter().filter(|(_, g, m)| !g.is_empty() && withheld.contains(m)).count() as u64;
     assert_eq!(compared, at_withheld, "{kind_rows:?}");
-    assert!(kind_rows.iter().any(|r| r["withheld"]["n"] == withheld.len()), "{kind_rows:?}");
+    // Every withheld moment of a moment where questions were asked is
+    // counted by a kind's row (by both when both kinds were asked there).
+    let asked_at: std::collections::BTreeSet<&String> =
+        asked.iter().filter(|(_, g, _)| !g.is_empty()).map(|(_, _, m)| m).collect();
+    let coverable = withheld.iter().filter(|m| asked_at.contains(m)).count() as u64;
+    let counted: u64 = kind_rows.iter().map(|r| r["withheld"]["n"].as_u64().unwrap()).sum();
+    assert!(coverable > 0 && counted >= coverable, "{coverable} withheld moments to count: {kind_rows:?}");
     // The entries: the asks of each bank id add up to the questions asked.
     let asks: u64 = stats
         .as_object()
