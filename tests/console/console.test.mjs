@@ -1063,6 +1063,9 @@ try {
     eq(await item.getAttribute('data-escalated'), 'true', 'the escalated one is marked');
     eq(await item.getAttribute('data-reasks'), '1', 'with its re-ask');
     eq((await item.locator('.q-status').textContent()).trim(), 'escalated', 'its pill');
+    // Numbered once the page has read the campaign's questions (the card may
+    // draw first with the ids, then again with the numbers).
+    await until(async () => (await item.textContent()).includes('re-ask #'), 'the re-ask numbered in the campaign');
     const text = await item.textContent();
     // Questions are numbered in the campaign (issue #49), 1, 2, 3...
     const qids = (await api(`/campaigns/${asked}/questions`)).map((q) => q.id).sort((a, b) => a - b);
@@ -1088,6 +1091,9 @@ try {
     await page.goto(`${BASE}/campaigns/${asked}`);
     const lis = page.locator('.questions-list li.q');
     await until(async () => (await lis.count()) === qids.length, 'every question listed');
+    // Drawn with the ids until the page has read the campaign's lists, then numbered.
+    await until(async () => lis.evaluateAll((els) => els.every((li) => li.querySelector('.q-id').textContent.startsWith('#'))), 'the questions numbered');
+    await until(async () => (await page.locator('.card-predicate .card-sub .num').first().textContent()).startsWith('#'), 'the evaluation numbered');
     const shown = await lis.evaluateAll((els) => els.map((li) => [Number(li.dataset.question), li.querySelector('.q-id').textContent]));
     for (const [id, tag] of shown) eq(tag, `#${qids.indexOf(id) + 1}`, `question id ${id}'s number`);
     const latest = d.latest_evaluation;
@@ -1096,6 +1102,7 @@ try {
     await page.locator('#tab-stops').click();
     const rows = page.locator('table.stops tr.stop');
     await until(async () => (await rows.count()) === stops.length, 'every stop attempt');
+    await until(async () => rows.evaluateAll((trs) => trs.every((tr) => !tr.querySelector('td').textContent.startsWith('id'))), 'the stop attempts numbered');
     eq(await rows.evaluateAll((trs) => trs.map((tr) => tr.querySelector('td').textContent)), stops.map((_, i) => String(i + 1)).reverse(), 'stop attempts numbered 1 to n, newest first');
     eq(await rows.evaluateAll((trs) => trs.map((tr) => Number(tr.dataset.stop))), stops.map((x) => x.id).reverse(), 'the ids stay in the page\'s data');
     const detail = (await page.locator('.meta-state .pill.state').getAttribute('title')) || '';
