@@ -1034,9 +1034,11 @@ fn a_stop_that_cannot_be_evaluated_is_blocked_fail_closed_and_only_recorded_in_a
     let reply = stop(&d, &c, &id, "s1", "Done.");
     let r = block_reason(&reply);
     assert!(
-        r.starts_with("gadfly could not evaluate the candidate, so the stop predicate is not known to hold: taking a snapshot of the workspace"),
+        r.starts_with("gadfly could not evaluate the candidate, so the stop predicate is not known to hold: the workspace folder"),
         "{r}"
     );
+    // What is wrong and what to do (issue #49).
+    assert!(r.contains("no longer exists: restore it there"), "{r}");
     assert!(r.ends_with("Fix what this names (or ask the person supervising), then try to stop again."), "{r}");
     let s = stop_for(&d, &id, &reply["event_id"]);
     assert_eq!(s["decision"], "block");
