@@ -133,7 +133,7 @@ fn a_misspelt_section_or_key_is_named_with_the_nearest_valid_one() {
     let d = Daemon::start(&f.data_dir());
     edit_spec(&f, |t| t.replacen("[harness]", "[harnes]", 1));
     let err = stderr(&d.cmd().args(["campaign", "create", "--no-calibrate"]).arg(f.spec()).output().unwrap());
-    assert!(err.contains("campaign.toml:5:2: unknown section `harnes`; did you mean `harness`?"), "{err}");
+    assert!(err.contains("campaign.toml:5:2: field `harnes`: unknown section `harnes`; did you mean `harness`?"), "{err}");
     assert!(!err.contains("harnes.harnes"), "{err}");
     edit_spec(&f, |t| t.replacen("[harnes]", "[harness]", 1).replacen("timeout_s", "timeout_sec", 1));
     let err = stderr(&d.cmd().args(["campaign", "create", "--no-calibrate"]).arg(f.spec()).output().unwrap());

@@ -18,7 +18,8 @@ pub(super) fn unknown_name(text: &str, span: &std::ops::Range<usize>, message: &
             Some(p) => format!("unknown section `{header}` (`{name}` is not a section of [{p}])"),
             None => format!("unknown section `{header}`"),
         };
-        return Some((String::new(), format!("{what}; {}", hint(name, &valid, "sections and keys"))));
+        // The field is the section itself: every spec error names one.
+        return Some((header.to_string(), format!("{what}; {}", hint(name, &valid, "sections and keys"))));
     }
     let section = text[..line_start].lines().rev().find_map(header);
     let (field, what) = match &section {
@@ -71,7 +72,7 @@ mod tests {
         let msg = "unknown field `harnes`, expected one of `name`, `harness`, `predicate`";
         let text = "name = \"x\"\n[harnes]\nrun = 1\n";
         let (field, m) = unknown_name(text, &(12..18), msg).unwrap();
-        assert_eq!(field, "");
+        assert_eq!(field, "harnes");
         assert_eq!(m, "unknown section `harnes`; did you mean `harness`?");
         let msg = "unknown field `scenarioz`, expected `run` or `scenarios`";
         let text = "[harness]\nscenarioz = []\n";
