@@ -181,9 +181,15 @@ impl ClientFile {
     /// The file at [`client_file_path`]; None when there is none.
     pub fn load() -> anyhow::Result<Option<ClientFile>> {
         let Some(path) = client_file_path() else { return Ok(None) };
+        let named = std::env::var_os("GADFLY_CONFIG").is_some_and(|p| !p.is_empty());
         match std::fs::read_to_string(&path) {
             Ok(text) => ClientFile::parse(&path, &text).map(Some),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            // The default place under a home that is not this user's (a
+            // command run as another user with the caller's HOME, as the
+            // agent's user is): not this user's file. One named by
+            // GADFLY_CONFIG must be read.
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied && !named => Ok(None),
             Err(e) => Err(e).with_context(|| format!("reading the client config file {}", path.display())),
         }
     }
