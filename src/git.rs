@@ -385,3 +385,21 @@ impl WorkspaceView {
         Ok(())
     }
 }
+
+/// A walk of `workspace` as gadfly's snapshot sees it: `.gitignore` files
+/// only (not `.ignore`, not `.git/info/exclude`, not the user's global
+/// excludes), hidden files included, links not followed, `.git` skipped.
+/// Whatever walks the workspace to judge what an evaluation gets (the
+/// fingerprint, the spec's candidate check) walks it with these rules.
+pub fn snapshot_walk(workspace: &std::path::Path) -> ignore::WalkBuilder {
+    let mut walk = ignore::WalkBuilder::new(workspace);
+    walk.hidden(false)
+        .parents(false)
+        .ignore(false)
+        .git_exclude(false)
+        .git_global(false)
+        .require_git(false)
+        .follow_links(false)
+        .filter_entry(|e| e.file_name() != ".git");
+    walk
+}

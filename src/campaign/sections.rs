@@ -79,16 +79,7 @@ pub(super) fn check_candidate_matches(loc: &mut Locator, workspace: &std::path::
         })
         .collect();
     let mut unmatched: Vec<usize> = matchers.iter().map(|(i, _)| *i).collect();
-    let walker = ignore::WalkBuilder::new(workspace)
-        .hidden(false)
-        .parents(false)
-        .ignore(false)
-        .git_exclude(false)
-        .git_global(false)
-        .require_git(false)
-        .follow_links(false)
-        .filter_entry(|e| e.file_name() != ".git")
-        .build();
+    let walker = crate::git::snapshot_walk(workspace).build();
     // A workspace of millions of files is not walked to the end.
     for entry in walker.flatten().take(1_000_000) {
         if unmatched.is_empty() {

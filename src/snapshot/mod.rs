@@ -313,17 +313,7 @@ pub fn fingerprint(workspace: &Path, candidate: &[String]) -> anyhow::Result<Fin
     // The same ignore rules as the snapshot's git: `.gitignore` files only
     // (not `.ignore`, not `.git/info/exclude`, not the user's global
     // excludes), so a file the snapshot sees is never skipped here.
-    let walker = ignore::WalkBuilder::new(workspace)
-        .hidden(false)
-        .parents(false)
-        .ignore(false)
-        .git_exclude(false)
-        .git_global(false)
-        .require_git(false)
-        .follow_links(false)
-        .sort_by_file_name(|a, b| a.cmp(b))
-        .filter_entry(|e| e.file_name() != ".git")
-        .build();
+    let walker = crate::git::snapshot_walk(workspace).sort_by_file_name(|a, b| a.cmp(b)).build();
     let mut buf = vec![0u8; 64 << 10];
     for entry in walker {
         let entry = entry.with_context(|| format!("walking {}", workspace.display()))?;
