@@ -85,6 +85,15 @@ pub fn tree_of(key: &str) -> &str {
     key.split_once('+').map_or(key, |(tree, _)| tree)
 }
 
+/// The number a person sees for record `id` among its campaign's `ids`
+/// (issue #49): its place in the order of record, 1 for the first. The
+/// store's ids are global across campaigns, so a campaign's first
+/// evaluation may be id 16; what gadfly says (block reasons, `campaign
+/// show`, the console) is this number, and the API keeps the ids.
+pub fn number_in(ids: impl IntoIterator<Item = i64>, id: i64) -> usize {
+    ids.into_iter().filter(|&i| i <= id).count()
+}
+
 /// The kinds of failure [`Evaluation::failure_kind`] tells apart, as bank
 /// entries name them (`applies.failures`).
 pub const FAILURE_KINDS: [&str; 6] =

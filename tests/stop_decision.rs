@@ -785,29 +785,49 @@ fn a_claude_code_session_that_failed_at_start_up_is_a_failed_start_not_an_ungate
     std::fs::copy(claude_code_transcript("failed-start.jsonl"), projects.join("api-down.jsonl")).unwrap();
     hook("SessionStart", "api-down", start.clone());
     let end_api_down = hook("SessionEnd", "api-down", json!({"reason": "other"}));
-    // A prompt, then the API unreachable: the turn ended on a failure.
+    // A prompt, then the API unreachable: the model never answered, so no
+    // turn either (what a Claude Code that is not logged in does).
     std::fs::copy(claude_code_transcript("api-unreachable.jsonl"), projects.join("prompted.jsonl")).unwrap();
-    hook("SessionStart", "prompted", start);
-    hook(
-        "UserPromptSubmit",
-        "prompted",
-        json!({"prompt": "Make the kernel faster.", "permission_mode": "bypassPermissions"}),
+    let prompted = |session: &str| {
+        hook("SessionStart", session, start.clone());
+        hook(
+            "UserPromptSubmit",
+            session,
+            json!({"prompt": "Make the kernel faster.", "permission_mode": "bypassPermissions"}),
+        );
+        let failure = hook(
+            "StopFailure",
+            session,
+            json!({"error": "server_error", "last_assistant_message": "API Error: Connection refused — a firewall or proxy may be blocking it (ECONNREFUSED)"}),
+        );
+        hook("SessionEnd", session, json!({"reason": "other"}));
+        failure
+    };
+    let unanswered = prompted("prompted");
+    // The model answered (a tool call), then a request failed: a turn that
+    // ended outside the gate, an ungated stop.
+    let mut text = std::fs::read_to_string(claude_code_transcript("api-unreachable.jsonl")).unwrap();
+    let (head, tail) = text.split_at(text.find("\n{\"parentUuid\":\"c920387f").map_or(text.len(), |i| i + 1));
+    text = format!(
+        "{head}{}\n{tail}",
+        r#"{"type":"assistant","message":{"role":"assistant","model":"m","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"make"}}]}}"#
     );
-    let failure = hook(
-        "StopFailure",
-        "prompted",
-        json!({"error": "server_error", "last_assistant_message": "API Error: Connection refused — a firewall or proxy may be blocking it (ECONNREFUSED)"}),
-    );
-    hook("SessionEnd", "prompted", json!({"reason": "other"}));
+    std::fs::write(projects.join("answered.jsonl"), &text).unwrap();
+    let failure = prompted("answered");
+    // A prompt hook call seen, and a transcript that holds no prompt (it was
+    // emptied): nothing can be known, an ungated stop.
+    std::fs::write(projects.join("emptied.jsonl"), "").unwrap();
+    let emptied = prompted("emptied");
 
     let all = stops(&d, &id);
-    assert_eq!(all.len(), 1, "only the prompted session's failure is a stop attempt: {all:#?}");
-    assert_eq!(all[0]["session_id"], "prompted");
-    assert_eq!(all[0]["decision"], "ungated");
+    assert_eq!(all.len(), 2, "only the sessions with a turn, or none knowable, are stop attempts: {all:#?}");
+    assert_eq!((all[0]["session_id"].as_str(), all[1]["session_id"].as_str()), (Some("answered"), Some("emptied")));
+    assert!(all.iter().all(|a| a["decision"] == "ungated"), "{all:#?}");
     assert_eq!(all[0]["event_id"], failure["event_id"]);
+    assert_eq!(all[1]["event_id"], emptied["event_id"]);
     assert_eq!(all[0]["reason"], "the turn ended on a failure (StopFailure), with no Stop hook decision");
     let ungated = d.events(&id, "stop.ungated");
-    assert_eq!(ungated.len(), 1, "{ungated:#?}");
+    assert_eq!(ungated.len(), 2, "{ungated:#?}");
     let failed = d.events(&id, "session.failed_start");
     assert_eq!(
         failed,
@@ -817,7 +837,12 @@ fn a_claude_code_session_that_failed_at_start_up_is_a_failed_start_not_an_ungate
             json!({"why": "the session failed at start-up, before any prompt: no turn, so no stop to judge",
                    "error": "Connection refused — a firewall or proxy may be blocking it (ECONNREFUSED)",
                    "event_id": end_api_down["event_id"]}),
-        ]
+            json!({"why": "the model never answered the prompt (its request failed: not logged in, or the API \
+                           unreachable): no turn, so no stop to judge",
+                   "error": "API Error: Connection refused — a firewall or proxy may be blocking it (ECONNREFUSED)",
+                   "event_id": unanswered["event_id"]}),
+        ],
+        "one failed start per session, at its first end"
     );
 }
 

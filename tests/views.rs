@@ -7,7 +7,7 @@
 mod common;
 
 use common::{Daemon, Fixture, ALL_PASS};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 /// The geometric mean of ALL_PASS: 2x, 2.5x and 1.25x.
 const ALL_PASS_GEOMEAN: f64 = 1.842;
@@ -24,8 +24,11 @@ fn eval(d: &Daemon, id: &str) -> Value {
 fn a_kernel_wrong_everywhere_is_not_best_not_progress_and_its_geomean_does_not_count() {
     let f = Fixture::new("");
     let d = Daemon::start(&f.data_dir());
-    let id = d.create_campaign(&f.spec());
+    // Another campaign's evaluation first: ids are global, numbers are per campaign.
+    let other = d.create_campaign(&f.spec());
     f.set_candidate(ALL_PASS);
+    eval(&d, &other);
+    let id = d.create_campaign(&f.spec());
     let good = eval(&d, &id);
     assert_eq!((good["holds"].clone(), good["incorrect"].clone()), (Value::Bool(true), Value::Bool(false)), "{good}");
     assert_eq!(good["geomean_counts"], true);
@@ -72,6 +75,8 @@ fn a_kernel_wrong_everywhere_is_not_best_not_progress_and_its_geomean_does_not_c
     assert_eq!(latest["geomean_counts"], false);
     assert!(near(&detail["best_geomean_speedup"], ALL_PASS_GEOMEAN), "{detail}");
     assert_eq!(detail["best_evaluation_id"], good["id"]);
+    assert_ne!(good["id"], 1, "the other campaign's evaluation came first");
+    assert_eq!((detail["best_evaluation_number"].clone(), detail["latest_evaluation_number"].clone()), (json!(1), json!(3)));
     let evals = d.api_get(&format!("/campaigns/{id}/evaluations"));
     let marks: Vec<(bool, bool)> = evals
         .as_array()
@@ -92,7 +97,7 @@ fn a_kernel_wrong_everywhere_is_not_best_not_progress_and_its_geomean_does_not_c
     assert_eq!(line.matches("25.00x").count(), 1, "25x only in the note: {line}");
     let show = String::from_utf8(d.run(&["campaign", "show", &id]).stdout).unwrap();
     assert!(show.contains("geometric mean 25.00x does not count: 3 scenarios incorrect"), "{show}");
-    assert!(show.contains(&format!("best 1.84x (evaluation #{})", good["id"])), "{show}");
+    assert!(show.contains(&format!("best 1.84x (evaluation 1, id {})", good["id"])), "{show}");
 }
 
 #[test]

@@ -85,8 +85,13 @@ pub fn read_line(line: &str) -> Option<Line> {
 /// What a session's transcript says of its start.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Start {
-    /// A prompt was given (or the model answered): the session had a turn.
-    Prompted,
+    /// The model answered (a reply that is not Claude Code's stand-in for a
+    /// failed request): the session had a turn.
+    Answered,
+    /// A prompt was given, and every reply is Claude Code's stand-in for a
+    /// failed request ("API Error: ...", "Invalid API key · Please run
+    /// /login"): the model never took a turn. The first error recorded.
+    Unanswered { error: Option<String> },
     /// No prompt and no reply; the first error the transcript records (a
     /// failed API request), if any.
     NoPrompt { error: Option<String> },
@@ -96,9 +101,9 @@ pub enum Start {
 /// near its start.
 const START_READ: u64 = 4 << 20;
 
-/// Whether the session whose transcript is at `path` ever got a prompt,
-/// from the transcript's first lines. Claude Code writes no transcript for
-/// a session that ended before any prompt: a missing file is
+/// Whether the session whose transcript is at `path` ever got a prompt and
+/// an answer, from the transcript's first lines. Claude Code writes no
+/// transcript for a session that ended before any prompt: a missing file is
 /// [`Start::NoPrompt`]. None when the file cannot be read otherwise (or
 /// the path is not absolute): nothing is known.
 pub fn session_start(path: &Path) -> Option<Start> {
@@ -112,22 +117,29 @@ pub fn session_start(path: &Path) -> Option<Start> {
     };
     let mut buf = Vec::new();
     file.take(START_READ).read_to_end(&mut buf).ok()?;
-    Some(read_start(&String::from_utf8_lossy(&buf)))
+    let start = read_start(&String::from_utf8_lossy(&buf));
+    // Cut short: an answer may lie beyond what was read; held as answered
+    // (the turn's end is then judged as ungated, the strict reading).
+    if buf.len() as u64 >= START_READ && matches!(start, Start::Unanswered { .. }) {
+        return Some(Start::Answered);
+    }
+    Some(start)
 }
 
 /// [`session_start`] of a transcript's text (JSON lines; a line cut short
 /// or not JSON is skipped).
 pub fn read_start(text: &str) -> Start {
     let mut error = None;
+    let mut prompted = false;
     for line in text.lines() {
         let Ok(v) = serde_json::from_str::<Value>(line) else { continue };
         let api_error = v["isApiErrorMessage"].as_bool() == Some(true);
         match v["type"].as_str() {
             // A prompt queued, or remembered as the session's last.
-            Some("queue-operation") if v["operation"] == "enqueue" => return Start::Prompted,
-            Some("last-prompt") => return Start::Prompted,
-            Some("user") if is_prompt(&v) => return Start::Prompted,
-            Some("assistant") if !api_error => return Start::Prompted,
+            Some("queue-operation") if v["operation"] == "enqueue" => prompted = true,
+            Some("last-prompt") => prompted = true,
+            Some("user") if is_prompt(&v) => prompted = true,
+            Some("assistant") if !api_error => return Start::Answered,
             Some("assistant") => {
                 let text = v["message"]["content"].as_array().and_then(|a| a.iter().find_map(|b| b["text"].as_str()));
                 error = error.or(text.map(str::to_string));
@@ -139,7 +151,11 @@ pub fn read_start(text: &str) -> Start {
             _ => {}
         }
     }
-    Start::NoPrompt { error }
+    if prompted {
+        Start::Unanswered { error }
+    } else {
+        Start::NoPrompt { error }
+    }
 }
 
 /// A user line that is a person's (or a caller's) prompt: text, not a tool
@@ -230,7 +246,12 @@ mod tests {
     /// alone are no prompt, and name the error.
     #[test]
     fn whether_a_session_ever_got_a_prompt() {
-        assert_eq!(session_start(&fixture("api-unreachable.jsonl")), Some(Start::Prompted));
+        assert_eq!(
+            session_start(&fixture("api-unreachable.jsonl")),
+            Some(Start::Unanswered {
+                error: Some("API Error: Connection refused — a firewall or proxy may be blocking it (ECONNREFUSED)".into())
+            })
+        );
         assert_eq!(session_start(&fixture("no-such-session.jsonl")), Some(Start::NoPrompt { error: None }));
         assert_eq!(session_start(Path::new("relative.jsonl")), None);
         let text = std::fs::read_to_string(fixture("failed-start.jsonl")).unwrap();
@@ -240,12 +261,20 @@ mod tests {
                 error: Some("Connection refused — a firewall or proxy may be blocking it (ECONNREFUSED)".into())
             }
         );
-        // The same start with a prompt after it: a turn.
+        // The same start with a prompt after it, and no answer: no turn
+        // either, the error named.
         let prompted = format!(
             "{text}{}\n",
             r#"{"type":"user","message":{"role":"user","content":"do the task"},"uuid":"u9","sessionId":"s"}"#
         );
-        assert_eq!(read_start(&prompted), Start::Prompted);
+        let unanswered = read_start(&prompted);
+        assert!(matches!(&unanswered, Start::Unanswered { error: Some(e) } if e.contains("ECONNREFUSED")), "{unanswered:?}");
+        // Then the model's answer: a turn, whatever failed before it.
+        let answered = format!(
+            "{prompted}{}\n",
+            r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t","name":"Bash","input":{}}]}}"#
+        );
+        assert_eq!(read_start(&answered), Start::Answered);
         // Claude Code's own user lines are no prompt: meta, hook feedback,
         // tool results.
         for own in [
@@ -259,7 +288,23 @@ mod tests {
             read_start(
                 "not json\n{\"type\":\"assistant\",\"message\":{\"content\":[{\"type\":\"text\",\"text\":\"Hi.\"}]}}"
             ),
-            Start::Prompted
+            Start::Answered
         );
+    }
+
+    /// A transcript longer than what is read, with a prompt and no answer in
+    /// its first part: held as answered (its end is judged as ungated).
+    #[test]
+    fn a_transcript_cut_short_with_no_answer_yet_counts_as_answered() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("long.jsonl");
+        let prompt = r#"{"type":"user","message":{"role":"user","content":"do the task"}}"#;
+        let filler = format!("{{\"type\":\"progress\",\"data\":\"{}\"}}\n", "x".repeat(1 << 16));
+        let mut text = format!("{prompt}\n");
+        while (text.len() as u64) < START_READ + 10 {
+            text.push_str(&filler);
+        }
+        std::fs::write(&path, text).unwrap();
+        assert_eq!(session_start(&path), Some(Start::Answered));
     }
 }

@@ -23,7 +23,11 @@ pub(super) struct StartRun {
 
 #[derive(Serialize, ToSchema)]
 pub(super) struct RunStarted {
+    /// The run's id (global across campaigns).
     run_id: i64,
+    /// Its place among the campaign's runs (1 for its first): what gadfly's
+    /// words call it ("run 2").
+    run_number: usize,
     agent: String,
 }
 
@@ -42,7 +46,9 @@ pub(super) async fn start_run(
     state.supervisor.campaign_with_workspace(&id).await?;
     let run_id =
         state.supervisor.start_run_with(&id, kind, req.force).await.map_err(|e| ApiError::Invalid(format!("{e:#}")))?;
-    Ok((StatusCode::CREATED, Json(RunStarted { run_id, agent: kind.as_str().into() })))
+    let runs = state.supervisor.store().list_runs(&id).await?;
+    let run_number = crate::evaluation::number_in(runs.iter().map(|r| r.id), run_id);
+    Ok((StatusCode::CREATED, Json(RunStarted { run_id, run_number, agent: kind.as_str().into() })))
 }
 
 /// The campaign's agent runs.

@@ -84,6 +84,7 @@ pub async fn campaign_summaries(s: &Supervisor) -> anyhow::Result<Vec<Value>> {
             "agent": agent,
             "best_geomean_speedup": best.map(|b| b.0),
             "best_evaluation_id": best.map(|b| b.1),
+            "best_evaluation_number": best.map(|b| crate::evaluation::number_in(series.iter().map(|p| p.id), b.1)),
             "geomean_series": recent,
             "last_event": last_event.map(|e| json!({"id": e.id, "kind": e.kind, "created_at": e.created_at})),
             "id": c.id,
@@ -122,7 +123,9 @@ pub async fn campaign_detail(s: &Supervisor, id: &str) -> Result<Value, ApiError
     // Read each time: another daemon on the same database may have changed it.
     let archived_at = s.store().get_campaign(id).await?.and_then(|r| r.archived_at);
     let questions = s.store().list_questions(id, false).await?;
-    let best = best_of(&s.store().evaluation_series(id).await?);
+    let series = s.store().evaluation_series(id).await?;
+    let best = best_of(&series);
+    let number = |e: i64| crate::evaluation::number_in(series.iter().map(|p| p.id), e);
     Ok(json!({
         "id": row.id,
         "name": row.name,
@@ -141,6 +144,8 @@ pub async fn campaign_detail(s: &Supervisor, id: &str) -> Result<Value, ApiError
         "latest_evaluation": latest.as_ref().map(evaluation_json),
         "best_geomean_speedup": best.map(|b| b.0),
         "best_evaluation_id": best.map(|b| b.1),
+        "best_evaluation_number": best.map(|b| number(b.1)),
+        "latest_evaluation_number": latest.as_ref().and_then(|e| e.id).map(number),
         "failed_start": failed_start(s, id, &stops).await?,
         "stop_attempts": stops,
         "questions": questions,
@@ -158,18 +163,22 @@ pub async fn campaign_detail(s: &Supervisor, id: &str) -> Result<Value, ApiError
 ///   ended, when nothing was judged after it;
 /// - `active`: anything else (no stop attempt yet, the latest blocked,
 ///   new work after an allowed stop).
+///
+/// `runs`: the campaign's runs, oldest first; a run is named by its place
+/// among them (run 2), not its global id.
 pub fn agent_state(
-    run: Option<&RunRow>,
+    runs: &[RunRow],
     last_stop: Option<&StopAttemptRow>,
     run_ended: Option<&EventRow>,
     last_prompt: Option<&EventRow>,
 ) -> (&'static str, String) {
-    if let Some(r) = run.filter(|r| r.status == "running") {
-        return ("running", format!("run {} ({}) is running", r.id, r.agent));
+    let number = |id: i64| crate::evaluation::number_in(runs.iter().map(|r| r.id), id);
+    if let Some(r) = runs.last().filter(|r| r.status == "running") {
+        return ("running", format!("run {} ({}) is running", number(r.id), r.agent));
     }
     let stop_at = last_stop.map_or(0, |s| s.event_id);
     if let Some(e) = run_ended.filter(|e| e.id > stop_at) {
-        let run_id = e.payload["run_id"].as_i64().map(|i| format!("run {i}: ")).unwrap_or_default();
+        let run_id = e.payload["run_id"].as_i64().map(|i| format!("run {}: ", number(i))).unwrap_or_default();
         let detail = format!("{run_id}{}", e.payload["detail"].as_str().unwrap_or(""));
         let state = match e.payload["outcome"].as_str() {
             Some("completed") => "done",
@@ -271,7 +280,7 @@ async fn lifecycle(s: &Supervisor, id: &str, stops: &[StopAttemptRow]) -> anyhow
     let runs = s.store().list_runs(id).await?;
     let ended = s.store().recent_events(id, kind::RUN_ENDED, 1).await?.pop();
     let prompt = s.store().recent_events(id, kind::HOOK_USER_PROMPT_SUBMIT, 1).await?.pop();
-    let (state, detail) = agent_state(runs.last(), stops.last(), ended.as_ref(), prompt.as_ref());
+    let (state, detail) = agent_state(&runs, stops.last(), ended.as_ref(), prompt.as_ref());
     Ok(json!({"state": state, "state_detail": detail, "attached": attached(s, id, runs.last()).await?}))
 }
 
@@ -346,30 +355,36 @@ mod lifecycle_tests {
     #[test]
     fn an_allowed_stop_is_done_until_a_new_prompt_comes() {
         let prompt = event(9, kind::HOOK_USER_PROMPT_SUBMIT, json!({}));
-        assert_eq!(agent_state(None, None, None, None).0, "active");
-        assert_eq!(agent_state(None, Some(&stop(5, "block")), None, None).0, "active");
-        assert_eq!(agent_state(None, Some(&stop(5, "allow")), None, None).0, "done");
-        let limit = agent_state(None, Some(&stop(5, "limit_accepted")), None, None);
+        assert_eq!(agent_state(&[], None, None, None).0, "active");
+        assert_eq!(agent_state(&[], Some(&stop(5, "block")), None, None).0, "active");
+        assert_eq!(agent_state(&[], Some(&stop(5, "allow")), None, None).0, "done");
+        let limit = agent_state(&[], Some(&stop(5, "limit_accepted")), None, None);
         assert_eq!(limit.0, "limit_accepted", "an accepted limit is not done: {limit:?}");
-        assert_eq!(agent_state(None, Some(&stop(5, "allow")), None, Some(&event(3, "p", json!({})))).0, "done");
-        assert_eq!(agent_state(None, Some(&stop(5, "allow")), None, Some(&prompt)).0, "active");
+        assert_eq!(agent_state(&[], Some(&stop(5, "allow")), None, Some(&event(3, "p", json!({})))).0, "done");
+        assert_eq!(agent_state(&[], Some(&stop(5, "allow")), None, Some(&prompt)).0, "active");
     }
 
     #[test]
     fn a_run_is_running_then_its_outcome_until_a_later_stop_is_judged() {
-        assert_eq!(agent_state(Some(&run("running")), Some(&stop(5, "allow")), None, None).0, "running");
+        assert_eq!(agent_state(&[run("running")], Some(&stop(5, "allow")), None, None).0, "running");
         for (outcome, state) in [
             ("completed", "done"),
             ("stopped_by_budget", "stopped_by_budget"),
             ("stopped", "stopped"),
             ("failed", "failed"),
         ] {
-            let (s, detail) = agent_state(Some(&run("ended")), Some(&stop(5, "block")), Some(&ended(7, outcome)), None);
+            let (s, detail) = agent_state(&[run("ended")], Some(&stop(5, "block")), Some(&ended(7, outcome)), None);
             assert_eq!((s, detail.as_str()), (state, "run 1: why"), "{outcome}");
         }
+        // Run ids are global: the campaign's second run is id 41, and is named run 2.
+        let runs = [RunRow { id: 40, ..run("ended") }, RunRow { id: 41, ..run("ended") }];
+        let ended41 = event(7, kind::RUN_ENDED, json!({"run_id": 41, "outcome": "failed", "detail": "why"}));
+        assert_eq!(agent_state(&runs, None, Some(&ended41), None).1, "run 2: why");
+        let running = [RunRow { id: 40, ..run("ended") }, RunRow { id: 41, ..run("running") }];
+        assert_eq!(agent_state(&running, None, None, None).1, "run 2 (command) is running");
         // A session attached after the run ended, and its stop judged: that stop says.
         assert_eq!(
-            agent_state(Some(&run("ended")), Some(&stop(8, "block")), Some(&ended(7, "failed")), None).0,
+            agent_state(&[run("ended")], Some(&stop(8, "block")), Some(&ended(7, "failed")), None).0,
             "active"
         );
     }

@@ -271,17 +271,17 @@ impl Supervisor {
             )));
         }
         let Some(row) = self.inner.store.answer_row(campaign_id, question_id).await? else {
-            return Err(SupervisorError::Invalid(format!("campaign {campaign_id} has no question {question_id}")));
+            return Err(SupervisorError::Invalid(format!("campaign {campaign_id} has no question with id {question_id}")));
         };
         if let (Some(at), Some(by)) = (&row.answered_at, &row.answered_by) {
             return Err(SupervisorError::Invalid(format!(
-                "question {question_id} was answered already, at {at}, by {by}: {}",
+                "question id {question_id} was answered already, at {at}, by {by}: {}",
                 row.answer_detail.as_deref().unwrap_or("")
             )));
         }
         if row.status != "delivered" {
             return Err(SupervisorError::Invalid(format!(
-                "question {question_id} is {}: only a question the agent was asked can be answered",
+                "question id {question_id} is {}: only a question the agent was asked can be answered",
                 row.status
             )));
         }
@@ -295,7 +295,7 @@ impl Supervisor {
             "question_id": question_id,
             "thread": thread,
             "answered": answered,
-            "note": format!("question {question_id} counts as answered ({detail})"),
+            "note": format!("question id {question_id} counts as answered ({detail})"),
         }))
     }
 

@@ -77,8 +77,9 @@ pub async fn view(sup: &Supervisor, campaign_id: &str, cfg: Option<&Settings>) -
             .cloned();
         let note = match (&last, &last_good) {
             (Some(l), Some(g)) if !l.built && l.evaluation_id != g.evaluation_id => Some(format!(
-                "the latest candidate did not build or run; the family stays alive on its last good evaluation #{}",
-                g.evaluation_id
+                "the latest candidate did not build or run; the family stays alive on its last good evaluation, {} \
+                 of this campaign",
+                crate::evaluation::number_in(evals.keys().copied(), g.evaluation_id)
             )),
             (Some(l), None) if !l.built => Some("no candidate of this family has built yet; it stays alive".into()),
             _ => None,

@@ -85,7 +85,7 @@ impl Supervisor {
                         detector: "gadfly_claim".into(),
                         evaluations: latest.as_ref().and_then(|e| e.id).into_iter().collect(),
                         scenarios: vec![],
-                        detail: format!("claim {id}, filed with `gadfly claim limit` ({files} evidence files)"),
+                        detail: format!("claim id {id}, filed with `gadfly claim limit` ({files} evidence files)"),
                         facts: [("evidence_files".to_string(), files.to_string())].into(),
                     },
                     quote: why.to_string(),
@@ -142,7 +142,7 @@ impl Supervisor {
         self.campaign(campaign_id).await?;
         let claims = self.list_claims(campaign_id).await?;
         let Some(claim) = claims.iter().find(|c| c["id"].as_i64() == Some(claim_id)) else {
-            return Err(SupervisorError::Invalid(format!("no claim {claim_id} in campaign {campaign_id}")));
+            return Err(SupervisorError::Invalid(format!("no claim with id {claim_id} in campaign {campaign_id}")));
         };
         if claim["claim"] != "limit" {
             return Err(SupervisorError::Invalid(format!(
@@ -180,7 +180,7 @@ impl Supervisor {
         let mut body = event.body();
         let (id, _) = self.record_event(campaign_id, None, None, event).await?;
         if let Some(r) = reason.filter(|_| !accepted) {
-            self.ask(campaign_id, &format!("Your limit claim (claim {claim_id}) was rejected by {by}: {r}")).await?;
+            self.ask(campaign_id, &format!("Your limit claim (claim id {claim_id}) was rejected by {by}: {r}")).await?;
         }
         body["id"] = id.into();
         body["state"] =

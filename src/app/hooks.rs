@@ -176,11 +176,12 @@ impl Supervisor {
         let attempts = self.inner.store.list_stop_attempts(campaign_id).await?;
         let last = attempts.iter().rev().find(|a| a.session_id.as_deref() == session);
         if last.is_none() && agent == "claude-code" {
-            if let Some(error) = self.failed_start(campaign_id, session, payload).await? {
-                let why = match &error {
-                    Some(_) => "the session failed at start-up, before any prompt: no turn, so no stop to judge",
-                    None => "the session ended before any prompt: no turn, so no stop to judge",
-                };
+            // Its failed start is on record already (StopFailure, then SessionEnd).
+            let failed = self.inner.store.recent_events(campaign_id, crate::events::kind::SESSION_FAILED_START, 50).await?;
+            if session.is_some() && failed.iter().any(|e| e.session_id.as_deref() == session) {
+                return Ok(());
+            }
+            if let Some((why, error)) = self.failed_start(campaign_id, session, payload).await? {
                 let failed = Event::SessionFailedStart { why: why.to_string(), error, event_id };
                 self.record_event(campaign_id, session, None, failed).await?;
                 tracing::info!(campaign = %campaign_id, why, "a session failed at start-up");
@@ -197,33 +198,33 @@ impl Supervisor {
     }
 
     /// Whether a Claude Code session that ended with no stop judged ever
-    /// got a prompt. It did not when the daemon saw no prompt, tool call or
-    /// message of the session (hook calls, or its transcript followed) and
-    /// its transcript (the hook payload's `transcript_path`, read from its
-    /// start) holds none: then `Some(error)`, the error its transcript or
-    /// the StopFailure call gives, if any. None: it had a turn, or nothing
-    /// can be known (the transcript cannot be read), and its end is judged
-    /// as ungated.
+    /// had a turn. It did not when the daemon saw no tool call or message
+    /// of the session (hook calls, or its transcript followed) and its
+    /// transcript (the hook payload's `transcript_path`, read from its
+    /// start) holds no answer of the model: either no prompt at all, or a
+    /// prompt whose every reply is Claude Code's stand-in for a failed
+    /// request (not logged in, the API unreachable). Then `Some((why,
+    /// error))`, with the error its transcript or the StopFailure call
+    /// gives, if any. None: it had a turn, or nothing can be known (the
+    /// transcript cannot be read, or a prompt hook call was seen and the
+    /// transcript holds no prompt), and its end is judged as ungated.
     async fn failed_start(
         &self,
         campaign_id: &str,
         session: Option<&str>,
         payload: &Value,
-    ) -> anyhow::Result<Option<Option<String>>> {
+    ) -> anyhow::Result<Option<(&'static str, Option<String>)>> {
         let Some(session) = session else { return Ok(None) };
         use crate::events::kind;
-        for k in [
-            kind::HOOK_USER_PROMPT_SUBMIT,
-            kind::HOOK_PRE_TOOL_USE,
-            kind::HOOK_POST_TOOL_USE,
-            kind::AGENT_USER_MESSAGE,
-            kind::AGENT_MESSAGE,
-            kind::AGENT_TOOL_CALL,
-        ] {
-            let seen = self.inner.store.recent_events(campaign_id, k, 200).await?;
-            if seen.iter().any(|e| e.session_id.as_deref() == Some(session)) {
+        let seen = |rows: &[crate::store::EventRow]| rows.iter().any(|e| e.session_id.as_deref() == Some(session));
+        for k in [kind::HOOK_PRE_TOOL_USE, kind::HOOK_POST_TOOL_USE, kind::AGENT_MESSAGE, kind::AGENT_TOOL_CALL] {
+            if seen(&self.inner.store.recent_events(campaign_id, k, 200).await?) {
                 return Ok(None);
             }
+        }
+        let mut prompt_seen = false;
+        for k in [kind::HOOK_USER_PROMPT_SUBMIT, kind::AGENT_USER_MESSAGE] {
+            prompt_seen |= seen(&self.inner.store.recent_events(campaign_id, k, 200).await?);
         }
         let Some(path) = payload.get("transcript_path").and_then(Value::as_str).map(std::path::PathBuf::from) else {
             return Ok(None);
@@ -232,11 +233,18 @@ impl Supervisor {
             return Ok(None);
         }
         let start = tokio::task::spawn_blocking(move || crate::agent::escapes::session_start(&path)).await?;
+        let said = || ["last_assistant_message", "error"].iter().find_map(|k| payload.get(*k)?.as_str()).map(str::to_string);
+        use crate::agent::escapes::Start;
         Ok(match start {
-            Some(crate::agent::escapes::Start::NoPrompt { error }) => {
-                let said = ["last_assistant_message", "error"].iter().find_map(|k| payload.get(*k)?.as_str());
-                Some(error.or(said.map(str::to_string)))
-            }
+            Some(Start::NoPrompt { error }) if !prompt_seen => Some(match error.or_else(said) {
+                Some(e) => ("the session failed at start-up, before any prompt: no turn, so no stop to judge", Some(e)),
+                None => ("the session ended before any prompt: no turn, so no stop to judge", None),
+            }),
+            Some(Start::Unanswered { error }) => Some((
+                "the model never answered the prompt (its request failed: not logged in, or the API unreachable): \
+                 no turn, so no stop to judge",
+                error.or_else(said),
+            )),
             _ => None,
         })
     }

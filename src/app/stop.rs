@@ -163,7 +163,7 @@ impl Supervisor {
             }
         };
         let mut reason = match &accepted {
-            Some(a) => Some(format!("stopped: limit accepted by {} (claim {})", a.by, a.claim_id)),
+            Some(a) => Some(format!("stopped: limit accepted by {} (claim id {})", a.by, a.claim_id)),
             None => plan.reason_text(&input, asked.as_ref().map(|(_, q)| q)),
         };
         // Blocked again without a gain: the streak is recorded, and past

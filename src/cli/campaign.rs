@@ -137,15 +137,19 @@ pub(super) async fn campaign(c: CampaignCommand) -> anyhow::Result<ExitCode> {
                 if d["latest_evaluation"].is_object() {
                     print!("{}", render_evaluation(&d["latest_evaluation"]));
                 }
-                match (d["best_geomean_speedup"].as_f64(), d["best_evaluation_id"].as_i64()) {
-                    (Some(b), Some(id)) => println!("best {b:.2}x (evaluation #{id}), over the correct evaluations"),
+                // Numbers per campaign (issue #49); the API's global id in brackets.
+                match (d["best_geomean_speedup"].as_f64(), d["best_evaluation_number"].as_i64()) {
+                    (Some(b), Some(n)) => println!(
+                        "best {b:.2}x (evaluation {n}, id {}), over the correct evaluations",
+                        d["best_evaluation_id"]
+                    ),
                     _ if d["evaluations"].as_i64().unwrap_or(0) > 0 => println!("best -: no correct evaluation yet"),
                     _ => {}
                 }
                 let questions = d["questions"].as_array().cloned().unwrap_or_default();
                 if !questions.is_empty() {
                     println!("questions:");
-                    for q in questions {
+                    for (n, q) in questions.iter().enumerate() {
                         let status = match (q["status"].as_str(), q["delivered_at"].as_str()) {
                             (Some("delivered"), Some(at)) => {
                                 format!("delivered {at} via {}", q["delivered_via"].as_str().unwrap_or("?"))
@@ -156,8 +160,10 @@ pub(super) async fn campaign(c: CampaignCommand) -> anyhow::Result<ExitCode> {
                             (Some(s), _) => s.to_string(),
                             _ => "?".into(),
                         };
+                        // `id` is what `gadfly answer` takes.
                         println!(
-                            "  #{} [{}{}] {} ({status})",
+                            "  {} (id {}) [{}{}] {} ({status})",
+                            n + 1,
                             q["id"],
                             q["source"].as_str().unwrap_or(""),
                             q["bank_id"].as_str().map(|b| format!(" {b}")).unwrap_or_default(),

@@ -621,7 +621,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             let q = client(Duration::from_secs(30))?
                 .post(&format!("/campaigns/{id}/questions"), &json!({"text": text}))
                 .await?;
-            println!("queued question {} for campaign {id}; it reaches the agent at its next stop", q["id"]);
+            println!("queued question (id {}) for campaign {id}; it reaches the agent at its next stop", q["id"]);
             Ok(ExitCode::SUCCESS)
         }
         Command::Claim { claim, why, evidence, campaign, json } => {
@@ -638,7 +638,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             if json {
                 println!("{}", serde_json::to_string_pretty(&filed)?);
             } else {
-                println!("gadfly: claim {} ({claim}) filed: {}", filed["id"], filed["note"].as_str().unwrap_or(""));
+                println!("gadfly: claim (id {}, {claim}) filed: {}", filed["id"], filed["note"].as_str().unwrap_or(""));
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -23,7 +23,12 @@ pub(super) async fn follow_run(
         .unwrap_or(0);
     let started = c.post(&format!("/campaigns/{id}/runs"), &json!({"agent": agent.as_str(), "force": force})).await?;
     let run_id = started["run_id"].as_i64().unwrap_or(0);
-    eprintln!("run {run_id}: {} started in campaign {id}", agent.as_str());
+    // Named by its place in the campaign (issue #49); stdout keeps the id.
+    let run_name = match started["run_number"].as_i64() {
+        Some(n) => format!("run {n} (id {run_id})"),
+        None => format!("run id {run_id}"),
+    };
+    eprintln!("{run_name}: {} started in campaign {id}", agent.as_str());
     if detach {
         println!("{run_id}");
         return Ok(ExitCode::SUCCESS);
@@ -55,7 +60,7 @@ pub(super) async fn follow_run(
                     }
                 ),
                 k::RUN_ENDED if p["run_id"].as_i64() == Some(run_id) => {
-                    println!("run {run_id} ended: {}", p["detail"].as_str().unwrap_or(""));
+                    println!("{run_name} ended: {}", p["detail"].as_str().unwrap_or(""));
                     return Ok(if p["outcome"] == "completed" { ExitCode::SUCCESS } else { ExitCode::from(1) });
                 }
                 _ => continue,

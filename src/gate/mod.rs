@@ -465,14 +465,14 @@ pub fn slower_than_best(eval: &Evaluation, history: &[Evaluation], predicate: &P
     let short = |t: &str| short_tree(base(t));
     Some(format!(
         "{SLOWER_THAN_BEST} this tree ({}) measures a geometric mean of {g:.3}x ({:.3}x to {:.3}x with noise), while \
-         tree {} (evaluation #{}{}) measured {bg:.3}x ({:.3}x to {:.3}x), correct on every scenario. Restore the \
+         tree {} (evaluation {} of this campaign{}) measured {bg:.3}x ({:.3}x to {:.3}x), correct on every scenario. Restore the \
          faster version, or, if this one should stand (the faster one is wrong in a way the harness misses, it \
          cannot be kept...), say why in your reply and stop again: the next stop on this tree is allowed.",
         short(&eval.tree),
         iv[0],
         iv[1],
         short(&best.tree),
-        best.id.unwrap_or(0),
+        best.id.map_or(0, |id| crate::evaluation::number_in(history.iter().filter_map(|e| e.id), id)),
         // A replayed evaluation has no time of its own.
         if best.created_at.is_empty() { String::new() } else { format!(", {}", best.created_at) },
         biv[0],

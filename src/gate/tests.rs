@@ -613,13 +613,19 @@ fn a_tree_is_named_by_its_id_or_whole() {
 #[test]
 fn a_slower_stop_names_the_better_evaluation_without_an_empty_time() {
     let spec = PredicateSpec { correct: true, min_speedup: 1.0, ..Default::default() };
+    // The store's ids are global: this campaign's first evaluation is id 16.
+    let mut first = eval_of(&[("a", true, 0.5), ("b", false, 0.5)], &[]);
+    first.id = Some(16);
     let mut best = eval_of(&[("a", true, 3.0), ("b", true, 3.0)], &[]);
     best.tree = "bbbbbbbbbbbbbbbb".into();
+    best.id = Some(20);
     let mut now = eval_of(&[("a", true, 1.5), ("b", true, 1.5)], &[]);
-    now.id = Some(2);
-    let why = slower_than_best(&now, &[best.clone(), now.clone()], &spec).expect("2x slower than the best");
-    assert!(why.contains("(evaluation #1) measured 3.000x"), "{why}");
+    now.id = Some(31);
+    let history = [first.clone(), best.clone(), now.clone()];
+    let why = slower_than_best(&now, &history, &spec).expect("2x slower than the best");
+    assert!(why.contains("(evaluation 2 of this campaign) measured 3.000x"), "{why}");
     best.created_at = "2026-12-07 10:00:00".into();
-    let why = slower_than_best(&now, &[best, now.clone()], &spec).unwrap();
-    assert!(why.contains("(evaluation #1, 2026-12-07 10:00:00) measured"), "{why}");
+    let why = slower_than_best(&now, &[first, best, now.clone()], &spec).unwrap();
+    assert!(why.contains("(evaluation 2 of this campaign, 2026-12-07 10:00:00) measured"), "{why}");
+    assert!(!why.contains("#20") && !why.contains(" 20 "), "no global id: {why}");
 }
