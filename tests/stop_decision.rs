@@ -1059,7 +1059,9 @@ fn a_stop_that_cannot_be_evaluated_is_blocked_fail_closed_and_only_recorded_in_a
     let reply = stop(&d, &c, &id, "s1", "Done.");
     let r = block_reason(&reply);
     assert!(
-        r.starts_with("gadfly could not evaluate the candidate, so the stop predicate is not known to hold: the workspace folder"),
+        r.starts_with(
+            "gadfly could not evaluate the candidate, so the stop predicate is not known to hold: the workspace folder"
+        ),
         "{r}"
     );
     // What is wrong and what to do (issue #49).

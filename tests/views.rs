@@ -76,7 +76,10 @@ fn a_kernel_wrong_everywhere_is_not_best_not_progress_and_its_geomean_does_not_c
     assert!(near(&detail["best_geomean_speedup"], ALL_PASS_GEOMEAN), "{detail}");
     assert_eq!(detail["best_evaluation_id"], good["id"]);
     assert_ne!(good["id"], 1, "the other campaign's evaluation came first");
-    assert_eq!((detail["best_evaluation_number"].clone(), detail["latest_evaluation_number"].clone()), (json!(1), json!(3)));
+    assert_eq!(
+        (detail["best_evaluation_number"].clone(), detail["latest_evaluation_number"].clone()),
+        (json!(1), json!(3))
+    );
     let evals = d.api_get(&format!("/campaigns/{id}/evaluations"));
     let marks: Vec<(bool, bool)> = evals
         .as_array()

@@ -249,7 +249,9 @@ mod tests {
         assert_eq!(
             session_start(&fixture("api-unreachable.jsonl")),
             Some(Start::Unanswered {
-                error: Some("API Error: Connection refused — a firewall or proxy may be blocking it (ECONNREFUSED)".into())
+                error: Some(
+                    "API Error: Connection refused — a firewall or proxy may be blocking it (ECONNREFUSED)".into()
+                )
             })
         );
         assert_eq!(session_start(&fixture("no-such-session.jsonl")), Some(Start::NoPrompt { error: None }));
@@ -268,7 +270,10 @@ mod tests {
             r#"{"type":"user","message":{"role":"user","content":"do the task"},"uuid":"u9","sessionId":"s"}"#
         );
         let unanswered = read_start(&prompted);
-        assert!(matches!(&unanswered, Start::Unanswered { error: Some(e) } if e.contains("ECONNREFUSED")), "{unanswered:?}");
+        assert!(
+            matches!(&unanswered, Start::Unanswered { error: Some(e) } if e.contains("ECONNREFUSED")),
+            "{unanswered:?}"
+        );
         // Then the model's answer: a turn, whatever failed before it.
         let answered = format!(
             "{prompted}{}\n",

@@ -383,9 +383,6 @@ mod lifecycle_tests {
         let running = [RunRow { id: 40, ..run("ended") }, RunRow { id: 41, ..run("running") }];
         assert_eq!(agent_state(&running, None, None, None).1, "run 2 (command) is running");
         // A session attached after the run ended, and its stop judged: that stop says.
-        assert_eq!(
-            agent_state(&[run("ended")], Some(&stop(8, "block")), Some(&ended(7, "failed")), None).0,
-            "active"
-        );
+        assert_eq!(agent_state(&[run("ended")], Some(&stop(8, "block")), Some(&ended(7, "failed")), None).0, "active");
     }
 }

@@ -271,7 +271,9 @@ impl Supervisor {
             )));
         }
         let Some(row) = self.inner.store.answer_row(campaign_id, question_id).await? else {
-            return Err(SupervisorError::Invalid(format!("campaign {campaign_id} has no question with id {question_id}")));
+            return Err(SupervisorError::Invalid(format!(
+                "campaign {campaign_id} has no question with id {question_id}"
+            )));
         };
         if let (Some(at), Some(by)) = (&row.answered_at, &row.answered_by) {
             return Err(SupervisorError::Invalid(format!(

@@ -177,7 +177,8 @@ impl Supervisor {
         let last = attempts.iter().rev().find(|a| a.session_id.as_deref() == session);
         if last.is_none() && agent == "claude-code" {
             // Its failed start is on record already (StopFailure, then SessionEnd).
-            let failed = self.inner.store.recent_events(campaign_id, crate::events::kind::SESSION_FAILED_START, 50).await?;
+            let failed =
+                self.inner.store.recent_events(campaign_id, crate::events::kind::SESSION_FAILED_START, 50).await?;
             if session.is_some() && failed.iter().any(|e| e.session_id.as_deref() == session) {
                 return Ok(());
             }
@@ -233,7 +234,8 @@ impl Supervisor {
             return Ok(None);
         }
         let start = tokio::task::spawn_blocking(move || crate::agent::escapes::session_start(&path)).await?;
-        let said = || ["last_assistant_message", "error"].iter().find_map(|k| payload.get(*k)?.as_str()).map(str::to_string);
+        let said =
+            || ["last_assistant_message", "error"].iter().find_map(|k| payload.get(*k)?.as_str()).map(str::to_string);
         use crate::agent::escapes::Start;
         Ok(match start {
             Some(Start::NoPrompt { error }) if !prompt_seen => Some(match error.or_else(said) {

@@ -74,7 +74,9 @@ pub struct Applies {
     /// `timed_figure` (the figure is a time or a speed: not a training
     /// recipe's validation loss), `wall_clock` (time spent is known),
     /// `agent_trials` (the agent's own trials between evaluations) and
-    /// `branches` (separate lines of work: a campaign with a beam).
+    /// `branches` (separate lines of work: a campaign with a beam),
+    /// `long_stall`, `dropped_failures` and `repeated_trial` (what a
+    /// plateau's facts must show: [`vocabulary::contradicted_by_evidence`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub assumes: Vec<String>,
     /// The kinds of failure the question can find the cause of

@@ -145,19 +145,31 @@ pub fn rank(entries: &[Entry], req: &Request<'_>) -> Vec<Choice> {
                 Some(i) => 1.0 - 0.03 * i as f64,
                 None => OTHER_GROUP,
             };
+            let is_pointed = pointed.contains(&e.id.as_str());
             let uses = group_uses.get(e.group.as_str()).copied().unwrap_or(0);
-            let mut score = (own * group).sqrt() * prior / (1.0 + SPREAD * uses as f64);
-            if latest_group == Some(e.group.as_str()) {
-                score *= JUST_USED;
+            let mut score = (own * group).sqrt() * prior;
+            // The spread over groups is for the entries the evidence does
+            // not point to: what the numbers show is asked whatever its group.
+            if !is_pointed {
+                score /= 1.0 + SPREAD * uses as f64;
+                if latest_group == Some(e.group.as_str()) {
+                    score *= JUST_USED;
+                }
             }
             if routed.iter().any(|r| *r == e.id || *r == e.group) {
                 score *= ROUTED;
             }
-            if pointed.contains(&e.id.as_str()) {
-                score *= POINTED;
-            }
             let last_ask = req.asked.iter().position(|a| a.bank_id == e.id);
-            let key = (last_ask.is_some(), last_ask.unwrap_or(0));
+            let mut key = (last_ask.is_some(), last_ask.unwrap_or(0));
+            if is_pointed {
+                score *= POINTED;
+                // Asked here already, and the evidence still points to it (a
+                // stall still inside the noise of a best never measured
+                // again, a new repeat): it competes with the fresh entries,
+                // where any other entry asked here waits until every fresh
+                // one was asked.
+                key = (false, 0);
+            }
             let asked_here = last_ask.is_some();
             let c = Choice {
                 entry: e.clone(),
@@ -697,5 +709,46 @@ mod tests {
         };
         assert!(!merge.applies_to(&with("")));
         assert!(merge.applies_to(&with("[beam]\nmin_families = 3\n")));
+    }
+
+    /// A stall still inside the noise of a best measured once is asked
+    /// about its noise again at its next signal, though both noise
+    /// questions were asked already; without that evidence, a question
+    /// asked here waits behind every fresh one.
+    #[test]
+    fn a_pointed_question_is_asked_again_while_the_evidence_still_points_to_it() {
+        let bank = crate::bank::embedded();
+        let s = spec(None, false);
+        let stats = HashMap::new();
+        let noisy = Evidence {
+            detector: Some("plateau".into()),
+            facts: [("window", "5"), ("stall", "10"), ("invalid", "0"), ("best_runs", "1"), ("shortfall_pct", "0.5")]
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            ..Default::default()
+        };
+        let asked = AskedHere::from_sequence(&["measure-013", "measure-005"]);
+        let mut noise = 0;
+        for seed in 0..40 {
+            let req = |ev| Request {
+                moment: "plateau",
+                spec: &s,
+                asked: &asked,
+                prefer: crate::bank::groups::groups_for("plateau"),
+                stats: &stats,
+                seed,
+                evidence: ev,
+            };
+            let pick = pick(&bank.entries, &req(Some(&noisy))).unwrap();
+            noise += usize::from(["measure-013", "measure-005"].contains(&pick.entry.id.as_str()));
+            let plain = pick_plain(&bank.entries, &req(None));
+            assert!(!["measure-013", "measure-005"].contains(&plain.as_str()), "seed {seed}: {plain}");
+        }
+        assert!(noise >= 25, "the noise questions again at most signals: {noise} of 40");
+    }
+
+    fn pick_plain(entries: &[Entry], req: &Request<'_>) -> String {
+        pick(entries, req).unwrap().entry.id
     }
 }

@@ -17,7 +17,7 @@ use super::Entry;
 use crate::campaign::CampaignSpec;
 
 /// What an entry may declare it assumes (`applies.assumes`).
-pub const ASSUMPTIONS: [&str; 9] = [
+pub const ASSUMPTIONS: [&str; 10] = [
     "several_scenarios",
     "quoted_peak",
     "kernel_code",
@@ -27,6 +27,7 @@ pub const ASSUMPTIONS: [&str; 9] = [
     "branches",
     "long_stall",
     "dropped_failures",
+    "repeated_trial",
 ];
 
 /// The detectors whose evidence shows the agent working between its
@@ -150,7 +151,9 @@ pub fn undeclared(e: &Entry) -> Vec<String> {
 /// does: an experiment log's rows are all full evaluations); a stop rule
 /// for a direction at a stall shorter than four windows (`long_stall`); a
 /// branch dropped for a bug where no evaluation has failed
-/// (`dropped_failures`).
+/// (`dropped_failures`); a hypothesis tested twice, at a plateau whose
+/// figures show no repeat (`repeated_trial`: the plateau names one in its
+/// `repeated` fact when two evaluations measured the very same figure).
 pub fn contradicted_by_evidence(e: &Entry, ev: Option<&Evidence>) -> bool {
     let assumes = |a: &str| e.applies.assumes.iter().any(|x| x == a);
     let peak =
@@ -165,9 +168,12 @@ pub fn contradicted_by_evidence(e: &Entry, ev: Option<&Evidence>) -> bool {
         assumes("long_stall") && matches!((fact("stall"), fact("window")), (Some(s), Some(w)) if s < 4.0 * w);
     // A branch dropped for a bug needs a failed evaluation somewhere.
     let nothing_failed = assumes("dropped_failures") && fact("failed") == Some(0.0);
+    // A repeated hypothesis, at a plateau, needs a repeat in its figures.
+    let no_repeat = assumes("repeated_trial")
+        && ev.is_some_and(|ev| ev.detector.as_deref() == Some("plateau") && !ev.facts.contains_key("repeated"));
     let kind = ev.and_then(|ev| ev.facts.get("failure_kind"));
     let other_failure = matches!(kind, Some(k) if !e.applies.failures.is_empty() && !e.applies.failures.contains(k));
-    peak || other_failure || no_clock || no_trials || short_stall || nothing_failed
+    peak || other_failure || no_clock || no_trials || short_stall || nothing_failed || no_repeat
 }
 
 #[cfg(test)]
@@ -238,5 +244,23 @@ mod tests {
         assert!(contradicted_by_evidence(dropped, Some(&ev(&[("failed", "0")]))));
         assert!(!contradicted_by_evidence(dropped, Some(&ev(&[("failed", "2")]))));
         assert!(!contradicted_by_evidence(dropped, Some(&Evidence::default())), "a claim's evidence has no count");
+    }
+
+    /// "Which hypothesis has been tested more than once" at a plateau is
+    /// asked only when two of its evaluations measured the very same
+    /// figure; an edit loop (the same file edited again and again) or the
+    /// agent's idle trials need no such fact.
+    #[test]
+    fn a_repeated_hypothesis_needs_a_repeat_in_a_plateau_s_figures() {
+        let repeated = crate::bank::embedded().get("process-006").expect("process-006");
+        let ev = |detector: &str, pairs: &[(&str, &str)]| Evidence {
+            detector: Some(detector.into()),
+            facts: pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            ..Default::default()
+        };
+        assert!(contradicted_by_evidence(repeated, Some(&ev("plateau", &[("stall", "5")]))));
+        assert!(!contradicted_by_evidence(repeated, Some(&ev("plateau", &[("repeated", "#3 and #7")]))));
+        assert!(!contradicted_by_evidence(repeated, Some(&ev("edit_loop", &[]))));
+        assert!(!contradicted_by_evidence(repeated, Some(&ev("tool_calls_without_evaluation", &[]))));
     }
 }

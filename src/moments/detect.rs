@@ -158,6 +158,9 @@ pub fn plateau(history: &[Evaluation], s: &Settings) -> Option<Finding> {
         return None;
     }
     let invalid = window.iter().filter(|e| valid_figure(e).is_none()).count();
+    let mut figures: Vec<f64> = window.iter().filter_map(valid_figure).collect();
+    figures.sort_by(f64::total_cmp);
+    let median = figures.get(figures.len() / 2).copied().unwrap_or(f64::NAN);
     let best = history
         .iter()
         .filter(|e| valid_figure(e).is_some())
@@ -197,6 +200,8 @@ pub fn plateau(history: &[Evaluation], s: &Settings) -> Option<Finding> {
         ("failed", history.iter().filter(|e| valid_figure(e).is_none()).count() as f64),
         // How far the window's best falls short of the best before it.
         ("shortfall_pct", if best_window.is_finite() { (1.0 - best_window / best_before) * 100.0 } else { f64::NAN }),
+        // And the window's median: near-ties, or mostly clearly worse ideas.
+        ("median_shortfall_pct", (1.0 - median / best_before) * 100.0),
     ]);
     if let Some((a, b, _)) = repeated {
         found.insert("repeated".into(), format!("#{a} and #{b}"));
