@@ -47,9 +47,14 @@ pub fn evaluation_json(e: &Evaluation) -> Value {
     v
 }
 
-/// The workspace's evaluations (a beam candidate's belong to its family).
+/// The workspace's evaluations: a beam candidate's belong to its family,
+/// and gadfly's own runs of a tree already measured (the calibration's
+/// runs of the initial kernel against itself, a suspicious gain's
+/// re-check) are no result of the agent's: the initial kernel's luckiest
+/// calibration run was shown as the campaign's "best 1.05x" before the
+/// agent had changed anything.
 fn workspace_points(series: &[SeriesPoint]) -> impl Iterator<Item = &SeriesPoint> {
-    series.iter().filter(|p| p.origin != Origin::Beam)
+    series.iter().filter(|p| p.origin == Origin::Workspace)
 }
 
 /// The best geometric mean of the workspace's correct evaluations, and its evaluation.
@@ -350,6 +355,30 @@ mod lifecycle_tests {
 
     fn ended(id: i64, outcome: &str) -> EventRow {
         event(id, kind::RUN_ENDED, json!({"run_id": 1, "outcome": outcome, "detail": "why"}))
+    }
+
+    /// The calibration's runs of the initial kernel and a re-check are
+    /// gadfly's own measurements, not the agent's results: never its best.
+    #[test]
+    fn the_best_is_over_the_agent_s_workspace_evaluations_only() {
+        let point = |id: i64, origin: Origin, g: f64| SeriesPoint {
+            id,
+            created_at: "t".into(),
+            holds: false,
+            geomean: Some(g),
+            origin,
+            incorrect: false,
+        };
+        let series = [
+            point(1, Origin::Recheck, 1.05),
+            point(2, Origin::Recheck, 0.99),
+            point(3, Origin::Workspace, 0.98),
+            point(4, Origin::Beam, 1.4),
+            point(5, Origin::Workspace, 1.01),
+        ];
+        assert_eq!(best_of(&series), Some((1.01, 5)));
+        assert_eq!(workspace_points(&series).count(), 2);
+        assert_eq!(best_of(&series[..2]), None, "calibration alone: no best yet");
     }
 
     #[test]
