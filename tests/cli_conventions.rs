@@ -264,3 +264,34 @@ fn eval_draws_its_progress_on_a_terminal_but_not_with_json() {
     assert!(json.contains("\"holds\""), "{json:?}");
     assert!(!json.contains("evaluating"), "progress with --json: {json:?}");
 }
+
+/// The top-level help and each group's help list one short line a command,
+/// as `cargo --help` or `gh --help` do; the detail is in `gadfly X --help`.
+#[test]
+fn help_lists_one_short_line_a_command_with_the_detail_one_level_down() {
+    let groups: [&[&str]; 8] =
+        [&[], &["campaign"], &["audit"], &["bank"], &["moments"], &["beam"], &["replay"], &["hook"]];
+    for group in groups {
+        let mut args = group.to_vec();
+        args.push("--help");
+        let out = gadfly().args(&args).output().unwrap();
+        let help = text(&out);
+        assert!(out.status.success(), "gadfly {args:?}: {help}");
+        let commands: Vec<&str> = help
+            .lines()
+            .skip_while(|l| !l.starts_with("Commands:"))
+            .skip(1)
+            .take_while(|l| !l.trim().is_empty())
+            .collect();
+        assert!(!commands.is_empty() || !group.is_empty(), "no commands listed: {help}");
+        for line in commands {
+            assert!(line.len() <= 100, "gadfly {args:?}: a command's summary is longer than a line:\n{line}");
+            assert!(line.starts_with("  "), "gadfly {args:?}: a summary runs on to a second line:\n{line}");
+        }
+    }
+    // The detail is one level down.
+    let calibrate = text(&gadfly().args(["calibrate", "--help"]).output().unwrap());
+    assert!(calibrate.contains("Exit 0 when the") && calibrate.contains("harness is fair"), "{calibrate}");
+    let redteam = text(&gadfly().args(["redteam", "--help"]).output().unwrap());
+    assert!(redteam.contains("BROKEN (with the check to add)"), "{redteam}");
+}

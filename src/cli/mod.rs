@@ -75,6 +75,8 @@ pub enum Command {
         #[arg(long)]
         force: bool,
     },
+    /// Measure the initial kernel against itself: the harness's bias and noise per scenario.
+    ///
     /// Calibrate the campaign's harness before it judges anyone: the initial kernel against itself,
     /// RUNS evaluations with fresh seeds; prints each scenario's bias and noise. Exit 0 when the
     /// harness is fair, 1 when a scenario's bias is beyond its noise or a run failed. Later
@@ -116,6 +118,8 @@ pub enum Command {
         #[arg(long)]
         campaign: String,
     },
+    /// Check that the gate is tamper-proof as deployed (permissions, users, the pinned key).
+    ///
     /// Whether the gate is tamper-proof as deployed: the data dir's and its files' permissions, the
     /// daemon's user against the agent's, the Stop hook's pinned key, the campaign spec's warnings.
     /// Exit 0 when nothing is wrong, 1 when a problem is found.
@@ -126,16 +130,22 @@ pub enum Command {
         #[arg(long)]
         data_dir: Option<PathBuf>,
     },
+    /// Print the daemon's public key (the hook's --daemon-key).
+    ///
     /// Print the daemon's public key (the hook's --daemon-key), from the data dir or the daemon.
     Key {
         /// The daemon's data dir (default: $GADFLY_DATA_DIR, else the platform data dir).
         #[arg(long)]
         data_dir: Option<PathBuf>,
     },
+    /// Print a one-time login link to the web console.
+    ///
     /// Print a one-time link that logs a browser into the web console (good once, for ten minutes).
     Console,
     /// Queue a question for the agent; it is delivered at its next stop.
     Ask { id: String, text: String },
+    /// File a claim from the agent's shell: a limit, a blocker, or done.
+    ///
     /// File a claim from the agent's shell (with the campaign's $GADFLY_TOKEN and $GADFLY_CAMPAIGN,
     /// which gadfly sets for the agents it supervises): `limit` says the goal cannot be reached, with
     /// evidence, and a person may accept it (then the agent may stop, as an accepted limit, not a
@@ -155,6 +165,8 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// File the evidence that answers a question gadfly asked.
+    ///
     /// File the evidence that answers a question gadfly asked (with the campaign's $GADFLY_TOKEN and
     /// $GADFLY_CAMPAIGN): a question counts as answered only when fresh evidence follows it, a changed
     /// tree gadfly evaluates or files filed here; words alone never answer one.
@@ -174,6 +186,8 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Write gadfly's hooks into an agent's configuration.
+    ///
     /// Write gadfly's hooks into an agent's configuration, so an agent you start by hand is supervised.
     Attach {
         id: String,
@@ -206,6 +220,8 @@ pub enum Command {
         #[arg(long)]
         force: bool,
     },
+    /// Attack the campaign's own harness with gadfly's red-team battery.
+    ///
     /// Attack the campaign's own harness with gadfly's red-team battery (results forgery, output
     /// caching, stale outputs, timing and precision tricks, build tricks), each attack in a
     /// throwaway copy of the workspace through the campaign's evaluation pipeline, and print what
@@ -233,12 +249,18 @@ pub enum Command {
     /// The text classifier for agent messages.
     #[command(subcommand)]
     Moments(MomentsCommand),
+    /// Replay a recorded session through gadfly's judgment offline.
+    ///
     /// Replay a recorded session (a timeline, a Claude Code transcript, a Codex rollout) through
     /// gadfly's judgment offline: every moment, question and stop decision it would have made.
     /// `gadfly replay import` and `gadfly replay export` write timelines (docs/REPLAY.md).
     Replay(replay::ReplayArgs),
+    /// Run the example campaign with a replay agent through the Stop gate.
+    ///
     /// Run the example campaign (batched QR on the CPU) with a replay agent through the Stop gate.
     Demo(DemoArgs),
+    /// Write the example campaign (or a harness template) into DIR.
+    ///
     /// Write the example campaign (batched QR on the CPU, as `gadfly demo` runs it) into DIR, ready to
     /// supervise an agent by hand: DIR/campaign.toml, and DIR/workspace, a git repository holding the
     /// initial kernel and the CPU harness. With `--harness python|c|cuda`: a minimal hardened harness
@@ -251,8 +273,14 @@ pub enum Command {
         #[arg(long, value_name = "LANG", value_parser = clap::builder::PossibleValuesParser::new(crate::templates::LANGUAGES))]
         harness: Option<String>,
     },
+    /// Evaluate queued jobs of campaigns whose [harness] names tags (on a GPU host).
+    ///
+    /// See docs/WORKERS.md.
     /// Evaluate queued jobs of campaigns whose [harness] names tags (on a GPU host; see docs/WORKERS.md).
     Worker(WorkerArgs),
+    /// Print the HTTP API's OpenAPI description (JSON).
+    ///
+    /// The daemon serves it at /api/v1/openapi.json.
     /// Print the HTTP API's OpenAPI description (JSON; the daemon serves it at /api/v1/openapi.json).
     Openapi,
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) on stdout.
@@ -339,6 +367,8 @@ pub struct ServeArgs {
 
 #[derive(Subcommand, Debug)]
 pub enum CampaignCommand {
+    /// Create a campaign from a spec file (and calibrate its harness).
+    ///
     /// Create a campaign from a spec file and calibrate its harness (the initial kernel against
     /// itself, `[calibration] runs` times); prints its id. When the calibration finds a bias beyond
     /// noise or a failed run, it says so: the campaign exists, and `gadfly run` refuses it until a
@@ -362,6 +392,8 @@ pub enum CampaignCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Archive a campaign: the lists hide it, nothing is removed.
+    ///
     /// Archive a campaign: the lists hide it; nothing it recorded is removed, and its hooks still answer.
     Archive { id: String },
     /// Unarchive a campaign: the lists show it again.
@@ -370,12 +402,16 @@ pub enum CampaignCommand {
 
 #[derive(Subcommand, Debug)]
 pub enum AuditCommand {
+    /// Every stop attempt of a campaign, with its verdict and what followed.
+    ///
     /// Every completion claim (stop attempt) of a campaign: verdict, decision, question, what followed.
     Campaign {
         id: String,
         #[command(flatten)]
         format: ReportFormat,
     },
+    /// Audit a Claude Code transcript or a Codex rollout for completion claims.
+    ///
     /// Audit a Claude Code transcript or a Codex rollout for completion claims and the evidence against them.
     Transcript {
         file: PathBuf,
@@ -409,6 +445,8 @@ pub enum BeamCommand {
         #[arg(long)]
         from: Option<String>,
     },
+    /// Families, their best and status (evaluates new candidate commits first).
+    ///
     /// Families, best per family, status, and each one's evaluations (evaluates new candidate commits first).
     List {
         id: String,
@@ -426,6 +464,8 @@ pub enum BeamCommand {
 
 #[derive(Subcommand, Debug)]
 pub enum BankCommand {
+    /// Validate the bank (exit 1 on problems).
+    ///
     /// Validate the bank: counts per group, kind and moment, and every problem (exit 1 on problems).
     Lint {
         #[arg(long)]
@@ -445,6 +485,8 @@ pub enum BankCommand {
         #[arg(long)]
         dir: Option<PathBuf>,
     },
+    /// Asks, gains and status per entry, learned from campaigns or replays.
+    ///
     /// Asks, gains and status per entry, learned by the daemon from its campaigns (or offline, from replay reports).
     Stats {
         #[arg(long)]
@@ -458,6 +500,8 @@ pub enum BankCommand {
     },
     /// Write the learned statistics as TOML that can be merged into the bank's provenance.
     ExportStats { file: PathBuf },
+    /// Print the question gadfly would deliver at a moment, offline.
+    ///
     /// Print the question gadfly would deliver at a moment, for this evidence, now (no daemon; no learned yield, nothing asked yet).
     Pick {
         /// The moment: start, plateau, limit_claim, completion_claim, suspicious_gain, correctness_dismissal, edit_loop.
@@ -638,7 +682,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             if json {
                 println!("{}", serde_json::to_string_pretty(&filed)?);
             } else {
-                println!("gadfly: claim (id {}, {claim}) filed: {}", filed["id"], filed["note"].as_str().unwrap_or(""));
+                println!("gadfly: claim id {} ({claim}) filed: {}", filed["id"], filed["note"].as_str().unwrap_or(""));
             }
             Ok(ExitCode::SUCCESS)
         }

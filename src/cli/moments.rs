@@ -9,6 +9,8 @@ use serde_json::{json, Value};
 
 #[derive(Subcommand, Debug)]
 pub enum MomentsCommand {
+    /// Classify agent messages (JSON lines) into moments.
+    ///
     /// Read {"id", "text"} JSON lines (stdin by default; an optional "context" string carries the tool
     /// output that preceded the message), print {"id", "labels"} lines.
     Classify {
@@ -20,6 +22,8 @@ pub enum MomentsCommand {
     },
     /// Precision and recall per label on a labeled set ({"id", "text", "labels"} lines).
     Score { file: PathBuf },
+    /// Train the shipped classifier model from the embedded labeled sets.
+    ///
     /// Train the shipped classifier model from the labeled sets embedded in the binary and write it.
     ///
     /// The binary carries the model it writes (src/classify/trained/model.txt), so no process trains one
@@ -29,6 +33,8 @@ pub enum MomentsCommand {
         #[arg(long, default_value = "src/classify/trained/model.txt")]
         out: PathBuf,
     },
+    /// Leave-one-source-out scores on real agent text.
+    ///
     /// Leave-one-source-out on real agent text: each corpus source scored by a model trained without it.
     ///
     /// The messages come from `python3 tests/moments/corpus.py extract --out FILE` (the shared corpus,

@@ -70,6 +70,8 @@ pub enum ReplayCommand {
         #[command(flatten)]
         log: LogArgs,
     },
+    /// Write a live campaign's recorded events as a timeline.
+    ///
     /// Write a live campaign's recorded events as a timeline, on stdout (from the daemon at
     /// $GADFLY_URL).
     Export { id: String },
