@@ -75,7 +75,6 @@ pub const CHALLENGE_LIMIT: &[&str] = &[
     "compare-001",
     "compare-004",
     "process-005",
-    "process-011",
 ];
 /// Entries about fixed per-call cost: launches, latency, the zero-size
 /// intercept. What a plateau on the smallest scenarios prefers.
