@@ -1,6 +1,10 @@
 //! Runs one shell command in its own process group with a hard deadline.
 //! A timeout kills the whole group (grandchildren included), so a harness
-//! that forks cannot outlive its evaluation.
+//! that forks cannot outlive its evaluation. A descendant that left the
+//! group (`setsid`, a daemonizing double fork) still carries the run's own
+//! mark in its environment, and is killed by it when the command ends, is
+//! cancelled or times out; the candidate's sandbox (bubblewrap, its own PID
+//! namespace) ends every descendant whatever its environment.
 
 use std::path::Path;
 use std::process::Stdio;
@@ -93,6 +97,38 @@ pub fn kill_leftovers(root: &Path) -> usize {
     found
 }
 
+/// The environment variable each command of [`run_shell`] carries, with a
+/// value of its own, down to every descendant that keeps its environment.
+pub const RUN_MARK: &str = "GADFLY_RUN_MARK";
+
+/// A fresh value for [`RUN_MARK`].
+fn new_mark() -> String {
+    use rand::Rng;
+    format!("{}-{:016x}", std::process::id(), rand::thread_rng().gen::<u64>())
+}
+
+/// Kills every process of this user whose environment carries `RUN_MARK=mark`
+/// (what left the process group: `setsid`, a double fork). Returns how
+/// many were found. Linux only (reads /proc).
+pub fn kill_marked(mark: &str) -> usize {
+    let needle = format!("{RUN_MARK}={mark}\0").into_bytes();
+    let Ok(procs) = std::fs::read_dir("/proc") else { return 0 };
+    let me = std::process::id();
+    let mut found = 0;
+    for entry in procs.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
+        if pid as u32 == me {
+            continue;
+        }
+        let Ok(env) = std::fs::read(entry.path().join("environ")) else { continue };
+        if env.windows(needle.len()).any(|w| w == needle.as_slice()) {
+            found += 1;
+            let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
+        }
+    }
+    found
+}
+
 /// Runs `sh -c command` in `dir` with extra environment variables.
 pub async fn run_shell(command: &str, dir: &Path, env: &[(&str, String)], timeout: Duration) -> Outcome {
     let start = Instant::now();
@@ -108,6 +144,8 @@ pub async fn run_shell(command: &str, dir: &Path, env: &[(&str, String)], timeou
     for (k, v) in env {
         cmd.env(k, v);
     }
+    let mark = new_mark();
+    cmd.env(RUN_MARK, &mark);
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
@@ -121,7 +159,7 @@ pub async fn run_shell(command: &str, dir: &Path, env: &[(&str, String)], timeou
     let pgid = child.id().map(|id| Pid::from_raw(id as i32));
     // Dropped (the evaluation given up, e.g. a worker that lost its job)
     // or done, the whole group goes, not just the leader.
-    let group = GroupGuard(pgid);
+    let group = GroupGuard(pgid, mark);
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
     let out_task = tokio::spawn(read_tail(stdout));
@@ -169,13 +207,18 @@ pub async fn run_shell(command: &str, dir: &Path, env: &[(&str, String)], timeou
     Outcome { exit, output_tail, elapsed: start.elapsed() }
 }
 
-/// Kills a process group with SIGKILL when dropped.
-struct GroupGuard(Option<Pid>);
+/// Kills a process group, and every process carrying the run's mark, with
+/// SIGKILL when dropped.
+struct GroupGuard(Option<Pid>, String);
 
 impl Drop for GroupGuard {
     fn drop(&mut self) {
         if let Some(pg) = self.0 {
             let _ = killpg(pg, Signal::SIGKILL);
+        }
+        let left = kill_marked(&self.1);
+        if left > 0 {
+            tracing::info!(processes = left, "killed what a command left running outside its process group");
         }
     }
 }
@@ -262,5 +305,44 @@ mod tests {
         assert_eq!(o.exit, Exit::Code(0));
         tokio::time::sleep(Duration::from_millis(1500)).await;
         assert!(!mark.exists(), "a background child outlived its command");
+    }
+
+    /// Issue #49: a helper that left the process group (`setsid`, a
+    /// daemonizing double fork) is gone after a timeout, a normal end and a
+    /// cancel alike, without the sandbox.
+    #[tokio::test]
+    async fn a_setsid_or_double_forked_helper_is_gone_after_any_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let helper = |name: &str| {
+            let m = dir.path().join(name);
+            (format!("(setsid sh -c 'sleep 1.5; touch {}' </dev/null >/dev/null 2>&1 &)", m.display()), m)
+        };
+        let (timed, timed_mark) = helper("after-timeout");
+        let o = run_shell(&format!("{timed}; sleep 30"), dir.path(), &[], Duration::from_millis(400)).await;
+        assert_eq!(o.exit, Exit::TimedOut);
+        let (ended, ended_mark) = helper("after-exit");
+        let o = run_shell(&format!("{ended}; exit 0"), dir.path(), &[], Duration::from_secs(10)).await;
+        assert_eq!(o.exit, Exit::Code(0));
+        let (dropped, dropped_mark) = helper("after-cancel");
+        let cmd = format!("{dropped}; sleep 30");
+        let run = run_shell(&cmd, dir.path(), &[], Duration::from_secs(60));
+        assert!(tokio::time::timeout(Duration::from_millis(400), run).await.is_err());
+        tokio::time::sleep(Duration::from_millis(2500)).await;
+        for m in [timed_mark, ended_mark, dropped_mark] {
+            assert!(!m.exists(), "a helper outside the process group outlived its command: {}", m.display());
+        }
+    }
+
+    /// The control: the same helper, started outside a command (no mark),
+    /// is not touched by a command's end.
+    #[tokio::test]
+    async fn a_process_without_the_run_s_mark_is_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut other = std::process::Command::new("sleep").arg("5").spawn().unwrap();
+        let o = run_shell("setsid sleep 0.1 & exit 0", dir.path(), &[], Duration::from_secs(10)).await;
+        assert_eq!(o.exit, Exit::Code(0));
+        assert!(other.try_wait().unwrap().is_none(), "an unrelated process was killed");
+        let _ = other.kill();
+        assert_eq!(kill_marked("no-such-mark"), 0);
     }
 }
