@@ -946,7 +946,12 @@ fn a_spawned_claude_is_stopped_by_max_tokens_mid_turn() {
     assert_eq!(end.status.and_then(|st| st.code()), Some(1), "{}\n{}\n{}", end.stdout, end.stderr, s.explain(&mock));
     let runs = s.runs();
     assert_eq!(runs[0]["outcome"], "stopped_by_budget", "{runs}\n{}", s.explain(&mock));
-    assert_eq!(mock.steps_served(), 3, "the run ended at the third message: {}", s.explain(&mock));
+    // The budget is decided at the third message (its tokens are what
+    // budget.reached tells, below); Claude Code may already have sent its
+    // next request in the milliseconds before it is killed (seen once on a
+    // loaded CI machine, PostgreSQL), never one more.
+    let served = mock.steps_served();
+    assert!((3..=4).contains(&served), "the run ended at the third message, served {served}: {}", s.explain(&mock));
     let log = s.log();
     let reached: Vec<&Value> = log.iter().filter(|e| e["kind"] == "budget.reached").collect();
     assert_eq!(reached.len(), 1, "{}", s.explain(&mock));
