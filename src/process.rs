@@ -72,15 +72,9 @@ const TAIL_BYTES: usize = 4096;
 /// found. Linux only (reads /proc); elsewhere it finds nothing.
 pub fn kill_leftovers(root: &Path) -> usize {
     let Ok(root) = std::fs::canonicalize(root) else { return 0 };
-    let Ok(procs) = std::fs::read_dir("/proc") else { return 0 };
-    let me = std::process::id();
     let mut found = 0;
-    for entry in procs.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
-        if pid as u32 == me {
-            continue;
-        }
-        let Ok(cwd) = std::fs::read_link(entry.path().join("cwd")) else { continue };
+    for (pid, dir) in other_processes() {
+        let Ok(cwd) = std::fs::read_link(dir.join("cwd")) else { continue };
         if !cwd.starts_with(&root) {
             continue;
         }
@@ -95,6 +89,16 @@ pub fn kill_leftovers(root: &Path) -> usize {
         tracing::warn!(pid = pid.as_raw(), cwd = %cwd.display(), "killed a process an earlier daemon left in its evaluation folder");
     }
     found
+}
+
+/// Every process but this one: its pid and its folder under /proc (none
+/// where there is no /proc).
+fn other_processes() -> impl Iterator<Item = (i32, std::path::PathBuf)> {
+    let me = std::process::id();
+    std::fs::read_dir("/proc").into_iter().flatten().flatten().filter_map(move |entry| {
+        let pid = entry.file_name().to_str()?.parse::<i32>().ok()?;
+        (pid as u32 != me).then(|| (pid, entry.path()))
+    })
 }
 
 /// The environment variable each command of [`run_shell`] carries, with a
@@ -112,15 +116,9 @@ fn new_mark() -> String {
 /// many were found. Linux only (reads /proc).
 pub fn kill_marked(mark: &str) -> usize {
     let needle = format!("{RUN_MARK}={mark}\0").into_bytes();
-    let Ok(procs) = std::fs::read_dir("/proc") else { return 0 };
-    let me = std::process::id();
     let mut found = 0;
-    for entry in procs.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
-        if pid as u32 == me {
-            continue;
-        }
-        let Ok(env) = std::fs::read(entry.path().join("environ")) else { continue };
+    for (pid, dir) in other_processes() {
+        let Ok(env) = std::fs::read(dir.join("environ")) else { continue };
         if env.windows(needle.len()).any(|w| w == needle.as_slice()) {
             found += 1;
             let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
