@@ -123,5 +123,5 @@ fn a_failed_or_partly_wrong_evaluation_says_why_it_is_no_result() {
     let detail = d.api_get(&format!("/campaigns/{id}"));
     assert!(detail["best_geomean_speedup"].is_null(), "no correct evaluation, no best: {detail}");
     let show = String::from_utf8(d.run(&["campaign", "show", &id]).stdout).unwrap();
-    assert!(show.contains("best -: no correct evaluation yet"), "{show}");
+    assert!(show.contains("best -: no correct evaluation of the workspace yet"), "{show}");
 }

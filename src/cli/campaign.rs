@@ -143,7 +143,9 @@ pub(super) async fn campaign(c: CampaignCommand) -> anyhow::Result<ExitCode> {
                         "best {b:.2}x (evaluation {n}, id {}), over the correct evaluations",
                         d["best_evaluation_id"]
                     ),
-                    _ if d["evaluations"].as_i64().unwrap_or(0) > 0 => println!("best -: no correct evaluation yet"),
+                    _ if d["evaluations"].as_i64().unwrap_or(0) > 0 => {
+                        println!("best -: no correct evaluation of the workspace yet")
+                    }
                     _ => {}
                 }
                 let questions = d["questions"].as_array().cloned().unwrap_or_default();
