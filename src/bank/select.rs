@@ -160,15 +160,13 @@ pub fn rank(entries: &[Entry], req: &Request<'_>) -> Vec<Choice> {
                 score *= ROUTED;
             }
             let last_ask = req.asked.iter().position(|a| a.bank_id == e.id);
-            let mut key = (last_ask.is_some(), last_ask.unwrap_or(0));
+            // Asked here already, and the evidence still points to it (a
+            // stall still inside the noise of a best never measured again):
+            // it competes with the fresh entries, where any other entry
+            // asked here waits until every fresh one was asked.
+            let key = if is_pointed { (false, 0) } else { (last_ask.is_some(), last_ask.unwrap_or(0)) };
             if is_pointed {
                 score *= POINTED;
-                // Asked here already, and the evidence still points to it (a
-                // stall still inside the noise of a best never measured
-                // again, a new repeat): it competes with the fresh entries,
-                // where any other entry asked here waits until every fresh
-                // one was asked.
-                key = (false, 0);
             }
             let asked_here = last_ask.is_some();
             let c = Choice {
@@ -740,15 +738,11 @@ mod tests {
                 seed,
                 evidence: ev,
             };
-            let pick = pick(&bank.entries, &req(Some(&noisy))).unwrap();
-            noise += usize::from(["measure-013", "measure-005"].contains(&pick.entry.id.as_str()));
-            let plain = pick_plain(&bank.entries, &req(None));
+            let chosen = pick(&bank.entries, &req(Some(&noisy))).unwrap();
+            noise += usize::from(["measure-013", "measure-005"].contains(&chosen.entry.id.as_str()));
+            let plain = pick(&bank.entries, &req(None)).unwrap().entry.id;
             assert!(!["measure-013", "measure-005"].contains(&plain.as_str()), "seed {seed}: {plain}");
         }
         assert!(noise >= 25, "the noise questions again at most signals: {noise} of 40");
-    }
-
-    fn pick_plain(entries: &[Entry], req: &Request<'_>) -> String {
-        pick(entries, req).unwrap().entry.id
     }
 }
