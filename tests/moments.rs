@@ -150,6 +150,69 @@ fn a_dismissal_in_the_transcript_is_noticed_and_asked_about() {
     assert_eq!(msgs.len(), 3, "the transcript's messages were recorded once each");
 }
 
+/// A gain claimed in the agent's words is read against gadfly's own
+/// measurements (#46 item 4): with no gain measured it is recorded and
+/// asks nothing; over a new best inside the noise of the two figures it
+/// asks how large the noise is. The same at a stop: "a new best!" on a
+/// slower tree carries no gain question.
+#[test]
+fn a_gain_in_words_is_asked_about_only_over_a_measured_new_best() {
+    let f = Fixture::new("");
+    let d = Daemon::start(&f.data_dir());
+    let id = d.create_campaign(&f.spec());
+    let transcript = f.dir.path().join("session.jsonl");
+    let line = |uuid: &str, text: &str| {
+        serde_json::json!({"type": "assistant", "uuid": uuid, "sessionId": "s1", "message": {"role": "assistant", "content": [{"type": "text", "text": text}]}})
+            .to_string()
+            + "\n"
+    };
+    std::fs::write(&transcript, line("u1", "Let me run the harness on every scenario first.")).unwrap();
+    let hook = serde_json::json!({"session_id": "s1", "transcript_path": transcript, "tool_name": "Bash"}).to_string();
+    d.hook("post-tool-use", &id, &hook);
+    let gains = |d: &Daemon| -> Vec<Value> {
+        moments(d, &id).into_iter().filter(|m| m["moment"] == "suspicious_gain" && m["source"] == "text").collect()
+    };
+    // 1.25x, then 1.11x: the latest evaluation is no new best.
+    evaluate(&d, &f, &id, "a true 80 100\nb true 80 100\nc true 80 100\n", "1");
+    evaluate(&d, &f, &id, "a true 90 100\nb true 90 100\nc true 90 100\n", "2");
+    let mut text = std::fs::read_to_string(&transcript).unwrap();
+    text.push_str(&line("u2", "Huge win: this version is 3x faster than the baseline, a new best!"));
+    std::fs::write(&transcript, text).unwrap();
+    common::wait_until("the first gain claim", || gains(&d).len() == 1);
+    let first = &gains(&d)[0];
+    assert!(
+        first["no_question"].as_str().is_some_and(|w| w.starts_with("the latest evaluation measured no gain")),
+        "{first}"
+    );
+    assert!(
+        first["detail"]
+            .as_str()
+            .unwrap()
+            .contains("measured 1.111x against 1.250x (the best of the 5 before it), -11.11%, below it beyond noise"),
+        "{first}"
+    );
+    // 1.256x: a new best by 0.5%, inside the noise of the two figures.
+    evaluate(&d, &f, &id, "a true 79.6 100\nb true 79.6 100\nc true 79.6 100\n", "3");
+    let mut text = std::fs::read_to_string(&transcript).unwrap();
+    text.push_str(&line("u3", "Another big speedup: the new tiling is 2x faster, a new best."));
+    std::fs::write(&transcript, text).unwrap();
+    common::wait_until("the second gain claim", || gains(&d).len() == 2);
+    let second = &gains(&d)[1];
+    let asked = second["question"]["bank_id"].as_str().unwrap_or_default();
+    assert!(["measure-005", "measure-010"].contains(&asked), "the noise of the figures, asked: {second}");
+    assert!(second["detail"].as_str().unwrap().contains("inside the noise"), "{second}");
+    // A stop on a slower tree whose words claim a gain: the block carries
+    // no gain question, and the claim is recorded with why.
+    f.set_candidate("a true 95 100\nb true 95 100\nc true 95 100\n");
+    std::fs::write(f.ws().join("notes.txt"), "4").unwrap();
+    d.stop(&id, "Done: the final kernel is 4x faster than the baseline, our best result yet.");
+    let at_stop = gains(&d);
+    assert_eq!(at_stop.len(), 3, "{at_stop:?}");
+    assert!(at_stop[2]["no_question"]
+        .as_str()
+        .is_some_and(|w| w.starts_with("the latest evaluation measured no gain")));
+}
+
 #[test]
 fn a_transcript_is_followed_without_spinning_before_and_after_its_folder_appears() {
     // A first session in a project: Claude Code names the transcript before

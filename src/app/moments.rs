@@ -151,8 +151,27 @@ pub(super) async fn after_message(
         return Ok(());
     }
     let (_row, spec) = sup.campaign(campaign_id).await.map_err(|e| anyhow::anyhow!("{e}"))?;
-    for c in claim_moments(sup, campaign_id, text).await? {
+    let mut claims = claim_moments(sup, campaign_id, text).await?;
+    read_gain_claims(sup, campaign_id, &spec, &mut claims).await?;
+    for c in claims {
         raise_claim(sup, campaign_id, session, &spec, &c, ClaimAction::Ask).await?;
+    }
+    Ok(())
+}
+
+/// Reads the gain claims of `claims` against the campaign's evaluations
+/// ([`crate::moments::gain_claim`]): a claim with no measured gain is
+/// recorded without a question. The Stop hook reads them once its own
+/// evaluation is stored.
+pub(super) async fn read_gain_claims(
+    sup: &Supervisor,
+    campaign_id: &str,
+    spec: &CampaignSpec,
+    claims: &mut [ClaimMoment],
+) -> anyhow::Result<()> {
+    if claims.iter().any(|c| c.finding.moment == "suspicious_gain") {
+        let history = sup.store().list_evaluations(campaign_id).await?;
+        crate::moments::gain_claim::read_claims(claims, &history, &spec.predicate);
     }
     Ok(())
 }
@@ -227,7 +246,7 @@ pub(super) async fn raise_claim(
     base.claim = Some(ClaimEvidence { quote: c.quote.clone(), repeated });
     let action = match action {
         ClaimAction::Ask => {
-            plan::claim_record_only(&f.moment, c.waiting, latest_failure).map_or(action, ClaimAction::RecordOnly)
+            plan::claim_record_only(f, c.waiting, latest_failure).map_or(action, ClaimAction::RecordOnly)
         }
         other => other,
     };

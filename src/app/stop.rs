@@ -131,6 +131,16 @@ impl Supervisor {
             Ok(_) => self.inner.store.list_questions(campaign_id, true).await?,
             Err(_) => vec![],
         };
+        // A gain in the stop's words, read against the evaluation just
+        // stored: with no gain measured it asks nothing here (recorded
+        // with why, below), and the stop's question is chosen without it.
+        let mut claims = claims;
+        if evaluation.is_ok() {
+            super::moments::read_gain_claims(self, campaign_id, spec, &mut claims).await?;
+        }
+        let (unmeasured, claims): (Vec<_>, Vec<_>) =
+            claims.into_iter().partition(|c| crate::moments::gain_claim::unmeasured(&c.finding));
+        let claim_moments: Vec<&str> = claims.iter().map(|c| c.finding.moment.as_str()).collect();
         let mut input = gate::StopInput {
             campaign_id,
             mode: spec.mode,
@@ -201,6 +211,18 @@ impl Supervisor {
                 gate::ClaimPlan::RecordOnly(why) => super::moments::ClaimAction::RecordOnly(why),
             };
             super::moments::raise_claim(self, campaign_id, session, spec, c, action).await?;
+        }
+        for c in &unmeasured {
+            let why = crate::moments::gain_claim::GAIN_UNMEASURED;
+            super::moments::raise_claim(
+                self,
+                campaign_id,
+                session,
+                spec,
+                c,
+                super::moments::ClaimAction::RecordOnly(why),
+            )
+            .await?;
         }
         let decision = plan.decision;
         let (eval_id, holds) = match &evaluation {

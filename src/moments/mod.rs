@@ -16,6 +16,7 @@
 
 pub mod detect;
 pub mod edit_loop;
+pub mod gain_claim;
 pub mod plan;
 pub mod pressure;
 pub mod recheck;

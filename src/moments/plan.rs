@@ -88,14 +88,19 @@ pub fn repeated_claim<T: PartialOrd>(question_delivered: Option<T>, last_evaluat
 /// already waits is not asked again, and a correctness dismissal is asked
 /// only when the campaign's latest evaluation (`latest_failure`, its
 /// [`crate::evaluation::Evaluation::failure_kind`]) shows a wrong result
-/// to wave away ([`DISMISSAL_UNSUPPORTED`]).
-pub fn claim_record_only(moment: &str, waiting: bool, latest_failure: Option<&str>) -> Option<&'static str> {
+/// to wave away ([`DISMISSAL_UNSUPPORTED`]); a gain claimed in words is
+/// asked only when gadfly's latest evaluation measured a new best
+/// ([`super::gain_claim`], whose facts the finding carries).
+pub fn claim_record_only(f: &Finding, waiting: bool, latest_failure: Option<&str>) -> Option<&'static str> {
+    let moment = f.moment.as_str();
     if moment == "completion_claim" {
         Some("judged at the stop itself")
     } else if waiting {
         Some("a question for this moment already waits")
     } else if moment == "correctness_dismissal" && !latest_failure.is_some_and(|k| WRONG_RESULTS.contains(&k)) {
         Some(DISMISSAL_UNSUPPORTED)
+    } else if super::gain_claim::unmeasured(f) {
+        Some(super::gain_claim::GAIN_UNMEASURED)
     } else {
         None
     }
@@ -258,6 +263,25 @@ mod tests {
         assert_eq!(plan_finding(&finding("plateau", "plateau"), &recent, &[], 9, 3), FindingPlan::Raise);
     }
 
+    fn claim(moment: &str) -> Finding {
+        Finding { moment: moment.into(), ..Default::default() }
+    }
+
+    /// A gain claimed in words with no gain measured asks nothing; one
+    /// with a measured gain, or with no measurement yet, is asked.
+    #[test]
+    fn a_gain_in_words_is_asked_only_over_a_measured_gain() {
+        let with = |m: &str| Finding {
+            facts: [(super::super::gain_claim::MEASURED_GAIN.to_string(), m.to_string())].into(),
+            ..claim("suspicious_gain")
+        };
+        assert_eq!(claim_record_only(&with("none"), false, None), Some(super::super::gain_claim::GAIN_UNMEASURED));
+        assert_eq!(claim_record_only(&with("inside_noise"), false, None), None);
+        assert_eq!(claim_record_only(&with("beyond_noise"), false, None), None);
+        assert_eq!(claim_record_only(&claim("suspicious_gain"), false, None), None, "nothing measured yet");
+        assert_eq!(claim_record_only(&with("none"), true, None), Some("a question for this moment already waits"));
+    }
+
     #[test]
     fn a_claim_is_repeated_only_after_its_question_reached_the_agent_and_no_evaluation_came() {
         assert!(repeated_claim(Some(10), Some(5)), "delivered at 10, nothing measured since");
@@ -267,17 +291,20 @@ mod tests {
         assert!(!repeated_claim::<u64>(None, None));
         assert!(repeated_claim(Some("2026-12-07T01:00:00.000Z"), None));
         assert!(escalates("limit_claim", true) && !escalates("completion_claim", true) && !escalates("x", false));
-        assert_eq!(claim_record_only("completion_claim", false, None), Some("judged at the stop itself"));
-        assert_eq!(claim_record_only("limit_claim", true, None), Some("a question for this moment already waits"));
-        assert_eq!(claim_record_only("limit_claim", false, None), None);
+        assert_eq!(claim_record_only(&claim("completion_claim"), false, None), Some("judged at the stop itself"));
+        assert_eq!(
+            claim_record_only(&claim("limit_claim"), true, None),
+            Some("a question for this moment already waits")
+        );
+        assert_eq!(claim_record_only(&claim("limit_claim"), false, None), None);
         // A dismissal is asked when gadfly measured a wrong result, not of a
         // passing evaluation, a crash or a build error.
         for wrong in ["wrong_values", "near_tolerance", "far_from_tolerance", "missing_scenario"] {
-            assert_eq!(claim_record_only("correctness_dismissal", false, Some(wrong)), None, "{wrong}");
+            assert_eq!(claim_record_only(&claim("correctness_dismissal"), false, Some(wrong)), None, "{wrong}");
         }
         for not_wrong in [None, Some("crash"), Some("build_error")] {
             assert_eq!(
-                claim_record_only("correctness_dismissal", false, not_wrong),
+                claim_record_only(&claim("correctness_dismissal"), false, not_wrong),
                 Some(DISMISSAL_UNSUPPORTED),
                 "{not_wrong:?}"
             );

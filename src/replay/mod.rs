@@ -238,7 +238,9 @@ impl Replayer<'_> {
             }
             let at = self.steps.len() - 1;
             self.message_step = Some(n);
-            for c in self.claim_moments(&text) {
+            let mut claims = self.claim_moments(&text);
+            self.read_gain_claims(&mut claims);
+            for c in claims {
                 self.raise_claim(at, &c, ClaimAction::Ask);
             }
             self.message_step = None;
@@ -258,6 +260,15 @@ impl Replayer<'_> {
                 self.queue.iter().any(|q| q.waiting() && q.moment.as_deref() == Some(c.finding.moment.as_str()));
         }
         out
+    }
+
+    /// A gain claimed in words, read against the evaluations so far (the
+    /// daemon's `read_gain_claims`).
+    fn read_gain_claims(&self, claims: &mut [ClaimMoment]) {
+        if claims.iter().any(|c| c.finding.moment == "suspicious_gain") {
+            let history: Vec<Evaluation> = self.evaluations.iter().map(|(e, _)| e.clone()).collect();
+            crate::moments::gain_claim::read_claims(claims, &history, &self.spec.predicate);
+        }
     }
 
     /// The latest moments, newest first, as the rules read them.
@@ -438,7 +449,7 @@ impl Replayer<'_> {
         let action = match action {
             ClaimAction::Ask => {
                 let latest_failure = self.evaluations.last().and_then(|(e, _)| e.failure_kind());
-                plan::claim_record_only(&f.moment, c.waiting, latest_failure).map_or(action, ClaimAction::RecordOnly)
+                plan::claim_record_only(f, c.waiting, latest_failure).map_or(action, ClaimAction::RecordOnly)
             }
             other => other,
         };
@@ -679,6 +690,16 @@ impl Replayer<'_> {
             Some(_) => self.queue.iter().filter(|q| q.waiting()).cloned().collect(),
             None => vec![],
         };
+        // A gain in the stop's words with no gain measured asks nothing
+        // (the daemon's `judge_stop`).
+        let mut claims = claims;
+        if eval.is_some() {
+            self.read_gain_claims(&mut claims);
+        }
+        let (unmeasured, claims): (Vec<_>, Vec<_>) =
+            claims.into_iter().partition(|c| crate::moments::gain_claim::unmeasured(&c.finding));
+        let names: Vec<String> = claims.iter().map(|c| c.finding.moment.clone()).collect();
+        let claim_names: Vec<&str> = names.iter().map(String::as_str).collect();
         let campaign = self.campaign.clone();
         let predicate = self.spec.predicate.clone();
         let input = gate::StopInput {
@@ -747,6 +768,9 @@ impl Replayer<'_> {
                 gate::ClaimPlan::RecordOnly(why) => ClaimAction::RecordOnly(why),
             };
             self.raise_claim(n, c, action);
+        }
+        for c in &unmeasured {
+            self.raise_claim(n, c, ClaimAction::RecordOnly(crate::moments::gain_claim::GAIN_UNMEASURED));
         }
         let (failing, failures) = match &eval {
             Some(e) => failing_of(e),
