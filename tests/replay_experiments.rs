@@ -129,9 +129,11 @@ fn an_experiment_log_replays_with_plateaus_whose_questions_name_their_evidence_f
     assert_eq!(direct, two_steps);
     assert!(plateaus >= 8, "the flat stretch raises plateaus under every seed: {plateaus}");
     // A flat stretch of near-ties, the best never measured again: the
-    // noise (the measurement group) at most signals, other groups beside it.
+    // noise (the measurement group) at most signals, another group beside
+    // it (a stop rule is no longer pointed to inside the noise:
+    // `bank::groups::pointed`).
     assert!(groups["plateau"].contains("measure"), "the noise of near-ties is asked about: {groups:?}");
-    assert!(groups["plateau"].len() >= 3, "plateau picks from too few groups: {groups:?}");
+    assert!(groups["plateau"].len() >= 2, "plateau picks from one group only: {groups:?}");
 }
 
 #[test]

@@ -76,7 +76,8 @@ pub struct Applies {
     /// `agent_trials` (the agent's own trials between evaluations) and
     /// `branches` (separate lines of work: a campaign with a beam),
     /// `long_stall`, `dropped_failures` and `repeated_trial` (what a
-    /// plateau's facts must show: [`vocabulary::contradicted_by_evidence`]).
+    /// plateau's facts must show) and `reasoned_claim` (the claim's words
+    /// quote no figure): [`vocabulary::contradicted_by_evidence`].
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub assumes: Vec<String>,
     /// The kinds of failure the question can find the cause of

@@ -17,7 +17,7 @@ use super::Entry;
 use crate::campaign::CampaignSpec;
 
 /// What an entry may declare it assumes (`applies.assumes`).
-pub const ASSUMPTIONS: [&str; 10] = [
+pub const ASSUMPTIONS: [&str; 11] = [
     "several_scenarios",
     "quoted_peak",
     "kernel_code",
@@ -28,6 +28,7 @@ pub const ASSUMPTIONS: [&str; 10] = [
     "long_stall",
     "dropped_failures",
     "repeated_trial",
+    "reasoned_claim",
 ];
 
 /// The detectors whose evidence shows the agent working between its
@@ -77,6 +78,13 @@ static PEAK_IN_WORDS: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)\b(peak|theoretical|roofline|speed[- ]of[- ]light|datasheet|spec sheet|[0-9.]+\s*(tb/s|gb/s|tflop|gflop|pflop)|% of (the )?(peak|bandwidth|roofline))")
         .expect("a valid pattern")
 });
+
+/// Whether the agent's words quoted by the evidence hold a figure (any
+/// digit): a claim that quotes one rests on a measurement, and is
+/// challenged on that measurement, not on reasoning it did not use.
+pub fn quotes_a_figure(ev: Option<&Evidence>) -> bool {
+    ev.and_then(|ev| ev.quote.as_deref()).is_some_and(|q| q.chars().any(|c| c.is_ascii_digit()))
+}
 
 /// The NVIDIA-only words of `text`, lower case, each once.
 pub fn nvidia_words(text: &str) -> Vec<String> {
@@ -153,7 +161,11 @@ pub fn undeclared(e: &Entry) -> Vec<String> {
 /// branch dropped for a bug where no evaluation has failed
 /// (`dropped_failures`); a hypothesis tested twice, at a plateau whose
 /// figures show no repeat (`repeated_trial`: the plateau names one in its
-/// `repeated` fact when two evaluations measured the very same figure).
+/// `repeated` fact when two evaluations measured the very same figure); a
+/// claim made by reasoning alone, where the words quote a figure
+/// (`reasoned_claim`, [`quotes_a_figure`]: over the blind readings of the
+/// real logs the two questions that assume it were judged useful at 5 of
+/// 34 such claims, at 3 of 8 claims in words alone).
 pub fn contradicted_by_evidence(e: &Entry, ev: Option<&Evidence>) -> bool {
     let assumes = |a: &str| e.applies.assumes.iter().any(|x| x == a);
     let peak =
@@ -171,9 +183,10 @@ pub fn contradicted_by_evidence(e: &Entry, ev: Option<&Evidence>) -> bool {
     // A repeated hypothesis, at a plateau, needs a repeat in its figures.
     let no_repeat = assumes("repeated_trial")
         && ev.is_some_and(|ev| ev.detector.as_deref() == Some("plateau") && !ev.facts.contains_key("repeated"));
+    let measured_claim = assumes("reasoned_claim") && quotes_a_figure(ev);
     let kind = ev.and_then(|ev| ev.facts.get("failure_kind"));
     let other_failure = matches!(kind, Some(k) if !e.applies.failures.is_empty() && !e.applies.failures.contains(k));
-    peak || other_failure || no_clock || no_trials || short_stall || nothing_failed || no_repeat
+    peak || other_failure || no_clock || no_trials || short_stall || nothing_failed || no_repeat || measured_claim
 }
 
 #[cfg(test)]
@@ -203,6 +216,27 @@ mod tests {
         assert!(contradicted_by_evidence(&e, Some(&quote("It is as fast as it gets."))));
         assert!(!contradicted_by_evidence(&e, Some(&quote("We reach 92% of the peak HBM bandwidth."))));
         assert!(!contradicted_by_evidence(&e, Some(&quote("That is 3.1 TB/s, the limit."))));
+    }
+
+    /// A question about reasoning alone is not asked of a claim that quotes
+    /// its figures; one in words alone is.
+    #[test]
+    fn a_claim_that_quotes_its_figures_is_not_asked_about_reasoning_alone() {
+        let quote = |q: &str| Evidence { quote: Some(q.into()), ..Default::default() };
+        let bank = crate::bank::embedded();
+        for id in ["process-003", "process-011"] {
+            let e = bank.get(id).expect(id);
+            assert!(e.applies.assumes.iter().any(|a| a == "reasoned_claim"), "{id}");
+            assert!(contradicted_by_evidence(
+                e,
+                Some(&quote("0.6 overshoots: 0.4 is near-optimal for the embedding LR."))
+            ));
+            assert!(!contradicted_by_evidence(e, Some(&quote("No kernel change can beat the memory wall here."))));
+            assert!(!contradicted_by_evidence(e, None), "no words quoted: nothing contradicts it");
+        }
+        assert!(quotes_a_figure(Some(&quote("batch=8 gave 1.135"))));
+        assert!(!quotes_a_figure(Some(&quote("It plateaus."))));
+        assert!(!quotes_a_figure(None));
     }
 
     #[test]
