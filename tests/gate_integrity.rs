@@ -6,7 +6,6 @@
 
 mod common;
 
-
 use common::{git, plant_git_config_traps, reason, signed_commit, Daemon, Fixture, ALL_PASS};
 use serde_json::Value;
 
@@ -140,6 +139,65 @@ fn the_candidate_runs_sandboxed_by_default_and_sees_nothing_of_the_host() {
     assert_eq!(e["holds"], true, "the sandboxed harness still measured and judged: {e}");
     std::thread::sleep(std::time::Duration::from_secs(4));
     assert!(!stray.exists(), "a setsid'd helper of the build outlived its sandbox");
+}
+
+/// How many processes of this host run exactly `cmdline` (arguments joined
+/// by spaces).
+fn running(cmdline: &str) -> usize {
+    std::fs::read_dir("/proc")
+        .map(|d| {
+            d.flatten()
+                .filter_map(|p| std::fs::read(p.path().join("cmdline")).ok())
+                .filter(|c| String::from_utf8_lossy(c).replace('\0', " ").trim() == cmdline)
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+/// With the sandbox, a build that runs past its timeout leaves nothing
+/// running either (#49 item 2; the normal end is tested above): the helper
+/// it started with setsid, alive in the sandbox's PID namespace when the
+/// timeout struck, is gone once the evaluation is answered. Looked for in
+/// the host's own /proc, where a child namespace's processes show.
+#[test]
+fn a_sandboxed_build_that_times_out_leaves_no_helper_running() {
+    if common::skip_without_bwrap() {
+        return;
+    }
+    let f = Fixture::new("");
+    // A command line no other process has: this test's pid in the sleep.
+    let marker = format!("sleep 4{:06}", std::process::id());
+    let build = format!("setsid sh -c 'exec {marker}' </dev/null >/dev/null 2>&1 & echo helper-started; sleep 60");
+    let spec = std::fs::read_to_string(f.spec()).unwrap().replace("timeout_s = 20", "timeout_s = 3").replace(
+        "protected = [\"harness/**\"]",
+        &format!("protected = [\"harness/**\"]\nbuild = {}", serde_json::to_string(&build).unwrap()),
+    );
+    std::fs::write(f.spec(), spec).unwrap();
+    let d = Daemon::start(&f.data_dir());
+    let id = d.create_campaign(&f.spec());
+    f.set_candidate(ALL_PASS);
+    let watch = {
+        let marker_seen = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let seen = marker_seen.clone();
+        let m = marker.clone();
+        let stop = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let t = std::thread::spawn(move || {
+            while std::time::Instant::now() < stop && !seen.load(std::sync::atomic::Ordering::SeqCst) {
+                if running(&m) > 0 {
+                    seen.store(true, std::sync::atomic::Ordering::SeqCst);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+        });
+        (t, marker_seen)
+    };
+    let e = evaluate(&d, &id);
+    assert_eq!(e["holds"], false, "the build timed out: {e}");
+    let (t, seen) = watch;
+    t.join().unwrap();
+    assert!(seen.load(std::sync::atomic::Ordering::SeqCst), "the helper never ran, so this test shows nothing: {e}");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert_eq!(running(&marker), 0, "the setsid'd helper of a timed-out sandboxed build is still running ({marker})");
 }
 
 /// Class 5: what is judged is exactly the bytes at the stop. The agent's

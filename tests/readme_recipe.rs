@@ -276,3 +276,31 @@ fn the_shipped_examples_give_the_recheck_fresh_inputs() {
         assert!(!w.iter().any(|w| w.contains("{seed}")), "{spec}: {w:?}");
     }
 }
+
+/// The README is what a newcomer reads in five minutes (#49 item 5): what
+/// gadfly is, the two commands, how long the first build and the suite
+/// take on 2 cores, how to install it, supervising, and where the rest is;
+/// every document it points to exists. The detail lives in docs/.
+#[test]
+fn the_readme_is_a_five_minute_read_that_points_to_the_rest() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let lines = readme.lines().count();
+    assert!(lines <= 250, "README.md has {lines} lines: move the detail to docs/");
+    for heading in ["## The two commands", "## Supervising agents", "## Where the rest is"] {
+        assert!(readme.lines().any(|l| l.trim() == heading), "README.md lacks `{heading}`");
+    }
+    assert!(readme.contains("cargo run --release -- demo"), "the first command");
+    assert!(readme.contains("cargo install --path ."), "how to put gadfly on the PATH");
+    let timing = readme.split("\n\n").find(|p| p.contains("2-core")).expect("a paragraph on a 2-core machine's times");
+    for what in ["first debug build", "first release build", "suite"] {
+        assert!(timing.contains(what), "the 2-core paragraph names the time of the {what}: {timing}");
+    }
+    assert!(timing.matches("minutes").count() >= 2, "{timing}");
+    let rest = readme.split("## Where the rest is").nth(1).unwrap();
+    let targets: Vec<&str> = rest.split("](").skip(1).filter_map(|s| s.split(')').next()).collect();
+    assert!(targets.len() >= 10, "the README points to the docs: {targets:?}");
+    for t in targets {
+        assert!(root.join(t).is_file(), "README.md points to {t}, which does not exist");
+    }
+}

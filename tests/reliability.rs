@@ -935,8 +935,12 @@ fn a_console_login_link_is_good_once_and_the_form_keeps_the_token_out_of_urls() 
     assert!(wrong.headers().get("set-cookie").is_none());
     // A page of another origin cannot log the browser in (login CSRF).
     let other = d.url.rsplit_once(':').map(|(h, _)| format!("{h}:1")).unwrap();
-    let forged =
-        http.post(format!("{}/login", d.url)).header("origin", &other).form(&[("token", d.token.as_str())]).send().unwrap();
+    let forged = http
+        .post(format!("{}/login", d.url))
+        .header("origin", &other)
+        .form(&[("token", d.token.as_str())])
+        .send()
+        .unwrap();
     assert_eq!(forged.status().as_u16(), 403);
     // The login page's form posts.
     let html = http.get(format!("{}/login", d.url)).send().unwrap().text().unwrap();
@@ -1112,7 +1116,8 @@ fn the_log_lines_of_one_stop_carry_its_call_id_from_the_hook_to_the_evaluation()
     assert_eq!(reply["decision"], "block", "{reply}");
 
     let log = daemon_log(f.dir.path());
-    let hook_span = format!("hook{{campaign={id} agent=claude-code event=stop call_id=trace-call-1 session=sess-trace}}");
+    let hook_span =
+        format!("hook{{campaign={id} agent=claude-code event=stop call_id=trace-call-1 session=sess-trace}}");
     let of_the_call: Vec<&str> = log.lines().filter(|l| l.contains(&hook_span)).collect();
     let answered = of_the_call.iter().find(|l| l.contains("hook call answered"));
     assert!(answered.is_some_and(|l| l.contains("decision=\"block\"")), "no answer line in the hook's span:\n{log}");
@@ -1162,9 +1167,12 @@ fn the_daemon_stops_every_background_task_at_shutdown_within_its_bound() {
     let out = d.run(&["run", &id, "--agent", "command", "--detach"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let started = |name: &str| {
-        daemon_log(f.dir.path()).lines().any(|l| l.contains(&format!("task{{name={name}")) && l.contains("task started"))
+        daemon_log(f.dir.path())
+            .lines()
+            .any(|l| l.contains(&format!("task{{name={name}")) && l.contains("task started"))
     };
-    for name in ["moment-worker", "bank-watch", "lease-keeper", "event-relay", "escape-watch", "transcript-follower", "run "]
+    for name in
+        ["moment-worker", "bank-watch", "lease-keeper", "event-relay", "escape-watch", "transcript-follower", "run "]
     {
         common::wait_until(&format!("the task {name} to start"), || started(name));
     }
@@ -1285,7 +1293,8 @@ fn spooled_records_of_two_campaigns_are_each_replayed_by_their_own_hooks() {
     let mut d = Daemon::start(&data);
     let a = d.create_campaign(&f.spec());
     let b = d.create_campaign(&g.spec());
-    let token = |d: &Daemon, id: &str| d.api_get(&format!("/campaigns/{id}/hook-token"))["token"].as_str().unwrap().to_string();
+    let token =
+        |d: &Daemon, id: &str| d.api_get(&format!("/campaigns/{id}/hook-token"))["token"].as_str().unwrap().to_string();
     let (ta, tb) = (token(&d, &a), token(&d, &b));
     let spool = tempfile::tempdir().unwrap();
     let hook = |url: &str, id: &str, tok: &str, n: usize| {
@@ -1302,16 +1311,16 @@ fn spooled_records_of_two_campaigns_are_each_replayed_by_their_own_hooks() {
             .spawn()
             .unwrap();
         child.stdin.take().unwrap().write_all(payload.to_string().as_bytes()).unwrap();
-        assert!(child.wait_with_output().unwrap().status.success());
+        child.wait_with_output().unwrap()
     };
     let down = d.url.clone();
     d.kill();
-    hook(&down, &a, &ta, 1);
-    hook(&down, &b, &tb, 1);
+    assert!(hook(&down, &a, &ta, 1).status.success());
+    assert!(hook(&down, &b, &tb, 1).status.success());
     assert_eq!(spooled_files(spool.path()).len(), 2, "both calls spooled");
 
     let d = Daemon::start(&data);
-    hook(&d.url, &b, &tb, 2);
+    assert!(hook(&d.url, &b, &tb, 2).status.success());
     let left = spooled_files(spool.path());
     assert_eq!(left.len(), 1, "B's hook replayed B's record only: {left:?}");
     let aside: Vec<_> = std::fs::read_dir(spool.path())
@@ -1322,7 +1331,18 @@ fn spooled_records_of_two_campaigns_are_each_replayed_by_their_own_hooks() {
     assert!(aside.is_empty(), "nothing was set aside as refused: {aside:?}");
     let kept: Value = serde_json::from_str(&std::fs::read_to_string(&left[0]).unwrap()).unwrap();
     assert_eq!(kept["campaign"], a.as_str(), "{kept}");
-    hook(&d.url, &a, &ta, 2);
+    // A hook of A's campaign holding a wrong token (stale, forged) is
+    // refused, replays nothing and discards nothing: A's record stays
+    // pending, nothing is set aside, and its own call is not kept either.
+    let refused = hook(&d.url, &a, "not-the-campaigns-token", 9);
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("gadfly hook"), "{refused:?}");
+    assert_eq!(spooled_files(spool.path()), left, "the refused hook left A's record where it was");
+    let aside = std::fs::read_dir(spool.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "rejected"));
+    assert_eq!(aside.count(), 0, "a refused token sets nothing aside");
+    assert!(hook(&d.url, &a, &ta, 2).status.success());
     assert!(spooled_files(spool.path()).is_empty(), "A's hook replayed A's record");
     for id in [&a, &b] {
         let log = d.api_get(&format!("/campaigns/{id}/log?limit=1000"));
