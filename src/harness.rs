@@ -279,6 +279,7 @@ pub async fn evaluate_unpacked(
     let mut build_step = None;
     let mut built = true;
     if let Some(build) = &spec.harness.build {
+        crate::progress::set("building");
         let outcome = run(build.clone(), "build", build_env.clone()).await?;
         built = outcome.exit.success();
         if !built {
@@ -308,7 +309,9 @@ pub async fn evaluate_unpacked(
             .run
             .replace("{results}", &shell_quote(&results_shown.display().to_string()))
             .replace("{seed}", &seed.to_string());
+        crate::progress::set("running the harness");
         let outcome = run(command.clone(), "run", run_env).await?;
+        crate::progress::set("reading the results");
         if !outcome.exit.success() {
             failures.push(with_tail(outcome.exit.describe("harness run", timeout), &outcome));
         }

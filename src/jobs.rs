@@ -72,6 +72,7 @@ pub async fn evaluate_on_worker(store: &Store, inputs: &Inputs<'_>) -> anyhow::R
         }
     };
     tracing::info!(campaign = %campaign_id, %tree, job = id, tags = ?inputs.spec.harness.tags, "evaluation queued for a worker");
+    crate::progress::set("waiting for a worker");
     let mut last_sweep = Instant::now();
     loop {
         let state = store.job_state(id).await?.with_context(|| format!("evaluation job {id} disappeared"))?;
@@ -89,6 +90,7 @@ pub async fn evaluate_on_worker(store: &Store, inputs: &Inputs<'_>) -> anyhow::R
                 let reason = state.error.unwrap_or_else(|| "no reason recorded".into());
                 return Ok(failed_job(inputs, id, &reason, started));
             }
+            "running" => crate::progress::set("on a worker"),
             _ => {}
         }
         // Workers sweep expired leases too; the daemon does it while it

@@ -30,6 +30,7 @@ pub mod notify;
 pub mod predicate;
 pub mod pristine;
 pub mod process;
+pub mod progress;
 pub mod redteam;
 pub mod replay;
 pub mod results;

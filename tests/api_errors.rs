@@ -289,6 +289,7 @@ const ROUTES: &[&str] = &[
     "POST /campaigns/{id}/evaluate",
     "POST /campaigns/{id}/calibrate",
     "GET /campaigns/{id}/evaluations",
+    "GET /campaigns/{id}/evaluation-progress",
     "GET /campaigns/{id}/events",
     "POST /campaigns/{id}/hook-installs",
     "GET /campaigns/{id}/hook-token",

@@ -258,11 +258,48 @@ fn eval_draws_its_progress_on_a_terminal_but_not_with_json() {
     };
     let shown = on_terminal(&format!("eval {id} --force"));
     assert!(shown.contains(&format!("evaluating {id}: ")), "no progress line on a terminal: {shown:?}");
+    // The step the daemon reports: the harness's run sleeps 2 s.
+    assert!(shown.contains("running the harness"), "the line names the evaluation's step: {shown:?}");
     assert!(shown.contains('\r') || shown.contains('\u{1b}'), "the line is never redrawn: {shown:?}");
     assert!(shown.contains("FAILS"), "the verdict follows: {shown:?}");
     let json = on_terminal(&format!("eval {id} --force --json"));
     assert!(json.contains("\"holds\""), "{json:?}");
     assert!(!json.contains("evaluating"), "progress with --json: {json:?}");
+}
+
+/// The daemon says what a running evaluation is doing (the progress
+/// line's source): nothing while none runs, the step while one does; an
+/// unknown campaign is a 404.
+#[test]
+fn the_evaluation_progress_names_the_running_step() {
+    let (_f, d, id) = slow_campaign();
+    let idle = d.api_get(&format!("/campaigns/{id}/evaluation-progress"));
+    assert_eq!(idle, serde_json::json!({"evaluating": false}));
+    let (url, token, id2) = (d.url.clone(), d.token.clone(), id.clone());
+    let eval = std::thread::spawn(move || {
+        gadfly().args(["eval", &id2, "--force", "--json"]).env("GADFLY_URL", url).env("GADFLY_TOKEN", token).output()
+    });
+    let mut steps = std::collections::BTreeSet::new();
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !eval.is_finished() && std::time::Instant::now() < until {
+        let now = d.api_get(&format!("/campaigns/{id}/evaluation-progress"));
+        if now["evaluating"] == true {
+            steps.insert(now["step"].as_str().unwrap_or("?").to_string());
+            assert!(now["seconds"].as_f64().is_some_and(|s| s >= 0.0), "{now}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    eval.join().unwrap().unwrap();
+    assert!(steps.contains("running the harness"), "the 2 s run was seen: {steps:?}");
+    let done = d.api_get(&format!("/campaigns/{id}/evaluation-progress"));
+    assert_eq!(done, serde_json::json!({"evaluating": false}), "nothing runs once the verdict is in");
+    let unknown = Command::new("curl")
+        .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "-H"])
+        .arg(format!("Authorization: Bearer {}", d.token))
+        .arg(format!("{}/api/v1/campaigns/no-such-campaign/evaluation-progress", d.url))
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&unknown.stdout), "404");
 }
 
 /// The top-level help and each group's help list one short line a command,

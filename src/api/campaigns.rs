@@ -162,6 +162,24 @@ pub(super) async fn list_evaluations(
     Ok(Json(Value::Array(list.iter().map(super::views::evaluation_json).collect())))
 }
 
+/// What the campaign's running evaluation is doing now (`gadfly eval`'s
+/// progress line): `evaluating`, and while it is, the `step` (preparing the
+/// candidate, waiting for a worker, building, running the harness, reading
+/// the results, measuring again) and the `seconds` spent in it.
+#[utoipa::path(get, path = "/campaigns/{id}/evaluation-progress", tag = "campaigns", params(CampaignId),
+    responses((status = 200, description = "ok", body = Object),
+        Invalid, Unauthorized, Forbidden, NotFound, Internal))]
+pub(super) async fn evaluation_progress(
+    State(state): State<AppState>,
+    ApiPath(CampaignId { id }): ApiPath<CampaignId>,
+) -> ApiResult<Json<Value>> {
+    state.supervisor.campaign(&id).await?;
+    Ok(Json(match state.supervisor.evaluation_step(&id) {
+        Some((step, seconds)) => json!({"evaluating": true, "step": step, "seconds": (seconds * 10.0).round() / 10.0}),
+        None => json!({"evaluating": false}),
+    }))
+}
+
 /// Every stop attempt (completion claim) and the gate's decision.
 #[utoipa::path(get, path = "/campaigns/{id}/stops", tag = "campaigns", params(CampaignId),
     responses((status = 200, description = "ok", body = [Object]),

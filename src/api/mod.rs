@@ -258,6 +258,7 @@ pub fn router(state: AppState) -> Router {
         .route("/campaigns/{id}/archive", post(campaigns::archive))
         .route("/campaigns/{id}/unarchive", post(campaigns::unarchive))
         .route("/campaigns/{id}/evaluations", get(campaigns::list_evaluations))
+        .route("/campaigns/{id}/evaluation-progress", get(campaigns::evaluation_progress))
         .route("/campaigns/{id}/hooks/{agent}/{event}", post(hooks::hook))
         .route("/campaigns/{id}/questions", get(questions::list_questions).post(questions::ask))
         .route("/campaigns/{id}/questions/open", get(questions::open_questions))

@@ -31,6 +31,7 @@ use super::{beam, campaigns, claims, events, hooks, login, notify, questions, ru
         campaigns::archive,
         campaigns::unarchive,
         campaigns::list_evaluations,
+        campaigns::evaluation_progress,
         hooks::hook,
         questions::list_questions,
         questions::ask,

@@ -71,6 +71,13 @@ impl Supervisor {
         self.evaluate_tree_locked(&row, &spec, &tree, false, None).await
     }
 
+    /// What the campaign's running evaluation is doing: its step and the
+    /// seconds spent in it; none when no evaluation runs.
+    pub fn evaluation_step(&self, campaign_id: &str) -> Option<(String, f64)> {
+        let all = self.inner.evaluating.lock().unwrap_or_else(|e| e.into_inner());
+        all.get(campaign_id).map(|s| s.now().unwrap_or_else(|| ("starting".to_string(), 0.0)))
+    }
+
     pub(super) fn eval_lock(&self, campaign_id: &str) -> Arc<tokio::sync::Mutex<Option<harness::LastSnapshot>>> {
         let mut locks = self.inner.eval_locks.lock().expect("evaluation lock table poisoned");
         locks.entry(campaign_id.to_string()).or_default().clone()
@@ -132,7 +139,12 @@ impl Supervisor {
             seed,
             store: &store,
         };
-        let mut eval = crate::jobs::evaluate(&self.inner.store, &inputs, &self.inner.scratch).await?;
+        let board = Evaluating::new(self, campaign_id);
+        let work = async {
+            crate::progress::set("preparing the candidate");
+            crate::jobs::evaluate(&self.inner.store, &inputs, &self.inner.scratch).await
+        };
+        let mut eval = crate::progress::scoped(board.step.clone(), work).await?;
         eval.origin = if workspace { crate::evaluation::Origin::Workspace } else { crate::evaluation::Origin::Beam };
         if force {
             // A forced re-run replaces nothing: it is stored under its own key.
@@ -145,7 +157,12 @@ impl Supervisor {
         self.record_event(campaign_id, None, None, Event::evaluated(id, &eval)).await?;
         // A figure within noise of its bar: measured again before anything
         // reads the verdict (a beam candidate's too).
-        eval = super::recheck::remeasure_within_noise(self, campaign_id, spec, eval).await?;
+        let again = async {
+            crate::progress::set("measuring again (a figure within noise of its bar)");
+            super::recheck::remeasure_within_noise(self, campaign_id, spec, eval).await
+        };
+        eval = crate::progress::scoped(board.step.clone(), again).await?;
+        drop(board);
         // A new tree of the workspace is fresh evidence: the questions it answers.
         if workspace {
             if let Err(e) = self.answers_after_evaluation(campaign_id, &eval).await {
@@ -160,5 +177,32 @@ impl Supervisor {
             }
         }
         Ok(eval)
+    }
+}
+
+/// The step board of a campaign's evaluation, shown by
+/// `GET /campaigns/{id}/evaluation-progress` from its start until it is
+/// dropped: when the evaluation ends, fails, or its task is cancelled.
+struct Evaluating {
+    inner: Arc<super::Inner>,
+    campaign: String,
+    step: crate::progress::Step,
+}
+
+impl Evaluating {
+    fn new(sup: &Supervisor, campaign_id: &str) -> Evaluating {
+        let step = crate::progress::Step::default();
+        let mut all = sup.inner.evaluating.lock().unwrap_or_else(|e| e.into_inner());
+        all.insert(campaign_id.to_string(), step.clone());
+        Evaluating { inner: sup.inner.clone(), campaign: campaign_id.to_string(), step }
+    }
+}
+
+impl Drop for Evaluating {
+    fn drop(&mut self) {
+        let mut all = self.inner.evaluating.lock().unwrap_or_else(|e| e.into_inner());
+        if all.get(&self.campaign).is_some_and(|s| s.same(&self.step)) {
+            all.remove(&self.campaign);
+        }
     }
 }

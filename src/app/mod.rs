@@ -124,6 +124,8 @@ struct Inner {
     seen_claims: moments::SeenClaims,
     /// Tool calls since each campaign's last evaluation (idle plateau).
     tool_calls: Mutex<HashMap<String, ToolCalls>>,
+    /// The step of each evaluation running now, by campaign.
+    evaluating: Mutex<HashMap<String, crate::progress::Step>>,
     /// Campaigns' pristine protected files, read once.
     pristine: Mutex<HashMap<String, Arc<Vec<crate::snapshot::PristineFile>>>>,
     /// This daemon's identity as a lease owner, and how long a lease lasts.
@@ -194,6 +196,7 @@ impl Supervisor {
                 moment_work,
                 seen_claims: Default::default(),
                 tool_calls: Mutex::new(HashMap::new()),
+                evaluating: Mutex::new(HashMap::new()),
                 pristine: Mutex::new(HashMap::new()),
                 owner: format!(
                     "{}:{}:{:08x}",
