@@ -34,7 +34,13 @@ fn live_claim_records_with_premature_rate_and_gain() {
     // claim before the accepted one was correct, so no gain (issue #32).
     assert_eq!(r0["incorrect"], "1 scenario incorrect", "{r0}");
     assert_eq!(s["gain_after_first_claim"], Value::Null, "{s}");
-    assert!(s["no_gain_reason"].as_str().unwrap().contains("no claim before the accepted one was judged on a correct evaluation (1 of 1 incorrect)"), "{s}");
+    assert!(
+        s["no_gain_reason"]
+            .as_str()
+            .unwrap()
+            .contains("no claim before the accepted one was judged on a correct evaluation (1 of 1 incorrect)"),
+        "{s}"
+    );
     assert_eq!(a["mean_gain_after_premature"], Value::Null);
     assert_eq!(a["agents"][0]["agent"], "claude-code");
     assert_eq!(a["stop_attempts"][1]["session_id"], "sess-1");
@@ -100,7 +106,11 @@ fn the_demo_campaign_audits_as_two_premature_claims_then_acceptance() {
     let a: Value = serde_json::from_slice(&d.run(&["audit", "campaign", &id, "--json"]).stdout).unwrap();
     assert_eq!((a["claims"].as_u64(), a["premature"].as_u64()), (Some(3), Some(2)));
     assert_eq!(a["sessions"][0]["blocks_before_acceptance"], 2);
-    assert_eq!(a["records"][1]["failing"][0]["scenario"], "b128_m60_n20", "the slow scenario is on record");
+    // The slow scenario is on record (among others when a loaded machine
+    // slowed another one below its bar: these are real timings).
+    let failing: Vec<&str> =
+        a["records"][1]["failing"].as_array().unwrap().iter().filter_map(|f| f["scenario"].as_str()).collect();
+    assert!(failing.contains(&"b128_m60_n20"), "the slow scenario is on record: {failing:?}");
     // The first claim's kernel is wrong: the gain runs from the second
     // (correct, one scenario slow) to the accepted third (issue #32).
     let (r, s) = (&a["records"], &a["sessions"][0]);

@@ -124,4 +124,7 @@ fn a_failed_or_partly_wrong_evaluation_says_why_it_is_no_result() {
     assert!(detail["best_geomean_speedup"].is_null(), "no correct evaluation, no best: {detail}");
     let show = String::from_utf8(d.run(&["campaign", "show", &id]).stdout).unwrap();
     assert!(show.contains("best -: no correct evaluation of the workspace yet"), "{show}");
+    // Counts read as words: two evaluations, not one stop attempt yet.
+    assert!(show.contains("2 evaluations, 0 stop attempts, "), "{show}");
+    assert!(!show.contains("1 events") && !show.contains("1 evaluations"), "{show}");
 }

@@ -128,11 +128,12 @@ pub(super) async fn campaign(c: CampaignCommand) -> anyhow::Result<ExitCode> {
                 }
                 println!("workspace {}", d["spec"]["workspace"].as_str().unwrap_or(""));
                 println!("goal: {}", d["spec"]["goal"].as_str().unwrap_or(""));
+                let counted = |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
                 println!(
-                    "{} evaluations, {} stop attempts, {} events",
-                    d["evaluations"],
-                    d["stop_attempts"].as_array().map_or(0, Vec::len),
-                    d["events"]
+                    "{}, {}, {}",
+                    counted(d["evaluations"].as_u64().unwrap_or(0), "evaluation", "evaluations"),
+                    counted(d["stop_attempts"].as_array().map_or(0, Vec::len) as u64, "stop attempt", "stop attempts"),
+                    counted(d["events"].as_u64().unwrap_or(0), "event", "events"),
                 );
                 if d["latest_evaluation"].is_object() {
                     print!("{}", render_evaluation(&d["latest_evaluation"]));
