@@ -100,26 +100,46 @@ fn near_misses_raise_nothing() {
     assert_eq!(m.len(), 1, "only the start moment: {m:?}");
 }
 
+/// A Claude Code transcript (session `s1`) the daemon follows: its first
+/// message written, then announced by a PostToolUse hook.
+struct Transcript(std::path::PathBuf);
+
+impl Transcript {
+    /// The transcript started, and the first hook's output.
+    fn start(d: &Daemon, f: &Fixture, id: &str) -> (Transcript, std::process::Output) {
+        let t = Transcript(f.dir.path().join("session.jsonl"));
+        std::fs::write(&t.0, "").unwrap();
+        t.say("u1", "Let me run the harness on every scenario first.");
+        let first = d.hook("post-tool-use", id, &t.hook_payload());
+        (t, first)
+    }
+
+    /// A PostToolUse payload that names the transcript.
+    fn hook_payload(&self) -> String {
+        serde_json::json!({"session_id": "s1", "transcript_path": self.0, "tool_name": "Bash"}).to_string()
+    }
+
+    /// Appends one assistant message.
+    fn say(&self, uuid: &str, text: &str) {
+        let line = serde_json::json!({"type": "assistant", "uuid": uuid, "sessionId": "s1",
+            "message": {"role": "assistant", "content": [{"type": "text", "text": text}]}});
+        let mut all = std::fs::read_to_string(&self.0).unwrap();
+        all.push_str(&format!("{line}\n"));
+        std::fs::write(&self.0, all).unwrap();
+    }
+}
+
 #[test]
 fn a_dismissal_in_the_transcript_is_noticed_and_asked_about() {
     let f = Fixture::new("");
     let d = Daemon::start(&f.data_dir());
     let id = d.create_campaign(&f.spec());
-    let transcript = f.dir.path().join("session.jsonl");
-    let line = |uuid: &str, text: &str| {
-        serde_json::json!({"type": "assistant", "uuid": uuid, "sessionId": "s1", "message": {"role": "assistant", "content": [{"type": "text", "text": text}]}})
-            .to_string()
-            + "\n"
-    };
-    std::fs::write(&transcript, line("u1", "Let me run the harness on every scenario first.")).unwrap();
-    let hook = serde_json::json!({"session_id": "s1", "transcript_path": transcript, "tool_name": "Bash"}).to_string();
-    let first = d.hook("post-tool-use", &id, &hook);
+    let (transcript, first) = Transcript::start(&d, &f, &id);
+    let hook = transcript.hook_payload();
     assert!(String::from_utf8_lossy(&first.stdout).contains("start moment"), "the start question comes first");
-    let mut text = std::fs::read_to_string(&transcript).unwrap();
     // Before gadfly measured anything wrong: the words are recorded, and no
     // question waved at a failure gadfly has not seen.
-    text.push_str(&line("u2", "The profiler run failed, but that is just a flaky tool, so we can ignore it."));
-    std::fs::write(&transcript, text).unwrap();
+    transcript.say("u2", "The profiler run failed, but that is just a flaky tool, so we can ignore it.");
     common::wait_until("the unsupported dismissal moment", || {
         moments(&d, &id).iter().any(|m| m["moment"] == "correctness_dismissal" && m["source"] == "text")
     });
@@ -130,9 +150,7 @@ fn a_dismissal_in_the_transcript_is_noticed_and_asked_about() {
     );
     // Scenario b measured wrong, then waved away: asked about.
     evaluate(&d, &f, &id, "a true 90 100\nb false 90 100\nc true 90 100\n", "wrong b");
-    let mut text = std::fs::read_to_string(&transcript).unwrap();
-    text.push_str(&line("u3", "Scenario b still differs from the reference by 3e-4, but that is just floating point noise, so we can ignore it."));
-    std::fs::write(&transcript, text).unwrap();
+    transcript.say("u3", "Scenario b still differs from the reference by 3e-4, but that is just floating point noise, so we can ignore it.");
     common::wait_until("the dismissal moment", || {
         moments(&d, &id).iter().filter(|m| m["moment"] == "correctness_dismissal" && m["source"] == "text").count() == 2
     });
@@ -160,24 +178,14 @@ fn a_gain_in_words_is_asked_about_only_over_a_measured_new_best() {
     let f = Fixture::new("");
     let d = Daemon::start(&f.data_dir());
     let id = d.create_campaign(&f.spec());
-    let transcript = f.dir.path().join("session.jsonl");
-    let line = |uuid: &str, text: &str| {
-        serde_json::json!({"type": "assistant", "uuid": uuid, "sessionId": "s1", "message": {"role": "assistant", "content": [{"type": "text", "text": text}]}})
-            .to_string()
-            + "\n"
-    };
-    std::fs::write(&transcript, line("u1", "Let me run the harness on every scenario first.")).unwrap();
-    let hook = serde_json::json!({"session_id": "s1", "transcript_path": transcript, "tool_name": "Bash"}).to_string();
-    d.hook("post-tool-use", &id, &hook);
+    let (transcript, _) = Transcript::start(&d, &f, &id);
     let gains = |d: &Daemon| -> Vec<Value> {
         moments(d, &id).into_iter().filter(|m| m["moment"] == "suspicious_gain" && m["source"] == "text").collect()
     };
     // 1.25x, then 1.11x: the latest evaluation is no new best.
     evaluate(&d, &f, &id, "a true 80 100\nb true 80 100\nc true 80 100\n", "1");
     evaluate(&d, &f, &id, "a true 90 100\nb true 90 100\nc true 90 100\n", "2");
-    let mut text = std::fs::read_to_string(&transcript).unwrap();
-    text.push_str(&line("u2", "Huge win: this version is 3x faster than the baseline, a new best!"));
-    std::fs::write(&transcript, text).unwrap();
+    transcript.say("u2", "Huge win: this version is 3x faster than the baseline, a new best!");
     common::wait_until("the first gain claim", || gains(&d).len() == 1);
     let first = &gains(&d)[0];
     assert!(
@@ -193,9 +201,7 @@ fn a_gain_in_words_is_asked_about_only_over_a_measured_new_best() {
     );
     // 1.256x: a new best by 0.5%, inside the noise of the two figures.
     evaluate(&d, &f, &id, "a true 79.6 100\nb true 79.6 100\nc true 79.6 100\n", "3");
-    let mut text = std::fs::read_to_string(&transcript).unwrap();
-    text.push_str(&line("u3", "Another big speedup: the new tiling is 2x faster, a new best."));
-    std::fs::write(&transcript, text).unwrap();
+    transcript.say("u3", "Another big speedup: the new tiling is 2x faster, a new best.");
     common::wait_until("the second gain claim", || gains(&d).len() == 2);
     let second = &gains(&d)[1];
     let asked = second["question"]["bank_id"].as_str().unwrap_or_default();
