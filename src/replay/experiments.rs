@@ -11,8 +11,9 @@
 //! against a baseline of 1000 us so that the speed-up is the ratio to the
 //! first measured row: `1000 * value / first` when lower is better,
 //! `1000 * first / value` when higher is. A row with no positive number in
-//! the objective's column, or whose status says it crashed, measured
-//! nothing: its evaluation has a failure and no scenario. A row whose
+//! the objective's column, or whose status says it crashed (or says it
+//! failed while its description says it crashed: an OOM, a compile error),
+//! measured nothing: its evaluation has a failure and no scenario. A row whose
 //! status says its result was wrong is measured but incorrect.
 //!
 //! Tab-separated when the header has a tab, comma-separated otherwise;
@@ -53,6 +54,24 @@ const BASELINE_US: f64 = 1000.0;
 const CRASHED: [&str; 8] = ["crash", "crashed", "error", "timeout", "oom", "killed", "kill", "blocked"];
 /// Status words of a run whose result was wrong.
 const WRONG: [&str; 7] = ["fail", "failed", "incorrect", "wrong", "mismatch", "forbidden", "invalid"];
+/// Words of a row's description that say the run crashed: a `FAIL` status
+/// is the loop's one word for any failure, and the row's own description
+/// says which ("FP8 KV + gpu=0.92: OOM crash"). Such a run measured
+/// nothing; it is no wrong result for a dismissal to wave away.
+const CRASHED_IN_WORDS: [&str; 9] =
+    ["oom", "out of memory", "crash", "crashed", "segfault", "compile error", "timed out", "timeout", "killed"];
+
+/// Whether a description says the run crashed (whole words, any case).
+fn crashed_in_words(said: &str) -> bool {
+    let lower = said.to_ascii_lowercase();
+    CRASHED_IN_WORDS.iter().any(|w| {
+        lower.match_indices(w).any(|(at, _)| {
+            let before = lower[..at].chars().next_back();
+            let after = lower[at + w.len()..].chars().next();
+            !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+        })
+    })
+}
 
 /// Reads `text` (the log) into a timeline. Errors name the line and the
 /// column: a header without the objective's column, a `--where` column
@@ -128,8 +147,10 @@ pub fn import(text: &str, layout: &Layout) -> Result<Imported, String> {
             .collect();
         steps.push(Step { t, kind: StepKind::ToolCall { tool: "experiment".into(), text: label.to_string() } });
         steps.push(Step { t, kind: StepKind::ToolResult { text: fields.join(" ") } });
+        let crashed = CRASHED.contains(&lower.as_str())
+            || (WRONG.contains(&lower.as_str()) && text_col.is_some_and(|i| crashed_in_words(field(i))));
         let measured = match value {
-            Some(v) if !CRASHED.contains(&lower.as_str()) => {
+            Some(v) if !crashed => {
                 let base = *first_value.get_or_insert(v);
                 let time_us = if layout.maximize { BASELINE_US * base / v } else { BASELINE_US * v / base };
                 let scenario: ScenarioResult = serde_json::from_value(json!({
@@ -140,7 +161,11 @@ pub fn import(text: &str, layout: &Layout) -> Result<Imported, String> {
                 Measured { scenarios: vec![scenario], failures: vec![] }
             }
             _ => {
-                let why = if word.is_empty() { "no status".to_string() } else { format!("status `{word}`") };
+                let why = match (word.is_empty(), crashed && !CRASHED.contains(&lower.as_str())) {
+                    (true, _) => "no status".to_string(),
+                    (false, true) => format!("status `{word}`, a crash by its description"),
+                    (false, false) => format!("status `{word}`"),
+                };
                 let got = if raw.is_empty() { "nothing".to_string() } else { format!("`{raw}`") };
                 Measured {
                     scenarios: vec![],
@@ -253,6 +278,25 @@ mod tests {
         assert!((e[1].scenarios[0].time_us - 500.0).abs() < 1e-9, "twice the throughput, half the time");
         assert!(!e[2].scenarios[0].correct, "FAIL is a wrong result");
         assert_eq!(i.timeline.header.extra["where"]["kernel_type"], "matmul");
+    }
+
+    /// A `FAIL` whose description says the run crashed (an OOM, a compile
+    /// error) measured nothing: no wrong result. One whose description
+    /// says the output was wrong stays a wrong result.
+    #[test]
+    fn a_fail_the_description_calls_a_crash_measured_nothing() {
+        let log = "experiment\tdecode_tok_s\tstatus\tdescription\n\
+            1\t100\tKEEP\tbaseline\n\
+            2\t7.4\tFAIL\tFP8 KV + gpu=0.92: OOM crash. Too aggressive.\n\
+            3\t56.3\tFAIL\tFAIL: 128 draft = garbage output (all !)\n\
+            4\t90\tFAIL\tbloomier filter mismatch\n";
+        let layout = Layout { metric: Some("decode_tok_s".into()), maximize: true, ..Layout::default() };
+        let e = evaluations(&import(log, &layout).unwrap()).into_iter().cloned().collect::<Vec<_>>();
+        assert!(e[1].scenarios.is_empty(), "an OOM crash measured nothing: {:?}", e[1]);
+        assert!(e[1].failures[0].contains("status `FAIL`, a crash by its description"), "{:?}", e[1].failures);
+        assert!(!e[2].scenarios[0].correct, "garbage output is a wrong result");
+        assert!(!e[3].scenarios[0].correct, "`bloomier` holds no whole crash word");
+        assert!(crashed_in_words("compile error in the epilogue") && !crashed_in_words("zoom in"));
     }
 
     #[test]
