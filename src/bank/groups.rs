@@ -141,7 +141,21 @@ pub fn routed(moment: &str, ev: Option<&super::evidence::Evidence>, all: &[Strin
 /// - half the window or more without a valid figure: the failures, not
 ///   the ideas (`process-002`);
 /// - a stall four windows long or more, its figures not within 2% of the
-///   best: a stop rule and a budget for the direction (`process-012`).
+///   best: a stop rule and a budget for the direction (`process-012`);
+/// - a best measured once that stands 10% or more above every other
+///   figure (`best_lead_pct`): whether it was measured under the same
+///   setup as the rest, and comes back (`measure-014`, in an experiment
+///   log the agent kept; in the blind readings a serving log's plateau
+///   stood on a one-request run and a batch throughput logged in a
+///   single-stream column, and the questions asked there missed it).
+///
+/// A setting claimed at its best ("no further gain", "already optimal"):
+/// which values on both sides of it were measured (`process-015`; in the
+/// blind readings "LR already optimal" after one larger value was judged
+/// to need exactly that, five times over).
+///
+/// A jump of the figure, or a gain claimed in words beyond the noise, in
+/// the agent's own log: the same comparability question first.
 ///
 /// A limit claimed in words that quote a figure: the measurement behind it
 /// (`measure-011`), then the branches dropped on a failure rather than a
@@ -163,8 +177,21 @@ pub fn pointed(moment: &str, ev: Option<&super::evidence::Evidence>) -> Vec<&'st
     if moment == "suspicious_gain" && measured == Some("inside_noise") {
         return vec!["measure-005", "measure-010"];
     }
+    // A figure well beyond the others, in the agent's own log (where each
+    // run's setup is the agent's): first whether it measured the same
+    // thing the others did (`measure-014` assumes `logged_figures`).
+    if moment == "suspicious_gain"
+        && (measured == Some("beyond_noise") || ev.detector.as_deref() == Some("geomean_jump"))
+    {
+        return vec!["measure-014"];
+    }
     // A limit claimed with figures: the measurement behind it, and the
     // branches dropped on a failure rather than a measured loss.
+    // A setting claimed at its best: whether both sides of it were measured
+    // (`process-015`), not a repeat of the one side that was.
+    if moment == "limit_claim" && super::vocabulary::claims_an_optimum(Some(ev)) {
+        return vec!["process-015"];
+    }
     if moment == "limit_claim" && super::vocabulary::quotes_a_figure(Some(ev)) {
         return vec!["measure-011", "process-002"];
     }
@@ -174,6 +201,11 @@ pub fn pointed(moment: &str, ev: Option<&super::evidence::Evidence>) -> Vec<&'st
     let num = |k: &str| ev.facts.get(k).and_then(|v| v.parse::<f64>().ok());
     let window = num("window").unwrap_or(5.0).max(1.0);
     let stall = num("stall").unwrap_or(window);
+    // A best measured once, far above every other figure: the stall may be
+    // measured against a setup the other runs never had.
+    if ev.facts.contains_key("best_lead_pct") {
+        out.push("measure-014");
+    }
     if num("invalid").is_some_and(|i| i >= (window / 2.0).ceil()) {
         out.push("process-002");
     }
@@ -214,6 +246,37 @@ mod tests {
             |m: &str| Evidence { facts: [("measured_gain".to_string(), m.to_string())].into(), ..Default::default() };
         assert!(routed("suspicious_gain", Some(&gain("beyond_noise")), &all).contains(&"benchmark_validity"));
         assert!(!routed("suspicious_gain", Some(&gain("inside_noise")), &all).contains(&"benchmark_validity"));
+    }
+
+    #[test]
+    fn a_lone_best_and_a_jump_point_to_whether_the_figure_measured_the_same_thing() {
+        use crate::bank::evidence::Evidence;
+        let plateau = |facts: &[(&str, &str)]| Evidence {
+            detector: Some("plateau".into()),
+            facts: facts.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            ..Default::default()
+        };
+        let lone = plateau(&[("window", "5"), ("stall", "5"), ("best_lead_pct", "31")]);
+        assert_eq!(pointed("plateau", Some(&lone)).first(), Some(&"measure-014"));
+        let plain = plateau(&[("window", "5"), ("stall", "5")]);
+        assert!(!pointed("plateau", Some(&plain)).contains(&"measure-014"));
+        let jump = Evidence { detector: Some("geomean_jump".into()), ..Default::default() };
+        assert_eq!(pointed("suspicious_gain", Some(&jump)), ["measure-014"]);
+        let beyond = Evidence {
+            facts: [("measured_gain".to_string(), "beyond_noise".to_string())].into(),
+            ..Default::default()
+        };
+        assert_eq!(pointed("suspicious_gain", Some(&beyond)), ["measure-014"]);
+        let claim = |q: &str| Evidence { quote: Some(q.into()), ..Default::default() };
+        assert_eq!(
+            pointed("limit_claim", Some(&claim("2x LR at D_MODEL=256 no improvement (LR already optimal)"))),
+            ["process-015"]
+        );
+        assert_eq!(pointed("limit_claim", Some(&claim("More perturbations do not help."))), ["process-015"]);
+        assert_eq!(pointed("limit_claim", Some(&claim("Load floor of 2048 cycles"))), ["measure-011", "process-002"]);
+        assert!(pointed("limit_claim", Some(&claim("We are memory-bound."))).is_empty());
+        let other = Evidence { detector: Some("concentrated_gain".into()), ..Default::default() };
+        assert!(pointed("suspicious_gain", Some(&other)).is_empty());
     }
 
     #[test]
@@ -268,12 +331,16 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(pointed("suspicious_gain", Some(&gain("inside_noise"))), vec!["measure-005", "measure-010"]);
-        assert!(pointed("suspicious_gain", Some(&gain("beyond_noise"))).is_empty(), "a gain beyond noise");
+        // Beyond the noise: whether it measured the same thing (asked of
+        // the agent's own log only: `measure-014` assumes `logged_figures`).
+        assert_eq!(pointed("suspicious_gain", Some(&gain("beyond_noise"))), vec!["measure-014"]);
         assert!(pointed("plateau", Some(&gain("inside_noise"))).is_empty(), "only at a gain");
         assert_eq!(crate::moments::gain_claim::MEASURED_GAIN, "measured_gain", "the fact's name, read here");
         let said = |q: &str| Evidence { quote: Some(q.into()), ..Default::default() };
-        let figures = said("0.04 is near-optimal for this model scale.");
+        let figures = said("The load floor is 2048 cycles at 2 loads a cycle.");
         assert_eq!(pointed("limit_claim", Some(&figures)), vec!["measure-011", "process-002"]);
+        let optimum = said("0.04 is near-optimal for this model scale.");
+        assert_eq!(pointed("limit_claim", Some(&optimum)), vec!["process-015"]);
         assert!(pointed("limit_claim", Some(&said("We are at the bandwidth limit now."))).is_empty());
         let idle = Evidence { detector: Some("tool_calls_without_evaluation".into()), ..first.clone() };
         assert!(pointed("plateau", Some(&idle)).is_empty());

@@ -77,7 +77,12 @@ pub struct Applies {
     /// `branches` (separate lines of work: a campaign with a beam),
     /// `long_stall`, `dropped_failures` and `repeated_trial` (what a
     /// plateau's facts must show) and `reasoned_claim` (the claim's words
-    /// quote no figure): [`vocabulary::contradicted_by_evidence`].
+    /// quote no figure), `logged_figures` (the figures are rows of the
+    /// agent's own experiment log) and `stacked_changes` (kept changes
+    /// build on one another: never in a configuration search) and
+    /// `standout_figure` (a jump, a gain beyond the noise or a lone best)
+    /// and `claimed_optimum` (the quoted words call a setting at its best):
+    /// [`vocabulary::contradicted_by_evidence`] and [`Entry::applies_to`].
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub assumes: Vec<String>,
     /// The kinds of failure the question can find the cause of
@@ -143,6 +148,13 @@ impl Entry {
             return false;
         }
         if self.applies.assumes.iter().any(|a| a == "kernel_code") && !spec.optimizes_kernel_code() {
+            return false;
+        }
+        // Kept changes that build on one another, to take out one at a
+        // time: a configuration search keeps points of a space, not edits.
+        if self.applies.assumes.iter().any(|a| a == "stacked_changes")
+            && spec.optimizes.as_deref() == Some("configuration")
+        {
             return false;
         }
         if self.applies.assumes.iter().any(|a| a == "timed_figure") && !spec.figure_is_timed() {

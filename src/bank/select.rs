@@ -638,6 +638,10 @@ mod tests {
                     assert!(!c.entry.applies.assumes.iter().any(|a| a == "kernel_code"), "{head}: {}", c.entry.id);
                     if head.contains("training") {
                         assert!(!c.entry.applies.assumes.iter().any(|a| a == "timed_figure"), "{}", c.entry.id);
+                    } else {
+                        // A configuration search keeps points of a space,
+                        // not changes that build on one another.
+                        assert!(!c.entry.applies.assumes.iter().any(|a| a == "stacked_changes"), "{}", c.entry.id);
                     }
                 }
             }
@@ -654,6 +658,41 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(err.contains("optimizes") && err.contains("kernel, training, configuration"), "{err}");
+    }
+
+    /// Whether a figure measured the same thing as the others is asked of
+    /// an experiment log the agent kept (each run set up by the agent), first
+    /// at a jump and at a plateau standing on a lone best; never of a live
+    /// campaign, whose evaluations gadfly's harness runs the same way.
+    #[test]
+    fn the_setup_behind_a_figure_is_asked_of_the_agents_own_log_only() {
+        let dir = tempfile::tempdir().unwrap();
+        std::process::Command::new("git").args(["init", "-q"]).current_dir(dir.path()).status().unwrap();
+        let text =
+            "optimizes = 'configuration'\nname='t'\nworkspace='.'\n[harness]\nrun='x {results}'\nscenarios=['a']\n";
+        let spec = crate::campaign::parse(text, "t.toml", dir.path()).unwrap();
+        let bank = crate::bank::embedded();
+        let stats = HashMap::new();
+        let ev = |detector: &str, facts: &[(&str, &str)]| Evidence {
+            detector: Some(detector.into()),
+            facts: facts.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            ..Default::default()
+        };
+        let first = |moment: &str, e: &Evidence| {
+            let req =
+                Request { moment, spec: &spec, asked: &[], prefer: &[], stats: &stats, seed: 1, evidence: Some(e) };
+            let ranked = rank(&bank.entries, &req);
+            (ranked[0].entry.id.clone(), ranked.iter().any(|c| c.entry.id == "measure-014"))
+        };
+        let log = ("figures", "agent_log");
+        assert_eq!(first("suspicious_gain", &ev("geomean_jump", &[log])).0, "measure-014");
+        let lone = [log, ("window", "5"), ("stall", "5"), ("best_lead_pct", "40")];
+        assert_eq!(first("plateau", &ev("plateau", &lone)).0, "measure-014");
+        // Live: the harness ran both the same way; the question is never asked.
+        assert!(!first("suspicious_gain", &ev("geomean_jump", &[])).1);
+        assert!(!first("plateau", &ev("plateau", &lone[1..])).1);
+        // Nothing stands out: a plain plateau of the agent's own log.
+        assert!(!first("plateau", &ev("plateau", &lone[..3])).1);
     }
 
     /// Evidence routes: a plateau on the smallest scenarios prefers launch

@@ -17,7 +17,7 @@ use super::Entry;
 use crate::campaign::CampaignSpec;
 
 /// What an entry may declare it assumes (`applies.assumes`).
-pub const ASSUMPTIONS: [&str; 11] = [
+pub const ASSUMPTIONS: [&str; 15] = [
     "several_scenarios",
     "quoted_peak",
     "kernel_code",
@@ -29,6 +29,10 @@ pub const ASSUMPTIONS: [&str; 11] = [
     "dropped_failures",
     "repeated_trial",
     "reasoned_claim",
+    "logged_figures",
+    "stacked_changes",
+    "standout_figure",
+    "claimed_optimum",
 ];
 
 /// The detectors whose evidence shows the agent working between its
@@ -78,6 +82,21 @@ static PEAK_IN_WORDS: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)\b(peak|theoretical|roofline|speed[- ]of[- ]light|datasheet|spec sheet|[0-9.]+\s*(tb/s|gb/s|tflop|gflop|pflop)|% of (the )?(peak|bandwidth|roofline))")
         .expect("a valid pattern")
 });
+
+/// Words that say a setting is at its best: no further gain from moving
+/// it, an optimum, diminishing returns.
+static NO_FURTHER_GAIN: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)\b(no (further |more )?(gain|improvement|benefit)|(do not|don't|does not|doesn't|did not|didn't|won't|will not) help|not better|no better|optim(al|um)|diminishing returns|sweet spot)\b",
+    )
+    .expect("a valid pattern")
+});
+
+/// Whether the agent's quoted words claim a setting is at its best
+/// (`claimed_optimum`): "LR already optimal", "more perts don't help".
+pub fn claims_an_optimum(ev: Option<&Evidence>) -> bool {
+    ev.and_then(|ev| ev.quote.as_deref()).is_some_and(|q| NO_FURTHER_GAIN.is_match(q))
+}
 
 /// Whether the agent's words quoted by the evidence hold a figure (any
 /// digit): a claim that quotes one rests on a measurement, and is
@@ -165,7 +184,14 @@ pub fn undeclared(e: &Entry) -> Vec<String> {
 /// claim made by reasoning alone, where the words quote a figure
 /// (`reasoned_claim`, [`quotes_a_figure`]: over the blind readings of the
 /// real logs the two questions that assume it were judged useful at 5 of
-/// 34 such claims, at 3 of 8 claims in words alone).
+/// 34 such claims, at 3 of 8 claims in words alone); the agent's own
+/// setup behind each figure, where gadfly's harness measured it
+/// (`logged_figures`: only the figures of an experiment log the agent
+/// kept, the evidence's `figures = agent_log`, were taken each under a
+/// setup of the agent's choosing); a figure that stands out from the
+/// others (`standout_figure`: a jump, a claimed gain beyond the noise, or a
+/// plateau's lone best, `best_lead_pct`); a setting claimed at its best
+/// (`claimed_optimum`, [`claims_an_optimum`]).
 pub fn contradicted_by_evidence(e: &Entry, ev: Option<&Evidence>) -> bool {
     let assumes = |a: &str| e.applies.assumes.iter().any(|x| x == a);
     let peak =
@@ -184,9 +210,30 @@ pub fn contradicted_by_evidence(e: &Entry, ev: Option<&Evidence>) -> bool {
     let no_repeat = assumes("repeated_trial")
         && ev.is_some_and(|ev| ev.detector.as_deref() == Some("plateau") && !ev.facts.contains_key("repeated"));
     let measured_claim = assumes("reasoned_claim") && quotes_a_figure(ev);
+    // The agent's own log rows, each run set up by the agent; gadfly's
+    // harness runs every evaluation of a live campaign the same way.
+    let harness_figures =
+        assumes("logged_figures") && ev.and_then(|ev| ev.facts.get("figures")).is_none_or(|f| f != "agent_log");
+    let no_optimum = assumes("claimed_optimum") && !claims_an_optimum(ev);
+    // A figure that stands out: a jump, a gain beyond the noise, a lone best.
+    let nothing_stands_out = assumes("standout_figure")
+        && !ev.is_some_and(|ev| {
+            ev.detector.as_deref() == Some("geomean_jump")
+                || ev.facts.contains_key("best_lead_pct")
+                || ev.facts.get("measured_gain").is_some_and(|m| m == "beyond_noise")
+        });
     let kind = ev.and_then(|ev| ev.facts.get("failure_kind"));
     let other_failure = matches!(kind, Some(k) if !e.applies.failures.is_empty() && !e.applies.failures.contains(k));
-    peak || other_failure || no_clock || no_trials || short_stall || nothing_failed || no_repeat || measured_claim
+    peak || other_failure
+        || no_clock
+        || no_trials
+        || short_stall
+        || nothing_failed
+        || no_repeat
+        || measured_claim
+        || harness_figures
+        || nothing_stands_out
+        || no_optimum
 }
 
 #[cfg(test)]
@@ -237,6 +284,36 @@ mod tests {
         assert!(quotes_a_figure(Some(&quote("batch=8 gave 1.135"))));
         assert!(!quotes_a_figure(Some(&quote("It plateaus."))));
         assert!(!quotes_a_figure(None));
+    }
+
+    /// Both sides of a setting are asked about only where the words call
+    /// it at its best; whether a figure measured the same thing as the
+    /// others, only of the agent's own log and where a figure stands out.
+    #[test]
+    fn an_optimum_and_a_standout_figure_are_asked_about_only_where_the_evidence_shows_them() {
+        let quote = |q: &str| Evidence { quote: Some(q.into()), ..Default::default() };
+        let bank = crate::bank::embedded();
+        let both_sides = bank.get("process-015").expect("process-015");
+        for q in ["LR already optimal", "More images doesn't help.", "no further gain at 2^15", "diminishing returns"] {
+            assert!(!contradicted_by_evidence(both_sides, Some(&quote(q))), "{q}");
+        }
+        for q in ["We are memory-bound.", "The optimizer step is slow."] {
+            assert!(contradicted_by_evidence(both_sides, Some(&quote(q))), "{q}");
+        }
+        assert!(contradicted_by_evidence(both_sides, None));
+        let same_setup = bank.get("measure-014").expect("measure-014");
+        let ev = |facts: &[(&str, &str)], detector: &str| Evidence {
+            detector: Some(detector.into()),
+            facts: facts.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            ..Default::default()
+        };
+        let log = ("figures", "agent_log");
+        assert!(!contradicted_by_evidence(same_setup, Some(&ev(&[log], "geomean_jump"))));
+        assert!(!contradicted_by_evidence(same_setup, Some(&ev(&[log, ("best_lead_pct", "21")], "plateau"))));
+        assert!(!contradicted_by_evidence(same_setup, Some(&ev(&[log, ("measured_gain", "beyond_noise")], "text"))));
+        assert!(contradicted_by_evidence(same_setup, Some(&ev(&[log, ("measured_gain", "inside_noise")], "text"))));
+        assert!(contradicted_by_evidence(same_setup, Some(&ev(&[log], "plateau"))), "nothing stands out");
+        assert!(contradicted_by_evidence(same_setup, Some(&ev(&[], "geomean_jump"))), "gadfly's harness measured it");
     }
 
     #[test]

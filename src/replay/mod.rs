@@ -394,6 +394,8 @@ impl Replayer<'_> {
                 );
                 if self.clockless {
                     evidence.facts.insert("clock".into(), "none".into());
+                    // An experiment log's figures are the agent's own rows.
+                    evidence.facts.insert("figures".into(), "agent_log".into());
                 }
                 let q = self.pick_for(&f.moment, groups_for(&f.moment), Some(&evidence));
                 let id = self.queue_question(false, Some(&q.source), Some(&f.moment), &q.text);
