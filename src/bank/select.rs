@@ -678,16 +678,25 @@ mod tests {
             facts: facts.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
             ..Default::default()
         };
-        let first = |moment: &str, e: &Evidence| {
-            let req =
-                Request { moment, spec: &spec, asked: &[], prefer: &[], stats: &stats, seed: 1, evidence: Some(e) };
-            let ranked = rank(&bank.entries, &req);
-            (ranked[0].entry.id.clone(), ranked.iter().any(|c| c.entry.id == "measure-014"))
+        let ranked = |moment: &str, e: &Evidence, seed: u64| {
+            let req = Request { moment, spec: &spec, asked: &[], prefer: &[], stats: &stats, seed, evidence: Some(e) };
+            rank(&bank.entries, &req)
         };
+        let first = |moment: &str, e: &Evidence| {
+            let r = ranked(moment, e, 1);
+            (r[0].entry.id.clone(), r.iter().any(|c| c.entry.id == "measure-014"))
+        };
+        // Over 40 seeds, chosen first at least half the time, where one
+        // fresh entry among the dozens that fit would be first about one
+        // time in thirty (what the numbers point to is weighed up, not forced).
+        let firsts =
+            |moment: &str, e: &Evidence| (0..40).filter(|s| ranked(moment, e, *s)[0].entry.id == "measure-014").count();
         let log = ("figures", "agent_log");
-        assert_eq!(first("suspicious_gain", &ev("geomean_jump", &[log])).0, "measure-014");
+        let jump = firsts("suspicious_gain", &ev("geomean_jump", &[log]));
+        assert!(jump >= 20, "measure-014 first at {jump} of 40 jumps");
         let lone = [log, ("window", "5"), ("stall", "5"), ("best_lead_pct", "40")];
-        assert_eq!(first("plateau", &ev("plateau", &lone)).0, "measure-014");
+        let plateau = firsts("plateau", &ev("plateau", &lone));
+        assert!(plateau >= 20, "measure-014 first at {plateau} of 40 plateaus on a lone best");
         // Live: the harness ran both the same way; the question is never asked.
         assert!(!first("suspicious_gain", &ev("geomean_jump", &[])).1);
         assert!(!first("plateau", &ev("plateau", &lone[1..])).1);

@@ -191,7 +191,9 @@ pub fn undeclared(e: &Entry) -> Vec<String> {
 /// setup of the agent's choosing); a figure that stands out from the
 /// others (`standout_figure`: a jump, a claimed gain beyond the noise, or a
 /// plateau's lone best, `best_lead_pct`); a setting claimed at its best
-/// (`claimed_optimum`, [`claims_an_optimum`]).
+/// (`claimed_optimum`, [`claims_an_optimum`]); kept changes that stack,
+/// in an experiment log whose rows all name one commit (`stacked_changes`:
+/// the evidence's `changes = settings`, settings of one code tried in turn).
 pub fn contradicted_by_evidence(e: &Entry, ev: Option<&Evidence>) -> bool {
     let assumes = |a: &str| e.applies.assumes.iter().any(|x| x == a);
     let peak =
@@ -215,6 +217,9 @@ pub fn contradicted_by_evidence(e: &Entry, ev: Option<&Evidence>) -> bool {
     let harness_figures =
         assumes("logged_figures") && ev.and_then(|ev| ev.facts.get("figures")).is_none_or(|f| f != "agent_log");
     let no_optimum = assumes("claimed_optimum") && !claims_an_optimum(ev);
+    // Settings of one code tried in turn: nothing kept builds on another.
+    let settings_only =
+        assumes("stacked_changes") && ev.and_then(|ev| ev.facts.get("changes")).is_some_and(|c| c == "settings");
     // A figure that stands out: a jump, a gain beyond the noise, a lone best.
     let nothing_stands_out = assumes("standout_figure")
         && !ev.is_some_and(|ev| {
@@ -234,6 +239,7 @@ pub fn contradicted_by_evidence(e: &Entry, ev: Option<&Evidence>) -> bool {
         || harness_figures
         || nothing_stands_out
         || no_optimum
+        || settings_only
 }
 
 #[cfg(test)]
@@ -314,6 +320,10 @@ mod tests {
         assert!(contradicted_by_evidence(same_setup, Some(&ev(&[log, ("measured_gain", "inside_noise")], "text"))));
         assert!(contradicted_by_evidence(same_setup, Some(&ev(&[log], "plateau"))), "nothing stands out");
         assert!(contradicted_by_evidence(same_setup, Some(&ev(&[], "geomean_jump"))), "gadfly's harness measured it");
+        // Kept rows of one commit are settings tried in turn, not stacked changes.
+        let ablation = bank.get("process-009").expect("process-009");
+        assert!(contradicted_by_evidence(ablation, Some(&ev(&[("changes", "settings")], "plateau"))));
+        assert!(!contradicted_by_evidence(ablation, Some(&ev(&[log], "plateau"))));
     }
 
     #[test]

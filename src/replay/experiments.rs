@@ -112,6 +112,10 @@ pub fn import(text: &str, layout: &Layout) -> Result<Imported, String> {
 
     let mut problems = vec![];
     let mut steps = vec![];
+    // The commits the rows name: a log whose rows all name one commit
+    // tried settings of one code, not changes built on one another.
+    let commit_col = column("commit");
+    let mut commits = std::collections::BTreeSet::new();
     let mut first_value: Option<f64> = None;
     let mut rows = 0usize;
     for record in reader.records() {
@@ -139,6 +143,9 @@ pub fn import(text: &str, layout: &Layout) -> Result<Imported, String> {
         let raw = field(m);
         let value = raw.replace(',', "").parse::<f64>().ok().filter(|v| v.is_finite() && *v > 0.0);
         let label = field(label_col);
+        if let Some(i) = commit_col {
+            commits.insert(field(i).to_string());
+        }
         let fields: Vec<String> = header
             .iter()
             .enumerate()
@@ -194,6 +201,9 @@ pub fn import(text: &str, layout: &Layout) -> Result<Imported, String> {
     extra.insert("rows".into(), rows.into());
     // The log has no clock: its steps' times are `every` seconds apart.
     extra.insert("clock".into(), Value::String("none".into()));
+    if commit_col.is_some() && commits.len() == 1 && rows > 1 {
+        extra.insert("changes".into(), Value::String("settings".into()));
+    }
     if !layout.only.is_empty() {
         let only: BTreeMap<&str, &str> = layout.only.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         extra.insert("where".into(), json!(only));
@@ -297,6 +307,19 @@ mod tests {
         assert!(!e[2].scenarios[0].correct, "garbage output is a wrong result");
         assert!(!e[3].scenarios[0].correct, "`bloomier` holds no whole crash word");
         assert!(crashed_in_words("compile error in the epilogue") && !crashed_in_words("zoom in"));
+    }
+
+    /// A log whose rows all name one commit tried settings of one code;
+    /// one with a commit per kept change, or no commit column, says nothing.
+    #[test]
+    fn a_log_of_one_commit_is_settings_tried_in_turn() {
+        let layout = Layout { metric: Some("val_fid".into()), ..Layout::default() };
+        let one = "commit\tval_fid\tstatus\tdescription\nf3b\t152\tkeep\tbase\nf3b\t127\tkeep\tdepth=2\nf3b\t97\tkeep\tdepth=4\n";
+        assert_eq!(import(one, &layout).unwrap().timeline.header.extra["changes"], "settings");
+        let stacked = "commit\tval_fid\tstatus\nc2a\t152\tkeep\nb67\t127\tkeep\n";
+        assert!(!import(stacked, &layout).unwrap().timeline.header.extra.contains_key("changes"));
+        let no_commit = "exp\tval_fid\tstatus\n1\t152\tkeep\n2\t127\tkeep\n";
+        assert!(!import(no_commit, &layout).unwrap().timeline.header.extra.contains_key("changes"));
     }
 
     #[test]

@@ -70,6 +70,7 @@ pub fn run(timeline: &Timeline, spec: &CampaignSpec, entries: &[Entry], opts: &O
         told_slower: Default::default(),
         steps: vec![],
         clockless: timeline.header.extra.get("clock").and_then(|c| c.as_str()) == Some("none"),
+        settings_only: timeline.header.extra.get("changes").and_then(|c| c.as_str()) == Some("settings"),
     };
     r.steps.push(StepReport {
         step: 0,
@@ -179,6 +180,10 @@ struct Replayer<'a> {
     /// an experiment log has no clock); a question about time spent does
     /// not fit it ([`crate::bank::vocabulary::contradicted_by_evidence`]).
     clockless: bool,
+    /// The log's rows all name one commit (its header's `"changes":
+    /// "settings"`): each row tries settings of one code, and nothing kept
+    /// builds on an earlier change.
+    settings_only: bool,
 }
 
 impl Replayer<'_> {
@@ -396,6 +401,9 @@ impl Replayer<'_> {
                     evidence.facts.insert("clock".into(), "none".into());
                     // An experiment log's figures are the agent's own rows.
                     evidence.facts.insert("figures".into(), "agent_log".into());
+                }
+                if self.settings_only {
+                    evidence.facts.insert("changes".into(), "settings".into());
                 }
                 let q = self.pick_for(&f.moment, groups_for(&f.moment), Some(&evidence));
                 let id = self.queue_question(false, Some(&q.source), Some(&f.moment), &q.text);
