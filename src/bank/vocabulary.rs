@@ -192,7 +192,7 @@ pub fn undeclared(e: &Entry) -> Vec<String> {
 /// others (`standout_figure`: a jump, a claimed gain beyond the noise, or a
 /// plateau's lone best, `best_lead_pct`); a setting claimed at its best
 /// (`claimed_optimum`, [`claims_an_optimum`]); kept changes that stack,
-/// in an experiment log whose rows all name one commit (`stacked_changes`:
+/// in an experiment log whose rows mostly share their commit (`stacked_changes`:
 /// the evidence's `changes = settings`, settings of one code tried in turn).
 pub fn contradicted_by_evidence(e: &Entry, ev: Option<&Evidence>) -> bool {
     let assumes = |a: &str| e.applies.assumes.iter().any(|x| x == a);
@@ -320,7 +320,7 @@ mod tests {
         assert!(contradicted_by_evidence(same_setup, Some(&ev(&[log, ("measured_gain", "inside_noise")], "text"))));
         assert!(contradicted_by_evidence(same_setup, Some(&ev(&[log], "plateau"))), "nothing stands out");
         assert!(contradicted_by_evidence(same_setup, Some(&ev(&[], "geomean_jump"))), "gadfly's harness measured it");
-        // Kept rows of one commit are settings tried in turn, not stacked changes.
+        // Rows that share their commits are settings tried in turn, not stacked changes.
         let ablation = bank.get("process-009").expect("process-009");
         assert!(contradicted_by_evidence(ablation, Some(&ev(&[("changes", "settings")], "plateau"))));
         assert!(!contradicted_by_evidence(ablation, Some(&ev(&[log], "plateau"))));

@@ -112,8 +112,9 @@ pub fn import(text: &str, layout: &Layout) -> Result<Imported, String> {
 
     let mut problems = vec![];
     let mut steps = vec![];
-    // The commits the rows name: a log whose rows all name one commit
-    // tried settings of one code, not changes built on one another.
+    // The commits the rows name: a log whose rows mostly share their
+    // commit with others (three rows or more a commit) tried settings of
+    // one code in turn, not changes built on one another.
     let commit_col = column("commit");
     let mut commits = std::collections::BTreeSet::new();
     let mut first_value: Option<f64> = None;
@@ -201,7 +202,7 @@ pub fn import(text: &str, layout: &Layout) -> Result<Imported, String> {
     extra.insert("rows".into(), rows.into());
     // The log has no clock: its steps' times are `every` seconds apart.
     extra.insert("clock".into(), Value::String("none".into()));
-    if commit_col.is_some() && commits.len() == 1 && rows > 1 {
+    if commit_col.is_some() && rows > 1 && commits.len() * 3 <= rows {
         extra.insert("changes".into(), Value::String("settings".into()));
     }
     if !layout.only.is_empty() {
@@ -309,14 +310,15 @@ mod tests {
         assert!(crashed_in_words("compile error in the epilogue") && !crashed_in_words("zoom in"));
     }
 
-    /// A log whose rows all name one commit tried settings of one code;
-    /// one with a commit per kept change, or no commit column, says nothing.
+    /// A log whose rows mostly share their commit (three rows or more a
+    /// commit) tried settings of one code; one with a commit per change, or
+    /// no commit column, says nothing.
     #[test]
     fn a_log_of_one_commit_is_settings_tried_in_turn() {
         let layout = Layout { metric: Some("val_fid".into()), ..Layout::default() };
         let one = "commit\tval_fid\tstatus\tdescription\nf3b\t152\tkeep\tbase\nf3b\t127\tkeep\tdepth=2\nf3b\t97\tkeep\tdepth=4\n";
         assert_eq!(import(one, &layout).unwrap().timeline.header.extra["changes"], "settings");
-        let stacked = "commit\tval_fid\tstatus\nc2a\t152\tkeep\nb67\t127\tkeep\n";
+        let stacked = "commit\tval_fid\tstatus\nc2a\t152\tkeep\nb67\t127\tkeep\nb67\t130\tdiscard\n";
         assert!(!import(stacked, &layout).unwrap().timeline.header.extra.contains_key("changes"));
         let no_commit = "exp\tval_fid\tstatus\n1\t152\tkeep\n2\t127\tkeep\n";
         assert!(!import(no_commit, &layout).unwrap().timeline.header.extra.contains_key("changes"));

@@ -180,9 +180,9 @@ struct Replayer<'a> {
     /// an experiment log has no clock); a question about time spent does
     /// not fit it ([`crate::bank::vocabulary::contradicted_by_evidence`]).
     clockless: bool,
-    /// The log's rows all name one commit (its header's `"changes":
-    /// "settings"`): each row tries settings of one code, and nothing kept
-    /// builds on an earlier change.
+    /// The log's rows mostly share their commit (its header's `"changes":
+    /// "settings"`): rows try settings of one code, and what is kept does
+    /// not build on an earlier change.
     settings_only: bool,
 }
 
