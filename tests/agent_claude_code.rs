@@ -364,9 +364,9 @@ fn a_turn_that_ends_with_hooks_disabled_is_recorded_as_ungated() {
     assert_eq!(stops[0]["session_id"], session.as_str(), "{stops:?}");
     assert_eq!(stops[0]["claim"], "All scenarios pass now. Done.", "{stops:?}");
     assert!(stops[0]["reason"].as_str().unwrap().contains("no Stop hook call"), "{stops:?}");
-    let kinds = log_kinds(&d, &id);
+    // The stop row is written just before its events: wait for them.
     for k in ["violation", "stop.ungated"] {
-        assert!(kinds.iter().any(|x| x == k), "{k} not in the log: {kinds:?}");
+        common::wait_until(&format!("{k} in the log"), || log_kinds(&d, &id).iter().any(|x| x == k));
     }
     // Judged once: the next rounds of the watch add nothing.
     std::thread::sleep(Duration::from_secs(3));
@@ -432,10 +432,7 @@ fn a_forged_unavailable_count_and_a_deleted_spool_still_leave_an_ungated_stop() 
         r as u64 & 0xffff_ffff_ffff
     );
     let mut cmd = claude(&bin, home.path(), &mock, &d, &id, &f.ws(), "Make every scenario pass");
-    cmd.arg("--session-id")
-        .arg(&session)
-        .env("GADFLY_SPOOL_DIR", &spool)
-        .env("GADFLY_HOOK_DEADLINE_S", "1");
+    cmd.arg("--session-id").arg(&session).env("GADFLY_SPOOL_DIR", &spool).env("GADFLY_HOOK_DEADLINE_S", "1");
     d.kill();
 
     // The forgery: as many "blocked" stops of this session as the hook
