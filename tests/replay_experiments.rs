@@ -60,6 +60,7 @@ fn an_experiment_log_replays_with_plateaus_whose_questions_name_their_evidence_f
     std::fs::write(&tl, &timeline).unwrap();
 
     let mut groups: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut entries: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let mut plateaus = 0;
     let mut failed = 0;
     for seed in ["1", "2", "3", "4"] {
@@ -94,6 +95,7 @@ fn an_experiment_log_replays_with_plateaus_whose_questions_name_their_evidence_f
                         }
                         let group = q["source"].as_str().unwrap().rsplit_once('-').unwrap().0.to_string();
                         groups.entry(moment.to_string()).or_default().insert(group);
+                        entries.entry(moment.to_string()).or_default().insert(q["source"].as_str().unwrap().into());
                     }
                     _ => {}
                 }
@@ -129,11 +131,17 @@ fn an_experiment_log_replays_with_plateaus_whose_questions_name_their_evidence_f
     assert_eq!(direct, two_steps);
     assert!(plateaus >= 8, "the flat stretch raises plateaus under every seed: {plateaus}");
     // A flat stretch of near-ties, the best never measured again: the
-    // noise (the measurement group) at most signals, another group beside
-    // it (a stop rule is no longer pointed to inside the noise:
-    // `bank::groups::pointed`).
-    assert!(groups["plateau"].contains("measure"), "the noise of near-ties is asked about: {groups:?}");
-    assert!(groups["plateau"].len() >= 2, "plateau picks from one group only: {groups:?}");
+    // noise, both ways the evidence points to (the plateau inside the
+    // noise, the A-versus-A spread: `bank::groups::pointed`), each asked
+    // first before any entry that merely fits, and no stop rule inside the
+    // noise.
+    let plateau = &entries["plateau"];
+    assert!(
+        plateau.contains("measure-013") && plateau.contains("measure-005"),
+        "the noise of near-ties is asked about: {entries:?}"
+    );
+    assert!(!plateau.contains("process-012"), "no stop rule inside the noise: {entries:?}");
+    assert!(groups["plateau"].contains("measure"), "{groups:?}");
 }
 
 #[test]

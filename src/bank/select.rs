@@ -167,15 +167,20 @@ pub fn rank(entries: &[Entry], req: &Request<'_>) -> Vec<Choice> {
                 score *= ROUTED;
             }
             let last_ask = req.asked.iter().position(|a| a.bank_id == e.id);
-            // What the evidence points to comes first, asked here already
-            // or not (a stall still inside the noise of a best never
-            // measured again is asked about its noise again); among the
-            // rest, an entry asked here waits until every fresh one was.
-            // Over the blind readings the pointed questions were the ones
-            // judged useful most often (the noise at a near-best plateau
-            // 29 of 32); weighed up but not forced, a fresh entry won over
-            // them about one time in three.
-            let key = if is_pointed { (false, 0) } else { (last_ask.is_some(), last_ask.map_or(1, |i| i + 1)) };
+            // What the evidence points to comes first the first time; once
+            // asked here it competes with the fresh entries, weighed up (a
+            // stall still inside the noise of a best never measured again
+            // may be asked about its noise again, or another way). Among
+            // the rest, an entry asked here waits until every fresh one
+            // was. Over the blind readings the pointed questions were the
+            // ones judged useful most often (the noise at a near-best
+            // plateau 29 of 32); weighed up but not forced even the first
+            // time, a fresh entry won over them about one time in three.
+            let key = match (is_pointed, last_ask) {
+                (true, None) => (false, 0),
+                (true, Some(_)) => (false, 1),
+                (false, asked) => (asked.is_some(), asked.map_or(1, |i| i + 1)),
+            };
             if is_pointed {
                 score *= POINTED;
             }
@@ -691,7 +696,7 @@ mod tests {
             (r[0].entry.id.clone(), r.iter().any(|c| c.entry.id == "measure-014"))
         };
         // Over 40 seeds, chosen first every time: what the numbers point
-        // to comes before the entries that merely fit.
+        // to, not yet asked, comes before the entries that merely fit.
         let firsts =
             |moment: &str, e: &Evidence| (0..40).filter(|s| ranked(moment, e, *s)[0].entry.id == "measure-014").count();
         let log = ("figures", "agent_log");
