@@ -168,14 +168,15 @@ pub fn rank(entries: &[Entry], req: &Request<'_>) -> Vec<Choice> {
             }
             let last_ask = req.asked.iter().position(|a| a.bank_id == e.id);
             // What the evidence points to comes first the first time; once
-            // asked here it competes with the fresh entries, weighed up (a
-            // stall still inside the noise of a best never measured again
-            // may be asked about its noise again, or another way). Among
-            // the rest, an entry asked here waits until every fresh one
-            // was. Over the blind readings the pointed questions were the
-            // ones judged useful most often (the noise at a near-best
-            // plateau 29 of 32); weighed up but not forced even the first
-            // time, a fresh entry won over them about one time in three.
+            // asked in this campaign it competes with the fresh entries,
+            // weighed up (a stall still inside the noise of a best never
+            // measured again may be asked about its noise again, or another
+            // way). Among the rest, an entry asked already waits until every
+            // fresh one was. Over the blind readings the pointed questions
+            // were the ones judged useful most often (the noise at a
+            // near-best plateau 29 of 32); weighed up but not forced even
+            // the first time, a fresh entry won over them about one time in
+            // three.
             let key = match (is_pointed, last_ask) {
                 (true, None) => (false, 0),
                 (true, Some(_)) => (false, 1),
