@@ -256,6 +256,16 @@ pub fn deliver(text: &str, moment: &str, ev: Option<&Evidence>) -> String {
     format!("{head}\n{text}")
 }
 
+/// Evidence of `detector` with `facts`, for tests.
+#[cfg(test)]
+pub(crate) fn with_facts(detector: &str, facts: &[(&str, &str)]) -> Evidence {
+    Evidence {
+        detector: Some(detector.into()),
+        facts: facts.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        ..Default::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

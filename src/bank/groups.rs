@@ -180,9 +180,7 @@ pub fn pointed(moment: &str, ev: Option<&super::evidence::Evidence>) -> Vec<&'st
     // A figure well beyond the others, in the agent's own log (where each
     // run's setup is the agent's): first whether it measured the same
     // thing the others did (`measure-014` assumes `logged_figures`).
-    if moment == "suspicious_gain"
-        && (measured == Some("beyond_noise") || ev.detector.as_deref() == Some("geomean_jump"))
-    {
+    if moment == "suspicious_gain" && super::vocabulary::a_figure_stands_out(ev) {
         return vec!["measure-014"];
     }
     // A limit claimed with figures: the measurement behind it, and the
@@ -206,7 +204,7 @@ pub fn pointed(moment: &str, ev: Option<&super::evidence::Evidence>) -> Vec<&'st
     let stall = num("stall").unwrap_or(window);
     // A best measured once, far above every other figure: the stall may be
     // measured against a setup the other runs never had.
-    if ev.facts.contains_key("best_lead_pct") {
+    if super::vocabulary::a_figure_stands_out(ev) {
         out.push("measure-014");
     }
     if num("invalid").is_some_and(|i| i >= (window / 2.0).ceil()) {
@@ -254,11 +252,7 @@ mod tests {
     #[test]
     fn a_lone_best_and_a_jump_point_to_whether_the_figure_measured_the_same_thing() {
         use crate::bank::evidence::Evidence;
-        let plateau = |facts: &[(&str, &str)]| Evidence {
-            detector: Some("plateau".into()),
-            facts: facts.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
-            ..Default::default()
-        };
+        let plateau = |facts: &[(&str, &str)]| crate::bank::evidence::with_facts("plateau", facts);
         let lone = plateau(&[("window", "5"), ("stall", "5"), ("best_lead_pct", "31")]);
         assert_eq!(pointed("plateau", Some(&lone)).first(), Some(&"measure-014"));
         let plain = plateau(&[("window", "5"), ("stall", "5")]);
@@ -285,11 +279,7 @@ mod tests {
     #[test]
     fn a_plateau_s_numbers_point_to_the_question_that_fits_its_stall() {
         use crate::bank::evidence::Evidence;
-        let ev = |pairs: &[(&str, &str)]| Evidence {
-            detector: Some("plateau".into()),
-            facts: pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
-            ..Default::default()
-        };
+        let ev = |pairs: &[(&str, &str)]| crate::bank::evidence::with_facts("plateau", pairs);
         let first =
             ev(&[("window", "5"), ("stall", "5"), ("invalid", "0"), ("best_runs", "1"), ("shortfall_pct", "0.4")]);
         assert_eq!(pointed("plateau", Some(&first)), vec!["measure-013", "measure-005"]);

@@ -152,9 +152,7 @@ impl Entry {
         }
         // Kept changes that build on one another, to take out one at a
         // time: a configuration search keeps points of a space, not edits.
-        if self.applies.assumes.iter().any(|a| a == "stacked_changes")
-            && spec.optimizes.as_deref() == Some("configuration")
-        {
+        if self.applies.assumes.iter().any(|a| a == "stacked_changes") && !spec.changes_stack() {
             return false;
         }
         if self.applies.assumes.iter().any(|a| a == "timed_figure") && !spec.figure_is_timed() {

@@ -683,11 +683,7 @@ mod tests {
         let spec = crate::campaign::parse(text, "t.toml", dir.path()).unwrap();
         let bank = crate::bank::embedded();
         let stats = HashMap::new();
-        let ev = |detector: &str, facts: &[(&str, &str)]| Evidence {
-            detector: Some(detector.into()),
-            facts: facts.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
-            ..Default::default()
-        };
+        let ev = crate::bank::evidence::with_facts;
         let ranked = |moment: &str, e: &Evidence, seed: u64| {
             let req = Request { moment, spec: &spec, asked: &[], prefer: &[], stats: &stats, seed, evidence: Some(e) };
             rank(&bank.entries, &req)

@@ -98,6 +98,15 @@ pub fn claims_an_optimum(ev: Option<&Evidence>) -> bool {
     ev.and_then(|ev| ev.quote.as_deref()).is_some_and(|q| NO_FURTHER_GAIN.is_match(q))
 }
 
+/// Whether a figure stands out from the others (`standout_figure`): a jump
+/// of the figure, a gain claimed beyond the noise, or a plateau's best
+/// measured once far above every other figure (`best_lead_pct`).
+pub fn a_figure_stands_out(ev: &Evidence) -> bool {
+    ev.detector.as_deref() == Some("geomean_jump")
+        || ev.facts.contains_key("best_lead_pct")
+        || ev.facts.get("measured_gain").is_some_and(|m| m == "beyond_noise")
+}
+
 /// Whether the agent's words quoted by the evidence hold a figure (any
 /// digit): a claim that quotes one rests on a measurement, and is
 /// challenged on that measurement, not on reasoning it did not use.
@@ -221,12 +230,7 @@ pub fn contradicted_by_evidence(e: &Entry, ev: Option<&Evidence>) -> bool {
     let settings_only =
         assumes("stacked_changes") && ev.and_then(|ev| ev.facts.get("changes")).is_some_and(|c| c == "settings");
     // A figure that stands out: a jump, a gain beyond the noise, a lone best.
-    let nothing_stands_out = assumes("standout_figure")
-        && !ev.is_some_and(|ev| {
-            ev.detector.as_deref() == Some("geomean_jump")
-                || ev.facts.contains_key("best_lead_pct")
-                || ev.facts.get("measured_gain").is_some_and(|m| m == "beyond_noise")
-        });
+    let nothing_stands_out = assumes("standout_figure") && !ev.is_some_and(a_figure_stands_out);
     let kind = ev.and_then(|ev| ev.facts.get("failure_kind"));
     let other_failure = matches!(kind, Some(k) if !e.applies.failures.is_empty() && !e.applies.failures.contains(k));
     peak || other_failure
@@ -308,11 +312,7 @@ mod tests {
         }
         assert!(contradicted_by_evidence(both_sides, None));
         let same_setup = bank.get("measure-014").expect("measure-014");
-        let ev = |facts: &[(&str, &str)], detector: &str| Evidence {
-            detector: Some(detector.into()),
-            facts: facts.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
-            ..Default::default()
-        };
+        let ev = |facts: &[(&str, &str)], detector: &str| crate::bank::evidence::with_facts(detector, facts);
         let log = ("figures", "agent_log");
         assert!(!contradicted_by_evidence(same_setup, Some(&ev(&[log], "geomean_jump"))));
         assert!(!contradicted_by_evidence(same_setup, Some(&ev(&[log, ("best_lead_pct", "21")], "plateau"))));
@@ -354,11 +354,7 @@ mod tests {
         let bank = crate::bank::embedded();
         let stop_rule = bank.get("process-012").expect("process-012");
         let dropped = bank.get("process-002").expect("process-002");
-        let ev = |pairs: &[(&str, &str)]| Evidence {
-            detector: Some("plateau".into()),
-            facts: pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
-            ..Default::default()
-        };
+        let ev = |pairs: &[(&str, &str)]| crate::bank::evidence::with_facts("plateau", pairs);
         assert!(contradicted_by_evidence(stop_rule, Some(&ev(&[("stall", "5"), ("window", "5")]))));
         assert!(!contradicted_by_evidence(stop_rule, Some(&ev(&[("stall", "20"), ("window", "5")]))));
         assert!(!contradicted_by_evidence(stop_rule, None), "an edit loop says nothing of a stall");
@@ -374,11 +370,7 @@ mod tests {
     #[test]
     fn a_repeated_hypothesis_needs_a_repeat_in_a_plateau_s_figures() {
         let repeated = crate::bank::embedded().get("process-006").expect("process-006");
-        let ev = |detector: &str, pairs: &[(&str, &str)]| Evidence {
-            detector: Some(detector.into()),
-            facts: pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
-            ..Default::default()
-        };
+        let ev = crate::bank::evidence::with_facts;
         assert!(contradicted_by_evidence(repeated, Some(&ev("plateau", &[("stall", "5")]))));
         assert!(!contradicted_by_evidence(repeated, Some(&ev("plateau", &[("repeated", "#3 and #7")]))));
         assert!(!contradicted_by_evidence(repeated, Some(&ev("edit_loop", &[]))));

@@ -294,6 +294,12 @@ impl CampaignSpec {
         self.optimizes.as_deref().is_none_or(|o| o == "kernel")
     }
 
+    /// Whether kept changes build on one another: not in a configuration
+    /// search, which keeps points of a space.
+    pub fn changes_stack(&self) -> bool {
+        self.optimizes.as_deref() != Some("configuration")
+    }
+
     /// Whether the campaign's figure is a time or a speed: not for a
     /// training recipe, whose figure is a quality (a validation loss).
     pub fn figure_is_timed(&self) -> bool {
